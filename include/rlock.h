@@ -1,0 +1,284 @@
+/*
+ * rlock.h: distributed reentrant locks on Redis, Redisson-compatible.
+ *
+ * This is the only header users include, and it is the reference manual:
+ * what is not declared here is not API.
+ *
+ * A lock named N lives in Redis exactly as Redisson's RLock keeps it: a hash
+ * at key N with one field "<client uuid>:<thread id>" holding the hold count,
+ * a PEXPIRE lease, unlock messages on "redisson_lock__channel:{N}" and the
+ * unlock latch "redisson_unlock_latch:{N}:<request id>". A C process using
+ * rlock and a Java service using Redisson can therefore share lock names.
+ *
+ * Return values: functions returning int give 0 (or a documented
+ * non-negative value) on success and a negative RLOCK_E* code on failure.
+ * rlock_strerror() turns a code into a sentence.
+ *
+ * Threads: every function may be called from any thread unless its
+ * "Thread-safety:" line says otherwise. The owner of a lock is the calling
+ * thread, as in Redisson: the thread that locked must be the one to unlock.
+ * Blocking calls must not be made from inside an rlock callback (they return
+ * RLOCK_EDEADLK).
+ *
+ * Fork: a client belongs to the process that created it. In a forked child
+ * every call on an inherited client or handle returns RLOCK_EFORKED; the
+ * child cannot unlock or renew its parent's locks. It may create a new client.
+ */
+#ifndef RLOCK_H
+#define RLOCK_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(RLOCK_BUILDING) && defined(__GNUC__)
+#define RLOCK_API __attribute__((visibility("default")))
+#else
+#define RLOCK_API
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Version                                                                  */
+/* ------------------------------------------------------------------------ */
+
+#define RLOCK_VERSION_MAJOR 0
+#define RLOCK_VERSION_MINOR 1
+#define RLOCK_VERSION_PATCH 0
+#define RLOCK_VERSION_STRING "0.1.0"
+
+/* Returns the version of the linked library as "MAJOR.MINOR.PATCH".
+ * Ownership: static storage. Thread-safety: any thread. */
+RLOCK_API const char *rlock_version_string(void);
+
+/* ------------------------------------------------------------------------ */
+/* Errors                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Error codes are below -100 so that they never collide with the -1 and -2
+ * that rlock_remaining_ttl() reports, exactly as Redis's PTTL does. */
+#define RLOCK_OK 0
+#define RLOCK_EINVAL (-101)    /* bad argument: NULL, empty name, range */
+#define RLOCK_ENOMEM (-102)    /* out of memory */
+#define RLOCK_ECONN (-103)     /* cannot reach Redis, or connection lost */
+#define RLOCK_ETIMEDOUT (-104) /* not acquired in time, or Redis too slow */
+#define RLOCK_ENOTOWNER (-105) /* calling thread does not hold the lock */
+#define RLOCK_ELOST (-106)     /* the lock was held but is gone (expired,
+                                  force-unlocked or deleted behind our back) */
+#define RLOCK_EPROTO (-107)    /* unexpected reply: peer is not Redis, or
+                                  the key is not a lock */
+#define RLOCK_EAUTH (-108)     /* the server refused AUTH or SELECT */
+#define RLOCK_EDEADLK (-109)   /* blocking call from an rlock callback */
+#define RLOCK_ECLOSED (-110)   /* the client is being freed */
+#define RLOCK_EFORKED (-111)   /* client inherited across fork() */
+#define RLOCK_ESERVER (-112)   /* Redis answered with an error reply */
+
+/* Returns a one-line English description of err (any value).
+ * Ownership: static storage. Thread-safety: any thread. */
+RLOCK_API const char *rlock_strerror(int err);
+
+/* Returns the symbolic name of err, e.g. "RLOCK_ETIMEDOUT", or "RLOCK_E?"
+ * for an unknown code. Ownership: static storage. Thread-safety: any thread.
+ */
+RLOCK_API const char *rlock_err_name(int err);
+
+/* ------------------------------------------------------------------------ */
+/* Configuration                                                            */
+/* ------------------------------------------------------------------------ */
+
+typedef struct rlock_config rlock_config;
+
+/* Creates a configuration holding Redisson's defaults:
+ *   watchdog timeout     30000 ms (Config.lockWatchdogTimeout), renewed
+ *                        every third of it
+ *   command timeout       3000 ms (BaseConfig.timeout)
+ *   connect timeout      10000 ms (BaseConfig.connectTimeout)
+ *   retry attempts           3, retry interval 1500 ms (unlock retries and
+ *                        the unlock latch lifetime (attempts+1) x (timeout +
+ *                        interval) = 18000 ms, inside Redisson 4's range)
+ *   recheck interval      2000 ms: the longest a waiter waits for an unlock
+ *                        message before it re-tries, so a lost message
+ *                        (crashed holder, raw DEL) costs at most this much
+ *   connections              2 command connections (plus one subscriber)
+ * Returns 0, RLOCK_EINVAL (out is NULL) or RLOCK_ENOMEM.
+ * Ownership: the caller frees *out with rlock_config_free(); a client copies
+ * what it needs, so the config may be freed right after connecting.
+ * Thread-safety: a config is built on one thread; it is not locked. */
+RLOCK_API int rlock_config_new(rlock_config **out);
+
+/* Frees a configuration; NULL is ignored. */
+RLOCK_API void rlock_config_free(rlock_config *cfg);
+
+/* Setters. Each returns 0, or RLOCK_EINVAL (cfg NULL or value out of range,
+ * in which case the config is unchanged). Ranges:
+ *   watchdog_timeout_ms  [30, 2^31)   the lease under the watchdog
+ *   command_timeout_ms   [1, 2^31)    one Redis round trip's budget
+ *   connect_timeout_ms   [1, 2^31)
+ *   retry_attempts       [0, 100]
+ *   retry_interval_ms    [0, 2^31)
+ *   recheck_interval_ms  [1, 2^31)
+ *   connections          [1, 64]
+ * Thread-safety: as rlock_config_new(). */
+RLOCK_API int rlock_config_set_watchdog_timeout(rlock_config *cfg, int64_t ms);
+RLOCK_API int rlock_config_set_command_timeout(rlock_config *cfg, int64_t ms);
+RLOCK_API int rlock_config_set_connect_timeout(rlock_config *cfg, int64_t ms);
+RLOCK_API int rlock_config_set_retry_attempts(rlock_config *cfg, int n);
+RLOCK_API int rlock_config_set_retry_interval(rlock_config *cfg, int64_t ms);
+RLOCK_API int rlock_config_set_recheck_interval(rlock_config *cfg, int64_t ms);
+RLOCK_API int rlock_config_set_connections(rlock_config *cfg, int n);
+
+/* ------------------------------------------------------------------------ */
+/* Client                                                                   */
+/* ------------------------------------------------------------------------ */
+
+typedef struct rlock_client rlock_client;
+
+/* Connects to Redis and starts the client's I/O thread (which also runs the
+ * watchdog). One client per process is the intended use; every thread shares
+ * it. uri is one of
+ *   redis://[[user]:password@]host[:port][/db]    (port 6379, db 0 default)
+ *   unix:///path/to/redis.sock[?db=N]
+ * Percent-escapes (%40 etc.) are decoded in user and password. IPv6 hosts go
+ * in brackets: redis://[::1]:6380.
+ * The connection, AUTH and SELECT are checked before this returns.
+ * Returns 0; RLOCK_EINVAL (out or uri NULL, or the URI does not parse);
+ * RLOCK_ECONN (unreachable); RLOCK_EAUTH (AUTH or SELECT refused);
+ * RLOCK_EPROTO (the server does not speak Redis); RLOCK_ETIMEDOUT;
+ * RLOCK_ENOMEM. On failure *out is set to NULL.
+ * Ownership: the caller frees the client with rlock_client_free().
+ * Thread-safety: any thread.
+ * Redisson: Redisson.create(config). */
+RLOCK_API int rlock_client_connect(rlock_client **out, const char *uri);
+
+/* As rlock_client_connect(), with settings from cfg (NULL: defaults).
+ * cfg is copied; the caller keeps ownership of it. */
+RLOCK_API int rlock_client_connect_with(rlock_client **out, const char *uri,
+                                        const rlock_config *cfg);
+
+/* Releases every lock this client still holds (deleting each one and
+ * publishing its unlock message, as a final unlock does), waits for pending
+ * calls to fail with RLOCK_ECLOSED, stops the I/O thread and frees the
+ * client. NULL is ignored.
+ * Ownership: every rlock handle of this client must be freed before, or the
+ * behaviour is undefined.
+ * Thread-safety: any thread except the client's own I/O thread (never from a
+ * callback); no other thread may use the client during or after the call.
+ * Redisson: RedissonClient.shutdown(). */
+RLOCK_API void rlock_client_free(rlock_client *c);
+
+/* Returns the client's UUID (36 lowercase characters), the first half of
+ * every hash field it writes. A forked child's inherited client still
+ * reports the parent's id (and refuses every operation).
+ * Ownership: owned by the client, valid until rlock_client_free().
+ * Thread-safety: any thread.
+ * Redisson: ServiceManager.getId(). */
+RLOCK_API const char *rlock_client_id(const rlock_client *c);
+
+/* Returns the id rlock uses for the calling thread in hash fields: a positive
+ * number assigned on the thread's first call and never given to another
+ * thread of this process, even after the thread exits.
+ * Thread-safety: any thread.
+ * Redisson: Thread.getId(). */
+RLOCK_API uint64_t rlock_thread_id(void);
+
+/* ------------------------------------------------------------------------ */
+/* Locks                                                                    */
+/* ------------------------------------------------------------------------ */
+
+typedef struct rlock rlock;
+
+/* Waits with no time limit (rlock_trylock's wait_ms) */
+#define RLOCK_WAIT_FOREVER (-1)
+/* Lease handled by the watchdog (rlock_trylock's lease_ms) */
+#define RLOCK_LEASE_WATCHDOG (-1)
+/* The longest accepted name, in bytes: Redis's key limit is far larger but
+ * a lock name is copied into every script call. */
+#define RLOCK_NAME_MAX (64 * 1024)
+
+/* Makes a handle to the lock named name (any bytes but NUL, 1 to
+ * RLOCK_NAME_MAX long). Cheap: no Redis traffic. Handles to the same name
+ * share state; a handle may be used by any number of threads at once.
+ * Returns 0, RLOCK_EINVAL (NULL argument, empty or too long name),
+ * RLOCK_ENOMEM, RLOCK_EFORKED or RLOCK_ECLOSED.
+ * Ownership: the caller frees the handle with rlock_free(), before freeing
+ * the client. Freeing a handle does not unlock; a lock still held stays held
+ * (and renewed) until its owner unlocks it through another handle or the
+ * client is freed.
+ * Thread-safety: any thread.
+ * Redisson: RedissonClient.getLock(name). */
+RLOCK_API int rlock_get(rlock_client *c, const char *name, rlock **out);
+
+/* Frees a handle; NULL is ignored. Thread-safety: any thread, once no other
+ * thread is using this handle. */
+RLOCK_API void rlock_free(rlock *l);
+
+/* Returns the lock's name. Ownership: owned by the handle. */
+RLOCK_API const char *rlock_name(const rlock *l);
+
+/* Blocks until the calling thread holds the lock. Reentrant: a thread that
+ * holds it takes it again and must unlock as many times. The lease is the
+ * watchdog timeout, renewed by the watchdog while the thread holds the lock.
+ * Waiting is driven by the lock's unlock channel, never by polling.
+ * Returns 0, or RLOCK_ECONN / RLOCK_ETIMEDOUT (Redis unreachable or too
+ * slow), RLOCK_EPROTO / RLOCK_ESERVER (the key is not a lock hash),
+ * RLOCK_EINVAL, RLOCK_EDEADLK, RLOCK_EFORKED, RLOCK_ECLOSED.
+ * Thread-safety: any thread; the caller becomes the owner.
+ * Redisson: RLock.lock(). */
+RLOCK_API int rlock_lock(rlock *l);
+
+/* Tries to take the lock, waiting at most wait_ms.
+ *   wait_ms   0: one attempt; > 0: budget in ms; RLOCK_WAIT_FOREVER: no
+ *             limit. Other negative values: RLOCK_EINVAL.
+ *   lease_ms  > 0: the lock expires lease_ms after it is taken and is not
+ *             renewed; RLOCK_LEASE_WATCHDOG: watchdog lease and renewal.
+ *             0 and other negative values: RLOCK_EINVAL.
+ * The wait budget holds even when Redis is slow or down: the call returns
+ * within wait_ms plus the command timeout.
+ * Returns 0 when acquired, RLOCK_ETIMEDOUT when not acquired in time, or an
+ * error as rlock_lock().
+ * Thread-safety: any thread; the caller becomes the owner.
+ * Redisson: RLock.tryLock(waitTime, leaseTime, MILLISECONDS). */
+RLOCK_API int rlock_trylock(rlock *l, int64_t wait_ms, int64_t lease_ms);
+
+/* Releases one hold of the calling thread. The last release deletes the key
+ * and publishes the unlock message; an inner release resets the lease. The
+ * call is idempotent across retries (Redisson's unlock latch): a reply lost
+ * to a timeout is retried without releasing twice.
+ * Returns 0; RLOCK_ENOTOWNER (the calling thread does not hold the lock:
+ * Redis is not touched); RLOCK_ELOST (the thread held it but it expired or
+ * was taken away; local state is cleared); RLOCK_ECONN / RLOCK_ETIMEDOUT
+ * after the configured retries (the hold is then forgotten locally and the
+ * key left to expire).
+ * Thread-safety: any thread; must be the owner.
+ * Redisson: RLock.unlock(). */
+RLOCK_API int rlock_unlock(rlock *l);
+
+/* Deletes the lock whoever holds it and wakes its waiters.
+ * Returns 1 if a lock was deleted, 0 if it was not locked, or an error.
+ * Thread-safety: any thread. Redisson: RLock.forceUnlock(). */
+RLOCK_API int rlock_force_unlock(rlock *l);
+
+/* Returns 1 if anyone holds the lock, 0 if not, or an error.
+ * Redisson: RLock.isLocked(). */
+RLOCK_API int rlock_is_locked(rlock *l);
+
+/* Returns 1 if the calling thread holds the lock, 0 if not (including a
+ * hold found lost), or an error. Asks Redis unless the thread has no hold.
+ * Redisson: RLock.isHeldByCurrentThread(). */
+RLOCK_API int rlock_is_held_by_me(rlock *l);
+
+/* Returns the calling thread's hold count (0 when not held), or an error.
+ * Redisson: RLock.getHoldCount(). */
+RLOCK_API int rlock_hold_count(rlock *l);
+
+/* Returns the lock's remaining lease in ms, -1 if it has no expiry, -2 if it
+ * is not locked, or an error (below -100).
+ * Redisson: RLock.remainTimeToLive(). */
+RLOCK_API int64_t rlock_remaining_ttl(rlock *l);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RLOCK_H */

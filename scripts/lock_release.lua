@@ -1,0 +1,23 @@
+-- Release one hold of a reentrant lock (Redisson RLock unlock, with the
+-- unlock latch that makes a retried call answer as the first one did).
+-- KEYS[1] lock hash, KEYS[2] unlock channel, KEYS[3] unlock latch key
+-- ARGV[1] unlock message, ARGV[2] lease to restore when holds remain,
+-- ARGV[3] owner tag, ARGV[4] publish command, ARGV[5] latch lifetime in ms
+-- Reply: nil (not held by owner), 0 (still held), 1 (released).
+local latched = redis.call('get', KEYS[3])
+if latched ~= false then
+    return tonumber(latched)
+end
+if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+    return nil
+end
+local left = redis.call('hincrby', KEYS[1], ARGV[3], -1)
+if left > 0 then
+    redis.call('pexpire', KEYS[1], ARGV[2])
+    redis.call('set', KEYS[3], 0, 'px', ARGV[5])
+    return 0
+end
+redis.call('del', KEYS[1])
+redis.call(ARGV[4], KEYS[2], ARGV[1])
+redis.call('set', KEYS[3], 1, 'px', ARGV[5])
+return 1

@@ -1,0 +1,299 @@
+/*
+ * client.c: the client's lifecycle. Connecting checks the server once,
+ * synchronously, so that a wrong address, password or database fails at
+ * connect time with a clear code; then the I/O thread takes over with its
+ * command connections, the subscriber and the watchdog.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <hiredis/hiredis.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+/* Returns 0 when c may be used by this process, else the reason not. */
+int rlock__client_check(const rlock_client *c)
+{
+    if (c == NULL)
+        return RLOCK_EINVAL;
+    if (getpid() != c->pid)
+        return RLOCK_EFORKED;
+    if (atomic_load(&c->closing))
+        return RLOCK_ECLOSED;
+    return RLOCK_OK;
+}
+
+/* Returns the command connection for the next request (round robin).
+ * I/O thread only. */
+rlock__conn *rlock__client_pick_conn(rlock_client *c)
+{
+    return &c->conns[c->next_conn++ % (unsigned)c->cfg.connections];
+}
+
+static struct timeval to_timeval(int64_t ms)
+{
+    struct timeval tv = {.tv_sec = (time_t)(ms / 1000),
+                         .tv_usec = (suseconds_t)(ms % 1000) * 1000};
+    return tv;
+}
+
+/* Maps a failed synchronous hiredis context to an RLOCK_E* code. */
+static int context_error(const redisContext *ctx)
+{
+    if (ctx == NULL)
+        return RLOCK_ENOMEM;
+    if (ctx->err == REDIS_ERR_PROTOCOL)
+        return RLOCK_EPROTO;
+    if (ctx->err == REDIS_ERR_IO &&
+        (errno == EAGAIN || errno == ETIMEDOUT || errno == EWOULDBLOCK))
+        return RLOCK_ETIMEDOUT;
+    if (ctx->err == REDIS_ERR_OOM)
+        return RLOCK_ENOMEM;
+    return RLOCK_ECONN;
+}
+
+/* Sends one command and checks its reply: returns 0, or the error, with
+ * refused as the code for an error reply. */
+static int expect_ok(redisContext *ctx, int argc, const char **argv,
+                     const size_t *lens, int refused, int want_type)
+{
+    redisReply *r = redisCommandArgv(ctx, argc, argv, lens);
+    if (r == NULL)
+        return context_error(ctx);
+    int rc = RLOCK_OK;
+    if (r->type == REDIS_REPLY_ERROR) {
+        int code = rlock__reply_error_code(r);
+        rc = code == RLOCK_EAUTH ? RLOCK_EAUTH : refused;
+    } else if (want_type != 0 && r->type != want_type) {
+        rc = RLOCK_EPROTO;
+    }
+    freeReplyObject(r);
+    return rc;
+}
+
+/* Connects once, synchronously: AUTH, SELECT, PING and SCRIPT LOAD of every
+ * script (checking that Redis names it by the SHA-1 we computed). */
+static int check_server(rlock_client *c)
+{
+    const rlock__uri *u = &c->uri;
+    struct timeval ctv = to_timeval(c->cfg.connect_timeout_ms);
+    redisContext *ctx =
+        u->path ? redisConnectUnixWithTimeout(u->path, ctv)
+                : redisConnectWithTimeout(u->host, u->port, ctv);
+    if (ctx == NULL || ctx->err != 0) {
+        int rc = context_error(ctx);
+        if (ctx != NULL && ctx->err == REDIS_ERR_IO && errno == EINPROGRESS)
+            rc = RLOCK_ETIMEDOUT;
+        redisFree(ctx);
+        return rc;
+    }
+    redisSetTimeout(ctx, to_timeval(c->cfg.command_timeout_ms));
+    int rc = RLOCK_OK;
+    if (u->password != NULL) {
+        const char *argv[3] = {"AUTH", u->user, u->password};
+        if (u->user == NULL)
+            argv[1] = u->password;
+        rc = expect_ok(ctx, u->user ? 3 : 2, argv, NULL, RLOCK_EAUTH, 0);
+    }
+    if (rc == 0 && u->db != 0) {
+        char db[16];
+        snprintf(db, sizeof(db), "%d", u->db);
+        const char *argv[2] = {"SELECT", db};
+        rc = expect_ok(ctx, 2, argv, NULL, RLOCK_EAUTH, 0);
+    }
+    if (rc == 0) {
+        const char *argv[1] = {"PING"};
+        rc = expect_ok(ctx, 1, argv, NULL, RLOCK_EPROTO, REDIS_REPLY_STATUS);
+    }
+    const rlock__script *scripts[] = {
+        &rlock__script_lock_acquire, &rlock__script_lock_release,
+        &rlock__script_lock_force_release, &rlock__script_lock_renew,
+        &rlock__script_lock_release_owner};
+    for (size_t i = 0; rc == 0 && i < sizeof(scripts) / sizeof(*scripts);
+         i++) {
+        const char *argv[3] = {"SCRIPT", "LOAD",
+                               (const char *)scripts[i]->body};
+        size_t lens[3] = {6, 4, scripts[i]->len};
+        redisReply *r = redisCommandArgv(ctx, 3, argv, lens);
+        if (r == NULL)
+            rc = context_error(ctx);
+        else if (r->type == REDIS_REPLY_ERROR)
+            rc = rlock__reply_error_code(r);
+        else if (r->type != REDIS_REPLY_STRING ||
+                 strcasecmp(r->str, scripts[i]->sha1) != 0)
+            rc = RLOCK_EPROTO;
+        freeReplyObject(r);
+    }
+    redisFree(ctx);
+    return rc;
+}
+
+/* Runs on the I/O thread when the loop stops: nothing may touch a hiredis
+ * context after this. */
+static void on_loop_stop(void *arg)
+{
+    rlock_client *c = arg;
+    rlock__watchdog_shutdown(c->watchdog);
+    rlock__pubsub_shutdown(c->pubsub);
+    for (int i = 0; i < c->cfg.connections; i++)
+        rlock__conn_close(&c->conns[i]);
+}
+
+static void destroy(rlock_client *c)
+{
+    if (c->loop != NULL) {
+        atomic_store(&c->closing, true);
+        rlock__loop_stop(c->loop);
+    }
+    rlock__watchdog_free(c->watchdog);
+    rlock__pubsub_free(c->pubsub);
+    rlock__loop_free(c->loop);
+    free(c->conns);
+    if (c->entries.buckets != NULL) {
+        rlock__entries_sweep(c);
+        rlock__map_destroy(&c->entries);
+    }
+    pthread_mutex_destroy(&c->entries_mu);
+    pthread_condattr_destroy(&c->condattr);
+    rlock__uri_clear(&c->uri);
+    free(c);
+}
+
+int rlock_client_connect_with(rlock_client **out, const char *uri,
+                              const rlock_config *cfg)
+{
+    if (out != NULL)
+        *out = NULL;
+    if (out == NULL || uri == NULL)
+        return RLOCK_EINVAL;
+    rlock_client *c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        return RLOCK_ENOMEM;
+    if (cfg != NULL)
+        c->cfg = *cfg;
+    else
+        rlock__config_defaults(&c->cfg);
+    pthread_mutex_init(&c->entries_mu, NULL);
+    pthread_condattr_init(&c->condattr);
+    pthread_condattr_setclock(&c->condattr, CLOCK_MONOTONIC);
+    atomic_init(&c->next_epoch, 1);
+    atomic_init(&c->closing, false);
+    c->pid = getpid();
+    c->latch_ms = rlock__config_latch_ms(&c->cfg);
+
+    int rc = rlock__uri_parse(uri, &c->uri);
+    if (rc == 0)
+        rc = rlock__uuid4(c->id);
+    if (rc == 0)
+        rc = rlock__map_init(&c->entries);
+    if (rc == 0)
+        rc = check_server(c);
+    if (rc == 0)
+        rc = rlock__loop_start(&c->loop, on_loop_stop, c);
+    if (rc == 0) {
+        c->conns = calloc((size_t)c->cfg.connections, sizeof(*c->conns));
+        rc = c->conns ? RLOCK_OK : RLOCK_ENOMEM;
+        for (int i = 0; rc == 0 && i < c->cfg.connections; i++)
+            rlock__conn_init(&c->conns[i], c);
+    }
+    if (rc == 0)
+        rc = rlock__pubsub_new(&c->pubsub, c);
+    if (rc == 0)
+        rc = rlock__watchdog_new(&c->watchdog, c);
+    if (rc != 0) {
+        destroy(c);
+        return rc;
+    }
+    rlock__watchdog_start(c->watchdog);
+    *out = c;
+    return RLOCK_OK;
+}
+
+int rlock_client_connect(rlock_client **out, const char *uri)
+{
+    return rlock_client_connect_with(out, uri, NULL);
+}
+
+typedef struct release_all {
+    rlock_client *c;
+    rlock__req **reqs;
+    size_t n;
+    size_t cap;
+} release_all;
+
+/* Under entries_mu: queues one release_owner call per hold still valid. */
+static void release_entry(const char *key, void *value, void *arg)
+{
+    rlock__entry *e = value;
+    release_all *ra = arg;
+    (void)key;
+    pthread_mutex_lock(&e->mu);
+    for (rlock__holder *h = e->holders; h != NULL; h = h->next) {
+        if (h->lost || h->count <= 0)
+            continue;
+        if (ra->n == ra->cap) {
+            size_t cap = ra->cap ? ra->cap * 2 : 16;
+            rlock__req **grown = realloc(ra->reqs, sizeof(*grown) * cap);
+            if (grown == NULL)
+                break; /* the rest expire with their leases */
+            ra->reqs = grown;
+            ra->cap = cap;
+        }
+        char owner[RLOCK__OWNER_MAX];
+        rlock__owner_tag(owner, ra->c->id, h->tid);
+        const char *argv[] = {e->name, e->channel, "0", owner, "PUBLISH"};
+        rlock__req *r =
+            rlock__req_new(ra->c, &rlock__script_lock_release_owner,
+                           RLOCK__REPLY_INTEGER, 2, 5, argv);
+        if (r != NULL) {
+            rlock__req_send(r);
+            ra->reqs[ra->n++] = r;
+        }
+    }
+    pthread_mutex_unlock(&e->mu);
+}
+
+/* Releases every hold of the client, pipelined, waiting at most one
+ * command timeout in all. */
+static void release_everything(rlock_client *c)
+{
+    release_all ra = {.c = c};
+    pthread_mutex_lock(&c->entries_mu);
+    rlock__map_foreach(&c->entries, release_entry, &ra);
+    pthread_mutex_unlock(&c->entries_mu);
+    int64_t deadline = rlock__now_ms() + c->cfg.command_timeout_ms;
+    struct timespec ts;
+    rlock__abs_timespec(deadline, &ts);
+    for (size_t i = 0; i < ra.n; i++) {
+        rlock__req *r = ra.reqs[i];
+        pthread_mutex_lock(&r->mu);
+        while (!r->done &&
+               pthread_cond_timedwait(&r->cv, &r->mu, &ts) != ETIMEDOUT)
+            ;
+        r->abandoned = !r->done;
+        pthread_mutex_unlock(&r->mu);
+        rlock__req_unref(r);
+    }
+    free(ra.reqs);
+}
+
+void rlock_client_free(rlock_client *c)
+{
+    if (c == NULL)
+        return;
+    if (getpid() != c->pid)
+        return; /* the parent's I/O thread does not exist here */
+    if (rlock__loop_on_thread(c->loop))
+        return; /* documented misuse: freeing from a callback */
+    release_everything(c);
+    destroy(c);
+}
+
+const char *rlock_client_id(const rlock_client *c)
+{
+    return c ? c->id : NULL;
+}

@@ -1,0 +1,308 @@
+/*
+ * command.c: requests, the unit of work between user threads and Redis.
+ *
+ * A request is a command (or a script call) plus its decoded result. It is
+ * reference-counted: one reference for whoever created it, one while it is
+ * queued or in flight on a connection. Its reply is decoded on the I/O thread
+ * and either handed to on_reply (internal users such as the watchdog) or
+ * signalled to a blocked caller through mu/cv.
+ *
+ * Scripts go out as EVALSHA. A NOSCRIPT reply (Redis restarted, or SCRIPT
+ * FLUSH) makes the I/O thread resend the same call as EVAL with the body, on
+ * the same connection, before the caller sees anything; EVAL also caches the
+ * script again, so the next EVALSHA works.
+ *
+ * A blocked caller waits at most its timeout. If the reply comes later, the
+ * request is "abandoned" and its result dropped, with one exception: an
+ * acquire that succeeded after its caller gave up would leave a lock nobody
+ * knows it holds, so the I/O thread gives that hold back at once.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void run_task(rlock__task *t, int status);
+
+/* Makes a request: a script call when script is set (argv holds its numkeys
+ * keys then its arguments), else a plain command. The strings are copied.
+ * Returns NULL when out of memory. Ownership: one reference for the caller,
+ * dropped with rlock__req_unref(). */
+rlock__req *rlock__req_new(rlock_client *c, const rlock__script *script,
+                           rlock__reply_kind kind, int numkeys, int argc,
+                           const char *const *argv)
+{
+    rlock__req *r = calloc(1, sizeof(*r));
+    if (r == NULL)
+        return NULL;
+    atomic_init(&r->refs, 1);
+    r->client = c;
+    r->kind = kind;
+    r->script = script;
+    r->numkeys = numkeys;
+    r->argc = argc;
+    r->task.run = run_task;
+    r->argv = calloc((size_t)argc + 1, sizeof(*r->argv));
+    r->argvlen = calloc((size_t)argc + 1, sizeof(*r->argvlen));
+    if (kind == RLOCK__REPLY_RENEW)
+        r->renewed = calloc((size_t)numkeys + 1, 1);
+    if (r->argv == NULL || r->argvlen == NULL ||
+        (kind == RLOCK__REPLY_RENEW && r->renewed == NULL))
+        goto oom;
+    for (int i = 0; i < argc; i++) {
+        r->argvlen[i] = strlen(argv[i]);
+        r->argv[i] = malloc(r->argvlen[i] + 1);
+        if (r->argv[i] == NULL)
+            goto oom;
+        memcpy(r->argv[i], argv[i], r->argvlen[i] + 1);
+    }
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->cv, &c->condattr);
+    return r;
+oom:
+    for (int i = 0; r->argv != NULL && i < argc; i++)
+        free(r->argv[i]);
+    free(r->argv);
+    free(r->argvlen);
+    free(r->renewed);
+    free(r);
+    return NULL;
+}
+
+/* Drops one reference; the last frees the request. */
+void rlock__req_unref(rlock__req *r)
+{
+    if (r == NULL || atomic_fetch_sub(&r->refs, 1) != 1)
+        return;
+    for (int i = 0; i < r->argc; i++)
+        free(r->argv[i]);
+    free(r->argv);
+    free(r->argvlen);
+    free(r->renewed);
+    pthread_mutex_destroy(&r->mu);
+    pthread_cond_destroy(&r->cv);
+    free(r);
+}
+
+/* Gives back a hold that an abandoned acquire took (see the file comment):
+ * the release script with a fresh latch, its reply ignored. */
+static void give_back(rlock__req *acq)
+{
+    rlock_client *c = acq->client;
+    const char *name = acq->argv[0], *lease = acq->argv[1];
+    const char *owner = acq->argv[2];
+    char id[RLOCK__REQUEST_ID_LEN + 1], latch_ms[24];
+    if (rlock__request_id(id) != 0)
+        return;
+    char *channel = rlock__channel_name(name);
+    char *latch = rlock__latch_name(name, id);
+    snprintf(latch_ms, sizeof(latch_ms), "%lld", (long long)c->latch_ms);
+    if (channel != NULL && latch != NULL) {
+        const char *argv[] = {name,  channel, latch,     "0",
+                              lease, owner,   "PUBLISH", latch_ms};
+        rlock__req *rel = rlock__req_new(c, &rlock__script_lock_release,
+                                         RLOCK__REPLY_IGNORE, 3, 8, argv);
+        if (rel != NULL) {
+            rlock__req_send(rel);
+            rlock__req_unref(rel);
+        }
+    }
+    free(channel);
+    free(latch);
+}
+
+/* Records the outcome and hands it to its consumer; drops the in-flight
+ * reference. */
+static void complete(rlock__req *r, int status)
+{
+    if (status != 0)
+        r->status = status;
+    if (r->on_reply != NULL) {
+        r->on_reply(r);
+        rlock__req_unref(r);
+        return;
+    }
+    pthread_mutex_lock(&r->mu);
+    r->done = true;
+    bool abandoned = r->abandoned;
+    pthread_cond_signal(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    if (abandoned && r->kind == RLOCK__REPLY_ACQUIRE && r->status == 0 &&
+        r->nil)
+        give_back(r);
+    rlock__req_unref(r);
+}
+
+/* Decodes reply into r's result fields by r's kind. */
+static void decode(rlock__req *r, const redisReply *reply)
+{
+    int rc;
+    switch (r->kind) {
+    case RLOCK__REPLY_ACQUIRE:
+        rc = rlock__reply_acquire(reply, &r->value);
+        r->nil = rc == 1;
+        r->status = rc < 0 ? rc : 0;
+        break;
+    case RLOCK__REPLY_UNLOCK:
+        rc = rlock__reply_unlock(reply);
+        r->value = rc;
+        r->status = rc < 0 ? rc : 0;
+        break;
+    case RLOCK__REPLY_INTEGER:
+        rc = rlock__reply_integer(reply, &r->value);
+        r->nil = rc == 0;
+        r->status = rc < 0 ? rc : 0;
+        break;
+    case RLOCK__REPLY_RENEW:
+        r->status =
+            rlock__reply_renew(reply, (size_t)r->numkeys, r->renewed);
+        break;
+    case RLOCK__REPLY_IGNORE:
+        r->status = rlock__reply_error_code(reply);
+        break;
+    }
+}
+
+static int issue(rlock__req *r, redisAsyncContext *ac);
+
+static void on_reply(redisAsyncContext *ac, void *reply_, void *privdata)
+{
+    rlock__req *r = privdata;
+    redisReply *reply = reply_;
+    if (reply == NULL) {
+        complete(r, atomic_load(&r->client->closing) ? RLOCK_ECLOSED
+                                                     : RLOCK_ECONN);
+        return;
+    }
+    if (r->script != NULL && !r->use_eval && rlock__reply_is_noscript(reply)) {
+        r->use_eval = true;
+        if (issue(r, ac) != 0)
+            complete(r, RLOCK_ECONN);
+        return;
+    }
+    decode(r, reply);
+    complete(r, 0);
+}
+
+/* Writes r onto ac; returns 0 or RLOCK_ECONN. */
+static int issue(rlock__req *r, redisAsyncContext *ac)
+{
+    const char *stack_argv[16];
+    size_t stack_len[16];
+    const char **argv = stack_argv;
+    size_t *lens = stack_len;
+    int n = r->argc + (r->script ? 3 : 0);
+    char numkeys[16];
+    int rc;
+    if (n > 16) {
+        argv = malloc(sizeof(*argv) * (size_t)n);
+        lens = malloc(sizeof(*lens) * (size_t)n);
+        if (argv == NULL || lens == NULL) {
+            free(argv);
+            free(lens);
+            return RLOCK_ECONN;
+        }
+    }
+    int k = 0;
+    if (r->script != NULL) {
+        snprintf(numkeys, sizeof(numkeys), "%d", r->numkeys);
+        argv[0] = r->use_eval ? "EVAL" : "EVALSHA";
+        lens[0] = strlen(argv[0]);
+        argv[1] = r->use_eval ? (const char *)r->script->body
+                              : r->script->sha1;
+        lens[1] = r->use_eval ? r->script->len : strlen(r->script->sha1);
+        argv[2] = numkeys;
+        lens[2] = strlen(numkeys);
+        k = 3;
+    }
+    for (int i = 0; i < r->argc; i++) {
+        argv[k + i] = r->argv[i];
+        lens[k + i] = r->argvlen[i];
+    }
+    rc = redisAsyncCommandArgv(ac, on_reply, r, n, argv, lens) == REDIS_OK
+             ? RLOCK_OK
+             : RLOCK_ECONN;
+    if (argv != stack_argv) {
+        free(argv);
+        free(lens);
+    }
+    return rc;
+}
+
+/* Sends r on one of the client's command connections. I/O thread only. */
+void rlock__req_dispatch(rlock__req *r)
+{
+    rlock__conn *cn = rlock__client_pick_conn(r->client);
+    int rc = rlock__conn_ensure(cn);
+    if (rc == 0 && cn->ac == NULL)
+        rc = RLOCK_ECONN;
+    if (rc == 0)
+        rc = issue(r, cn->ac);
+    if (rc != 0)
+        complete(r, rc);
+}
+
+static void run_task(rlock__task *t, int status)
+{
+    rlock__req *r = (rlock__req *)((char *)t - offsetof(rlock__req, task));
+    if (status != 0)
+        complete(r, status);
+    else
+        rlock__req_dispatch(r);
+}
+
+/* Sends r without waiting: its result goes to r->on_reply, or nowhere.
+ * Thread-safety: any thread. */
+void rlock__req_send(rlock__req *r)
+{
+    atomic_fetch_add(&r->refs, 1);
+    rlock__loop_submit(r->client->loop, &r->task);
+}
+
+/* Sends r and waits at most timeout_ms for its reply. Returns r->status, or
+ * RLOCK_ETIMEDOUT (r is then abandoned), or RLOCK_EDEADLK on the I/O
+ * thread. The caller still owns its reference. */
+int rlock__req_call(rlock__req *r, int64_t timeout_ms)
+{
+    if (rlock__loop_on_thread(r->client->loop))
+        return RLOCK_EDEADLK;
+    struct timespec ts;
+    rlock__abs_timespec(rlock__now_ms() + timeout_ms, &ts);
+    rlock__req_send(r);
+    pthread_mutex_lock(&r->mu);
+    while (!r->done) {
+        if (pthread_cond_timedwait(&r->cv, &r->mu, &ts) == ETIMEDOUT &&
+            !r->done) {
+            r->abandoned = true;
+            pthread_mutex_unlock(&r->mu);
+            return RLOCK_ETIMEDOUT;
+        }
+    }
+    pthread_mutex_unlock(&r->mu);
+    return r->status;
+}
+
+/* One blocking round trip with the command timeout: builds, sends and
+ * waits for a request, and copies out its value and nil flag (either may be
+ * NULL). Returns 0 or an RLOCK_E* code. */
+int rlock__call(rlock_client *c, const rlock__script *script,
+                rlock__reply_kind kind, int numkeys, int argc,
+                const char *const *argv, int64_t *value, bool *nil)
+{
+    rlock__req *r = rlock__req_new(c, script, kind, numkeys, argc, argv);
+    if (r == NULL)
+        return RLOCK_ENOMEM;
+    int rc = rlock__req_call(r, c->cfg.command_timeout_ms);
+    if (rc == 0) {
+        if (value != NULL)
+            *value = r->value;
+        if (nil != NULL)
+            *nil = r->nil;
+    }
+    rlock__req_unref(r);
+    return rc;
+}

@@ -1,0 +1,52 @@
+/*
+ * error.c: the RLOCK_E* codes as words. One table is the single source for
+ * both rlock_strerror() and rlock_err_name(), so they cannot drift apart.
+ */
+#include "internal.h"
+
+#define RLOCK_ERR_MAP(X)                                                      \
+    X(RLOCK_OK, "success")                                                    \
+    X(RLOCK_EINVAL, "invalid argument")                                       \
+    X(RLOCK_ENOMEM, "out of memory")                                          \
+    X(RLOCK_ECONN, "cannot reach Redis or the connection was lost")           \
+    X(RLOCK_ETIMEDOUT, "timed out")                                           \
+    X(RLOCK_ENOTOWNER, "the calling thread does not hold this lock")          \
+    X(RLOCK_ELOST, "the lock was lost (expired, force-unlocked or deleted)")  \
+    X(RLOCK_EPROTO, "unexpected reply from the server")                       \
+    X(RLOCK_EAUTH, "the server refused authentication or database selection") \
+    X(RLOCK_EDEADLK, "blocking call from an rlock callback")                  \
+    X(RLOCK_ECLOSED, "the client is shutting down")                           \
+    X(RLOCK_EFORKED, "the client belongs to the parent process")              \
+    X(RLOCK_ESERVER, "Redis answered with an error")
+
+/* Returns the description of err, or a generic sentence for unknown codes. */
+const char *rlock_strerror(int err)
+{
+#define RLOCK_ERR_TEXT(code, text)                                            \
+    case code:                                                                \
+        return text;
+    switch (err) {
+        RLOCK_ERR_MAP(RLOCK_ERR_TEXT)
+    }
+#undef RLOCK_ERR_TEXT
+    return "unknown rlock error";
+}
+
+/* Returns the macro name of err, or "RLOCK_E?" for unknown codes. */
+const char *rlock_err_name(int err)
+{
+#define RLOCK_ERR_NAME(code, text)                                            \
+    case code:                                                                \
+        return #code;
+    switch (err) {
+        RLOCK_ERR_MAP(RLOCK_ERR_NAME)
+    }
+#undef RLOCK_ERR_NAME
+    return "RLOCK_E?";
+}
+
+/* Returns the library version string. */
+const char *rlock_version_string(void)
+{
+    return RLOCK_VERSION_STRING;
+}

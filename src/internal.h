@@ -1,0 +1,297 @@
+/*
+ * internal.h: the private umbrella of rlock. Struct definitions and the
+ * rlock__ functions shared between source files; nothing here is API.
+ *
+ * Threads. A client has one I/O thread (ioloop.c) that alone touches hiredis
+ * contexts, the channel table and the watchdog timer. User threads talk to it
+ * by submitting tasks (rlock__loop_submit) and, for blocking calls, waiting
+ * on the request's condition variable (command.c).
+ *
+ * Locks, outermost first (never take them in another order):
+ *   client->entries_mu  the name -> entry table and every entry's refs
+ *   entry->mu           an entry's holders, waiter count, permits, flags
+ *   req->mu             one request's completion
+ *   loop->mu            the submit queue
+ * No lock is held across a Redis round trip.
+ */
+#ifndef RLOCK_INTERNAL_H
+#define RLOCK_INTERNAL_H
+
+#include "rlock.h"
+#include "scripts.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct redisAsyncContext;
+struct redisReply;
+
+/* ---------------------------------------------------------------- owner.c */
+
+/* Redisson's "redisson_lock__channel" and friends: the pieces of names */
+#define RLOCK__UUID_LEN 36
+#define RLOCK__REQUEST_ID_LEN 32 /* 16 random bytes in hex, as Redisson */
+#define RLOCK__OWNER_MAX (RLOCK__UUID_LEN + 1 + 20 + 1)
+
+uint64_t rlock__thread_id(void);
+int rlock__random_bytes(void *buf, size_t len);
+int rlock__uuid4(char out[RLOCK__UUID_LEN + 1]);
+int rlock__request_id(char out[RLOCK__REQUEST_ID_LEN + 1]);
+void rlock__owner_tag(char out[RLOCK__OWNER_MAX], const char *uuid,
+                      uint64_t tid);
+int64_t rlock__now_ms(void);
+void rlock__abs_timespec(int64_t deadline_ms, struct timespec *ts);
+
+/* ----------------------------------------------------------------- keys.c */
+
+char *rlock__prefixed_name(const char *prefix, const char *name);
+char *rlock__channel_name(const char *name);
+char *rlock__latch_name(const char *name, const char *request_id);
+
+/* ------------------------------------------------------------------ uri.c */
+
+typedef struct rlock__uri {
+    char *host;     /* NULL for a unix socket */
+    int port;
+    char *path;     /* unix socket path, or NULL */
+    char *user;     /* NULL when absent */
+    char *password; /* NULL when absent */
+    int db;
+} rlock__uri;
+
+int rlock__uri_parse(const char *text, rlock__uri *out);
+void rlock__uri_clear(rlock__uri *uri);
+
+/* ------------------------------------------------------------------ map.c */
+
+typedef struct rlock__map_node rlock__map_node;
+typedef struct rlock__map {
+    rlock__map_node **buckets;
+    size_t nbuckets;
+    size_t count;
+} rlock__map;
+
+int rlock__map_init(rlock__map *m);
+void rlock__map_destroy(rlock__map *m);
+void *rlock__map_get(const rlock__map *m, const char *key);
+int rlock__map_put(rlock__map *m, const char *key, void *value);
+void *rlock__map_remove(rlock__map *m, const char *key);
+void rlock__map_foreach(const rlock__map *m,
+                        void (*fn)(const char *key, void *value, void *arg),
+                        void *arg);
+
+/* ---------------------------------------------------------------- reply.c */
+
+/* What a lock_release reply means; negative values are RLOCK_E* codes. */
+enum {
+    RLOCK__UNLOCK_STILL_HELD = 0,
+    RLOCK__UNLOCK_RELEASED = 1,
+    RLOCK__UNLOCK_NOT_HELD = 2,
+};
+
+int rlock__reply_error_code(const struct redisReply *r);
+int rlock__reply_is_noscript(const struct redisReply *r);
+int rlock__reply_acquire(const struct redisReply *r, int64_t *ttl);
+int rlock__reply_unlock(const struct redisReply *r);
+int rlock__reply_integer(const struct redisReply *r, int64_t *out);
+int rlock__reply_renew(const struct redisReply *r, size_t n,
+                       unsigned char *renewed);
+
+/* --------------------------------------------------------------- config.c */
+
+struct rlock_config {
+    int64_t watchdog_timeout_ms;
+    int64_t command_timeout_ms;
+    int64_t connect_timeout_ms;
+    int retry_attempts;
+    int64_t retry_interval_ms;
+    int64_t recheck_interval_ms;
+    int connections;
+};
+
+void rlock__config_defaults(rlock_config *cfg);
+int64_t rlock__config_latch_ms(const rlock_config *cfg);
+
+/* --------------------------------------------------------------- ioloop.c */
+
+typedef struct rlock__loop rlock__loop;
+typedef struct rlock__timer rlock__timer;
+
+/* A unit of work for the I/O thread. run() is called once: on the I/O thread
+ * with status 0, or, when the loop has stopped, with RLOCK_ECLOSED on
+ * whichever thread submitted or stopped. */
+typedef struct rlock__task {
+    struct rlock__task *next;
+    void (*run)(struct rlock__task *t, int status);
+} rlock__task;
+
+int rlock__loop_start(rlock__loop **out, void (*on_stop)(void *),
+                      void *arg);
+void rlock__loop_submit(rlock__loop *loop, rlock__task *t);
+void rlock__loop_stop(rlock__loop *loop);
+void rlock__loop_free(rlock__loop *loop);
+bool rlock__loop_on_thread(const rlock__loop *loop);
+int rlock__loop_attach(rlock__loop *loop, struct redisAsyncContext *ac);
+
+rlock__timer *rlock__timer_new(rlock__loop *loop, void (*fn)(void *),
+                               void *arg);
+void rlock__timer_start(rlock__timer *t, int64_t after_ms,
+                        int64_t repeat_ms);
+void rlock__timer_stop(rlock__timer *t);
+void rlock__timer_free(rlock__timer *t);
+
+/* ----------------------------------------------------------------- conn.c */
+
+typedef enum { RLOCK__CONN_DOWN, RLOCK__CONN_CONNECTING, RLOCK__CONN_UP }
+    rlock__conn_state;
+
+typedef struct rlock__conn {
+    rlock_client *client;
+    struct redisAsyncContext *ac; /* NULL while down */
+    rlock__conn_state state;
+    void (*on_up)(struct rlock__conn *cn);   /* optional */
+    void (*on_down)(struct rlock__conn *cn); /* optional */
+} rlock__conn;
+
+void rlock__conn_init(rlock__conn *cn, rlock_client *c);
+int rlock__conn_ensure(rlock__conn *cn);
+void rlock__conn_close(rlock__conn *cn);
+
+/* -------------------------------------------------------------- command.c */
+
+typedef enum {
+    RLOCK__REPLY_ACQUIRE, /* value = ttl; nil = acquired */
+    RLOCK__REPLY_UNLOCK,  /* value = RLOCK__UNLOCK_* */
+    RLOCK__REPLY_INTEGER, /* value = the integer; nil allowed */
+    RLOCK__REPLY_RENEW,   /* renewed[] = one 0/1 per key */
+    RLOCK__REPLY_IGNORE,  /* fire and forget */
+} rlock__reply_kind;
+
+typedef struct rlock__req rlock__req;
+struct rlock__req {
+    rlock__task task;
+    atomic_int refs;
+    rlock_client *client;
+    rlock__reply_kind kind;
+    const rlock__script *script; /* NULL: a plain command */
+    bool use_eval;               /* NOSCRIPT seen: send the body */
+    int numkeys;
+    int argc;
+    char **argv; /* owned copies */
+    size_t *argvlen;
+
+    /* result, written by the I/O thread before done is set */
+    int status; /* 0 or RLOCK_E* */
+    int64_t value;
+    bool nil;
+    unsigned char *renewed; /* RLOCK__REPLY_RENEW: numkeys entries */
+
+    /* completion: on_reply runs on the I/O thread; without one, a blocked
+     * caller is woken through mu/cv */
+    void (*on_reply)(rlock__req *r);
+    void *ctx;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;
+    bool abandoned;
+};
+
+rlock__req *rlock__req_new(rlock_client *c, const rlock__script *script,
+                           rlock__reply_kind kind, int numkeys, int argc,
+                           const char *const *argv);
+void rlock__req_unref(rlock__req *r);
+void rlock__req_send(rlock__req *r);
+int rlock__req_call(rlock__req *r, int64_t timeout_ms);
+int rlock__call(rlock_client *c, const rlock__script *script,
+                rlock__reply_kind kind, int numkeys, int argc,
+                const char *const *argv, int64_t *value, bool *nil);
+void rlock__req_dispatch(rlock__req *r);
+
+/* ---------------------------------------------------------------- entry */
+
+/* One thread's hold on a lock, as this client remembers it. */
+typedef struct rlock__holder {
+    struct rlock__holder *next;
+    uint64_t tid;
+    uint64_t epoch;          /* unique per hold; guards late replies */
+    int count;               /* reentrant holds */
+    int64_t lease_ms;        /* restored by an inner unlock */
+    bool watchdog;           /* renewed by the watchdog */
+    bool lost;               /* found gone: unlock answers RLOCK_ELOST */
+    int64_t renewed_at_ms;   /* CLOCK_MONOTONIC of the last known lease */
+} rlock__holder;
+
+/* Shared state of one lock name within a client (Redisson's
+ * RedissonLockEntry plus the watchdog's entry). */
+typedef struct rlock__entry {
+    rlock_client *client;
+    char *name;
+    char *channel;
+    int refs; /* under client->entries_mu */
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv;   /* permits, subscribed */
+    rlock__holder *holders;
+    int waiters;         /* local threads waiting to acquire */
+    int permits;         /* unlock messages not yet consumed */
+    bool subscribed;     /* the channel subscription is confirmed */
+    bool joined;         /* I/O thread: counted in its channel */
+} rlock__entry;
+
+rlock__entry *rlock__entry_get(rlock_client *c, const char *name);
+void rlock__entry_ref(rlock__entry *e);
+void rlock__entry_unref(rlock__entry *e);
+rlock__holder *rlock__entry_find_holder(rlock__entry *e, uint64_t tid);
+void rlock__entry_remove_holder(rlock__entry *e, rlock__holder *h);
+void rlock__entry_wake(rlock__entry *e, bool all);
+void rlock__entries_sweep(rlock_client *c);
+
+/* --------------------------------------------------------------- pubsub.c */
+
+typedef struct rlock__pubsub rlock__pubsub;
+
+int rlock__pubsub_new(rlock__pubsub **out, rlock_client *c);
+void rlock__pubsub_free(rlock__pubsub *ps);
+void rlock__pubsub_shutdown(rlock__pubsub *ps);
+int rlock__pubsub_join(rlock__entry *e);
+int rlock__pubsub_leave(rlock__entry *e);
+
+/* ------------------------------------------------------------- watchdog.c */
+
+typedef struct rlock__watchdog rlock__watchdog;
+
+int rlock__watchdog_new(rlock__watchdog **out, rlock_client *c);
+void rlock__watchdog_start(rlock__watchdog *wd);
+void rlock__watchdog_shutdown(rlock__watchdog *wd);
+void rlock__watchdog_free(rlock__watchdog *wd);
+
+/* --------------------------------------------------------------- client.c */
+
+struct rlock_client {
+    char id[RLOCK__UUID_LEN + 1];
+    pid_t pid; /* the process that created it (fork check) */
+    rlock_config cfg;
+    rlock__uri uri;
+    int64_t latch_ms;
+
+    rlock__loop *loop;
+    rlock__conn *conns; /* cfg.connections command connections */
+    unsigned next_conn; /* I/O thread: round robin */
+    rlock__pubsub *pubsub;
+    rlock__watchdog *watchdog;
+
+    pthread_mutex_t entries_mu;
+    rlock__map entries; /* name -> rlock__entry */
+    atomic_uint_fast64_t next_epoch;
+    atomic_bool closing;
+    pthread_condattr_t condattr; /* CLOCK_MONOTONIC */
+};
+
+int rlock__client_check(const rlock_client *c);
+rlock__conn *rlock__client_pick_conn(rlock_client *c);
+
+#endif

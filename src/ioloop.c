@@ -1,0 +1,233 @@
+/*
+ * ioloop.c: the client's I/O thread. The only file that includes <ev.h> and
+ * hiredis's libev adapter.
+ *
+ * Design notes. One thread per client runs a private ev_loop. It alone
+ * touches hiredis contexts, so none of them needs a lock. Other threads hand
+ * it work by appending an rlock__task to a mutex-protected queue and calling
+ * ev_async_send(). libev merges wake-ups, so every wake-up drains the whole
+ * queue (the same contract as libuv's uv_async_t).
+ *
+ * Stopping: rlock__loop_stop() asks the thread to run on_stop (which closes
+ * every connection, failing pending requests) and to leave ev_run; it then
+ * joins the thread and fails whatever is still queued with RLOCK_ECLOSED.
+ * A task submitted after that fails at once. Every task's run() is therefore
+ * called exactly once.
+ *
+ * The thread blocks every signal: hiredis writes to sockets with write(2),
+ * and a SIGPIPE from a server that went away must become EPIPE, not the
+ * death of the user's process.
+ */
+#include "internal.h"
+
+#include <ev.h>
+#include <hiredis/adapters/libev.h>
+#include <hiredis/async.h>
+#include <signal.h>
+#include <stdlib.h>
+
+struct rlock__loop {
+    struct ev_loop *ev;
+    ev_async wake;
+    pthread_t thread;
+    bool thread_started;
+    pthread_mutex_t mu; /* guards the queue and the flags below */
+    rlock__task *head;
+    rlock__task *tail;
+    bool stop_requested;
+    bool stopped;
+    void (*on_stop)(void *);
+    void *arg;
+};
+
+struct rlock__timer {
+    ev_timer w;
+    rlock__loop *loop;
+    void (*fn)(void *);
+    void *arg;
+};
+
+/* Runs every queued task; on a stop request, shuts down and leaves ev_run. */
+static void on_wake(struct ev_loop *ev, ev_async *w, int revents)
+{
+    rlock__loop *loop = w->data;
+    (void)revents;
+    for (;;) {
+        pthread_mutex_lock(&loop->mu);
+        rlock__task *batch = loop->head;
+        loop->head = loop->tail = NULL;
+        bool stop = loop->stop_requested;
+        pthread_mutex_unlock(&loop->mu);
+        if (batch == NULL) {
+            if (stop) {
+                loop->on_stop(loop->arg);
+                ev_break(ev, EVBREAK_ALL);
+            }
+            return;
+        }
+        while (batch != NULL) {
+            rlock__task *next = batch->next;
+            batch->run(batch, RLOCK_OK);
+            batch = next;
+        }
+    }
+}
+
+static void *thread_main(void *arg)
+{
+    rlock__loop *loop = arg;
+    ev_run(loop->ev, 0);
+    return NULL;
+}
+
+/* Creates the loop and starts its thread. on_stop(arg) runs on the I/O
+ * thread when rlock__loop_stop() is called. Returns 0 or RLOCK_ENOMEM. */
+int rlock__loop_start(rlock__loop **out, void (*on_stop)(void *), void *arg)
+{
+    rlock__loop *loop = calloc(1, sizeof(*loop));
+    if (loop == NULL)
+        return RLOCK_ENOMEM;
+    loop->ev = ev_loop_new(EVFLAG_AUTO);
+    if (loop->ev == NULL) {
+        free(loop);
+        return RLOCK_ENOMEM;
+    }
+    pthread_mutex_init(&loop->mu, NULL);
+    loop->on_stop = on_stop;
+    loop->arg = arg;
+    ev_async_init(&loop->wake, on_wake);
+    loop->wake.data = loop;
+    ev_async_start(loop->ev, &loop->wake);
+
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&loop->thread, NULL, thread_main, loop);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        loop->stopped = true;
+        rlock__loop_free(loop);
+        return RLOCK_ENOMEM;
+    }
+    loop->thread_started = true;
+    *out = loop;
+    return RLOCK_OK;
+}
+
+/* Queues t for the I/O thread, or fails it with RLOCK_ECLOSED at once if
+ * the loop has stopped. Thread-safety: any thread. */
+void rlock__loop_submit(rlock__loop *loop, rlock__task *t)
+{
+    t->next = NULL;
+    pthread_mutex_lock(&loop->mu);
+    if (loop->stopped) {
+        pthread_mutex_unlock(&loop->mu);
+        t->run(t, RLOCK_ECLOSED);
+        return;
+    }
+    if (loop->tail != NULL)
+        loop->tail->next = t;
+    else
+        loop->head = t;
+    loop->tail = t;
+    pthread_mutex_unlock(&loop->mu);
+    ev_async_send(loop->ev, &loop->wake);
+}
+
+/* Stops the I/O thread (see the design notes) and waits for it.
+ * Thread-safety: any thread but the I/O thread; call once. */
+void rlock__loop_stop(rlock__loop *loop)
+{
+    pthread_mutex_lock(&loop->mu);
+    loop->stop_requested = true;
+    pthread_mutex_unlock(&loop->mu);
+    ev_async_send(loop->ev, &loop->wake);
+    if (loop->thread_started)
+        pthread_join(loop->thread, NULL);
+    loop->thread_started = false;
+
+    pthread_mutex_lock(&loop->mu);
+    loop->stopped = true;
+    rlock__task *rest = loop->head;
+    loop->head = loop->tail = NULL;
+    pthread_mutex_unlock(&loop->mu);
+    while (rest != NULL) {
+        rlock__task *next = rest->next;
+        rest->run(rest, RLOCK_ECLOSED);
+        rest = next;
+    }
+}
+
+/* Frees a stopped loop. */
+void rlock__loop_free(rlock__loop *loop)
+{
+    if (loop == NULL)
+        return;
+    ev_async_stop(loop->ev, &loop->wake);
+    ev_loop_destroy(loop->ev);
+    pthread_mutex_destroy(&loop->mu);
+    free(loop);
+}
+
+/* Returns true when called on the loop's own I/O thread. */
+bool rlock__loop_on_thread(const rlock__loop *loop)
+{
+    return loop != NULL && loop->thread_started &&
+           pthread_equal(pthread_self(), loop->thread);
+}
+
+/* Attaches a hiredis async context to the loop. Returns 0 or RLOCK_ECONN.
+ * Thread-safety: I/O thread only. */
+int rlock__loop_attach(rlock__loop *loop, redisAsyncContext *ac)
+{
+    return redisLibevAttach(loop->ev, ac) == REDIS_OK ? RLOCK_OK
+                                                      : RLOCK_ECONN;
+}
+
+static void on_timer(struct ev_loop *ev, ev_timer *w, int revents)
+{
+    rlock__timer *t = w->data;
+    (void)ev;
+    (void)revents;
+    t->fn(t->arg);
+}
+
+/* Makes a stopped timer that will call fn(arg) on the I/O thread.
+ * Returns NULL when out of memory. */
+rlock__timer *rlock__timer_new(rlock__loop *loop, void (*fn)(void *),
+                               void *arg)
+{
+    rlock__timer *t = calloc(1, sizeof(*t));
+    if (t == NULL)
+        return NULL;
+    t->loop = loop;
+    t->fn = fn;
+    t->arg = arg;
+    ev_timer_init(&t->w, on_timer, 0., 0.);
+    t->w.data = t;
+    return t;
+}
+
+/* (Re)starts t to fire after after_ms, then every repeat_ms (0: once).
+ * Thread-safety: I/O thread only. */
+void rlock__timer_start(rlock__timer *t, int64_t after_ms, int64_t repeat_ms)
+{
+    ev_timer_stop(t->loop->ev, &t->w);
+    ev_now_update(t->loop->ev);
+    ev_timer_set(&t->w, (double)after_ms / 1000.0,
+                 (double)repeat_ms / 1000.0);
+    ev_timer_start(t->loop->ev, &t->w);
+}
+
+/* Stops t; harmless when it is not running. I/O thread only. */
+void rlock__timer_stop(rlock__timer *t)
+{
+    if (t != NULL)
+        ev_timer_stop(t->loop->ev, &t->w);
+}
+
+/* Frees a stopped timer. */
+void rlock__timer_free(rlock__timer *t)
+{
+    free(t);
+}

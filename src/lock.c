@@ -1,0 +1,585 @@
+/*
+ * lock.c: the blocking lock API (Redisson's RedissonLock) and the per-name
+ * entries it shares between threads.
+ *
+ * An entry is the client's memory of one lock name: which local threads
+ * hold it (with their reentrant counts, leases and watchdog flags), how many
+ * local threads wait for it, and the unlock messages they have not consumed
+ * yet ("permits", Redisson's semaphore). Entries live in the client's table
+ * while a handle, a hold, a waiter or an in-flight task refers to them.
+ *
+ * Waiting (facts sheet 1.6): try; on failure join the channel and wait for
+ * the subscription, try again (closing the gap between the first try and
+ * the subscription), then sleep until a permit arrives, or until the TTL the
+ * holder's lease was reported to have, or the re-check interval, whichever
+ * is first; try again. A permit posted while a waiter is busy trying is kept,
+ * so no message is lost between a failed try and the next sleep.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct rlock {
+    rlock_client *client;
+    rlock__entry *entry;
+};
+
+/* The longest lease accepted: far beyond any real use, and far from the
+ * overflow Redis checks for in PEXPIRE. */
+#define RLOCK__LEASE_MAX ((int64_t)1 << 50)
+/* Redisson's subscriptionTimeout: how long a waiter waits for its channel
+ * subscription before carrying on with re-checks alone. */
+#define RLOCK__SUBSCRIBE_WAIT_MS 7500
+
+/* ---------------------------------------------------------------- entries */
+
+static void entry_free(rlock__entry *e)
+{
+    while (e->holders != NULL) {
+        rlock__holder *h = e->holders;
+        e->holders = h->next;
+        free(h);
+    }
+    pthread_mutex_destroy(&e->mu);
+    pthread_cond_destroy(&e->cv);
+    free(e->channel);
+    free(e->name);
+    free(e);
+}
+
+/* Returns the entry for name with one more reference, creating it if
+ * needed, or NULL when out of memory. */
+rlock__entry *rlock__entry_get(rlock_client *c, const char *name)
+{
+    pthread_mutex_lock(&c->entries_mu);
+    rlock__entry *e = rlock__map_get(&c->entries, name);
+    if (e != NULL) {
+        e->refs++;
+        pthread_mutex_unlock(&c->entries_mu);
+        return e;
+    }
+    e = calloc(1, sizeof(*e));
+    if (e == NULL)
+        goto out;
+    e->client = c;
+    e->refs = 1;
+    e->name = strdup(name);
+    e->channel = rlock__channel_name(name);
+    if (e->name == NULL || e->channel == NULL ||
+        rlock__map_put(&c->entries, name, e) != 0) {
+        free(e->name);
+        free(e->channel);
+        free(e);
+        e = NULL;
+        goto out;
+    }
+    pthread_mutex_init(&e->mu, NULL);
+    pthread_cond_init(&e->cv, &c->condattr);
+out:
+    pthread_mutex_unlock(&c->entries_mu);
+    return e;
+}
+
+/* Takes one more reference. Must not be called with e->mu held. */
+void rlock__entry_ref(rlock__entry *e)
+{
+    pthread_mutex_lock(&e->client->entries_mu);
+    e->refs++;
+    pthread_mutex_unlock(&e->client->entries_mu);
+}
+
+/* Drops a reference. The entry is freed when nothing refers to it and no
+ * thread holds the lock: a hold outlives its handle, so that the watchdog
+ * keeps renewing it until its owner unlocks through a new handle or the
+ * client is freed. Must not be called with e->mu held. */
+void rlock__entry_unref(rlock__entry *e)
+{
+    rlock_client *c = e->client;
+    pthread_mutex_lock(&c->entries_mu);
+    if (--e->refs == 0) {
+        pthread_mutex_lock(&e->mu);
+        bool idle = e->holders == NULL;
+        pthread_mutex_unlock(&e->mu);
+        if (idle) {
+            rlock__map_remove(&c->entries, e->name);
+            entry_free(e);
+        }
+    }
+    pthread_mutex_unlock(&c->entries_mu);
+}
+
+static void sweep_entry(const char *key, void *value, void *arg)
+{
+    rlock__entry *e = value;
+    rlock__entry ***cursor = arg;
+    (void)key;
+    while (e->holders != NULL)
+        rlock__entry_remove_holder(e, e->holders);
+    if (e->refs == 0)
+        *(*cursor)++ = e;
+}
+
+/* Forgets every hold and frees every entry no handle refers to. Only once
+ * the I/O thread has stopped (rlock_client_free). Entries of handles the
+ * user did not free are left alone. */
+void rlock__entries_sweep(rlock_client *c)
+{
+    rlock__entry **idle = malloc(sizeof(*idle) * (c->entries.count + 1));
+    rlock__entry **cursor = idle;
+    if (idle == NULL)
+        return;
+    rlock__map_foreach(&c->entries, sweep_entry, &cursor);
+    for (rlock__entry **p = idle; p < cursor; p++) {
+        rlock__map_remove(&c->entries, (*p)->name);
+        entry_free(*p);
+    }
+    free(idle);
+}
+
+/* Returns the calling thread's hold record on e, or NULL. e->mu held. */
+rlock__holder *rlock__entry_find_holder(rlock__entry *e, uint64_t tid)
+{
+    rlock__holder *h = e->holders;
+    while (h != NULL && h->tid != tid)
+        h = h->next;
+    return h;
+}
+
+/* Unlinks and frees h. e->mu held. */
+void rlock__entry_remove_holder(rlock__entry *e, rlock__holder *h)
+{
+    rlock__holder **p = &e->holders;
+    while (*p != NULL && *p != h)
+        p = &(*p)->next;
+    if (*p == h) {
+        *p = h->next;
+        free(h);
+    }
+}
+
+/* An unlock message arrived: one more waiter may try (all, for "1"). */
+void rlock__entry_wake(rlock__entry *e, bool all)
+{
+    pthread_mutex_lock(&e->mu);
+    if (all)
+        e->permits = e->waiters;
+    else if (e->permits < e->waiters)
+        e->permits++;
+    pthread_cond_broadcast(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+}
+
+/* Records a successful acquire by thread tid. */
+static int add_hold(rlock__entry *e, uint64_t tid, int64_t lease_ms)
+{
+    rlock_client *c = e->client;
+    bool watchdog = lease_ms == RLOCK_LEASE_WATCHDOG;
+    pthread_mutex_lock(&e->mu);
+    rlock__holder *h = rlock__entry_find_holder(e, tid);
+    if (h != NULL && h->lost) {
+        /* a lost hold taken afresh starts over: its old count is void */
+        rlock__entry_remove_holder(e, h);
+        h = NULL;
+    }
+    if (h == NULL) {
+        h = calloc(1, sizeof(*h));
+        if (h == NULL) {
+            pthread_mutex_unlock(&e->mu);
+            return RLOCK_ENOMEM;
+        }
+        h->tid = tid;
+        h->epoch = atomic_fetch_add(&c->next_epoch, 1);
+        h->next = e->holders;
+        e->holders = h;
+    }
+    h->count++;
+    h->lease_ms = watchdog ? c->cfg.watchdog_timeout_ms : lease_ms;
+    h->watchdog = h->watchdog || watchdog;
+    h->renewed_at_ms = rlock__now_ms();
+    pthread_mutex_unlock(&e->mu);
+    return RLOCK_OK;
+}
+
+/* Marks the calling thread's hold lost if it is still the one with the
+ * given epoch. */
+static void mark_lost(rlock__entry *e, uint64_t tid, uint64_t epoch)
+{
+    pthread_mutex_lock(&e->mu);
+    rlock__holder *h = rlock__entry_find_holder(e, tid);
+    if (h != NULL && h->epoch == epoch)
+        h->lost = true;
+    pthread_mutex_unlock(&e->mu);
+}
+
+/* ---------------------------------------------------------------- handles */
+
+static int check_handle(const rlock *l)
+{
+    if (l == NULL)
+        return RLOCK_EINVAL;
+    return rlock__client_check(l->client);
+}
+
+int rlock_get(rlock_client *c, const char *name, rlock **out)
+{
+    if (out != NULL)
+        *out = NULL;
+    if (c == NULL || name == NULL || out == NULL)
+        return RLOCK_EINVAL;
+    size_t len = strnlen(name, RLOCK_NAME_MAX + 1);
+    if (len == 0 || len > RLOCK_NAME_MAX)
+        return RLOCK_EINVAL;
+    int rc = rlock__client_check(c);
+    if (rc != 0)
+        return rc;
+    rlock *l = calloc(1, sizeof(*l));
+    if (l == NULL)
+        return RLOCK_ENOMEM;
+    l->client = c;
+    l->entry = rlock__entry_get(c, name);
+    if (l->entry == NULL) {
+        free(l);
+        return RLOCK_ENOMEM;
+    }
+    *out = l;
+    return RLOCK_OK;
+}
+
+void rlock_free(rlock *l)
+{
+    if (l == NULL)
+        return;
+    rlock__entry_unref(l->entry);
+    free(l);
+}
+
+const char *rlock_name(const rlock *l)
+{
+    return l ? l->entry->name : NULL;
+}
+
+/* --------------------------------------------------------------- acquire */
+
+/* One acquire attempt by the calling thread. Returns 1 when held, 0 when
+ * someone else holds it (*ttl set), or a negative code. */
+static int try_acquire(rlock *l, int64_t lease_ms, int64_t *ttl)
+{
+    rlock_client *c = l->client;
+    uint64_t tid = rlock__thread_id();
+    char owner[RLOCK__OWNER_MAX], lease[24];
+    bool nil = false;
+    rlock__owner_tag(owner, c->id, tid);
+    snprintf(lease, sizeof(lease), "%lld",
+             (long long)(lease_ms == RLOCK_LEASE_WATCHDOG
+                             ? c->cfg.watchdog_timeout_ms
+                             : lease_ms));
+    const char *argv[] = {l->entry->name, lease, owner};
+    int rc = rlock__call(c, &rlock__script_lock_acquire, RLOCK__REPLY_ACQUIRE,
+                         1, 3, argv, ttl, &nil);
+    if (rc != 0)
+        return rc;
+    if (!nil)
+        return 0;
+    rc = add_hold(l->entry, tid, lease_ms);
+    return rc == 0 ? 1 : rc;
+}
+
+/* Counts the calling thread among e's waiters, joining the channel if it
+ * is the first. */
+static void waiter_enter(rlock__entry *e)
+{
+    pthread_mutex_lock(&e->mu);
+    bool first = e->waiters++ == 0;
+    if (first)
+        e->subscribed = false;
+    pthread_mutex_unlock(&e->mu);
+    if (first)
+        rlock__pubsub_join(e); /* on failure: re-checks alone */
+}
+
+static void waiter_leave(rlock__entry *e)
+{
+    pthread_mutex_lock(&e->mu);
+    bool last = --e->waiters == 0;
+    if (last)
+        e->permits = 0;
+    pthread_mutex_unlock(&e->mu);
+    if (last)
+        rlock__pubsub_leave(e);
+}
+
+/* Waits until e's subscription is confirmed or until_ms. */
+static void wait_subscribed(rlock__entry *e, int64_t until_ms)
+{
+    struct timespec ts;
+    rlock__abs_timespec(until_ms, &ts);
+    pthread_mutex_lock(&e->mu);
+    while (!e->subscribed &&
+           pthread_cond_timedwait(&e->cv, &e->mu, &ts) != ETIMEDOUT)
+        ;
+    pthread_mutex_unlock(&e->mu);
+}
+
+/* Sleeps until an unlock message's permit is available (and takes it) or
+ * until_ms. */
+static void wait_permit(rlock__entry *e, int64_t until_ms)
+{
+    struct timespec ts;
+    rlock__abs_timespec(until_ms, &ts);
+    pthread_mutex_lock(&e->mu);
+    while (e->permits == 0 &&
+           pthread_cond_timedwait(&e->cv, &e->mu, &ts) != ETIMEDOUT)
+        ;
+    if (e->permits > 0)
+        e->permits--;
+    pthread_mutex_unlock(&e->mu);
+}
+
+static int64_t min64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+int rlock_trylock(rlock *l, int64_t wait_ms, int64_t lease_ms)
+{
+    int rc = check_handle(l);
+    if (rc != 0)
+        return rc;
+    if (wait_ms < RLOCK_WAIT_FOREVER || lease_ms == 0 ||
+        lease_ms < RLOCK_LEASE_WATCHDOG || lease_ms > RLOCK__LEASE_MAX)
+        return RLOCK_EINVAL;
+    if (rlock__loop_on_thread(l->client->loop))
+        return RLOCK_EDEADLK;
+    rlock_client *c = l->client;
+    rlock__entry *e = l->entry;
+    int64_t now = rlock__now_ms(), ttl = -1;
+    int64_t deadline = wait_ms == RLOCK_WAIT_FOREVER || wait_ms > INT64_MAX - now
+                           ? INT64_MAX
+                           : now + wait_ms;
+
+    rc = try_acquire(l, lease_ms, &ttl);
+    if (rc != 0)
+        return rc == 1 ? RLOCK_OK : rc;
+    if (wait_ms == 0)
+        return RLOCK_ETIMEDOUT;
+
+    waiter_enter(e);
+    wait_subscribed(e, min64(deadline, rlock__now_ms() +
+                                           RLOCK__SUBSCRIBE_WAIT_MS));
+    for (;;) {
+        rc = try_acquire(l, lease_ms, &ttl);
+        if (rc != 0)
+            break;
+        now = rlock__now_ms();
+        if (now >= deadline) {
+            rc = RLOCK_ETIMEDOUT;
+            break;
+        }
+        int64_t until = now + c->cfg.recheck_interval_ms;
+        if (ttl >= 0)
+            until = min64(until, now + (ttl > 0 ? ttl : 1));
+        wait_permit(e, min64(until, deadline));
+    }
+    waiter_leave(e);
+    return rc == 1 ? RLOCK_OK : rc;
+}
+
+int rlock_lock(rlock *l)
+{
+    return rlock_trylock(l, RLOCK_WAIT_FOREVER, RLOCK_LEASE_WATCHDOG);
+}
+
+/* ---------------------------------------------------------------- release */
+
+static void sleep_ms(int64_t ms)
+{
+    struct timespec ts = {.tv_sec = (time_t)(ms / 1000),
+                          .tv_nsec = (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* Runs the release script, retrying a lost reply with the same request id:
+ * the latch makes the retry answer as the first run did. Deletes the latch
+ * once a reply is in. Returns RLOCK__UNLOCK_* or a negative code. */
+static int release(rlock *l, const char *owner, int64_t lease_ms)
+{
+    rlock_client *c = l->client;
+    char id[RLOCK__REQUEST_ID_LEN + 1], lease[24], latch_ms[24];
+    int rc = rlock__request_id(id);
+    if (rc != 0)
+        return rc;
+    char *latch = rlock__latch_name(l->entry->name, id);
+    if (latch == NULL)
+        return RLOCK_ENOMEM;
+    snprintf(lease, sizeof(lease), "%lld", (long long)lease_ms);
+    snprintf(latch_ms, sizeof(latch_ms), "%lld", (long long)c->latch_ms);
+    const char *argv[] = {l->entry->name, l->entry->channel, latch, "0",
+                          lease,          owner,             "PUBLISH",
+                          latch_ms};
+    int64_t value = 0;
+    for (int attempt = 0;; attempt++) {
+        rc = rlock__call(c, &rlock__script_lock_release, RLOCK__REPLY_UNLOCK,
+                         3, 8, argv, &value, NULL);
+        if ((rc != RLOCK_ECONN && rc != RLOCK_ETIMEDOUT) ||
+            attempt >= c->cfg.retry_attempts)
+            break;
+        sleep_ms(c->cfg.retry_interval_ms);
+    }
+    if (rc == 0 && value != RLOCK__UNLOCK_NOT_HELD) {
+        const char *del[] = {"DEL", latch};
+        rlock__req *r = rlock__req_new(c, NULL, RLOCK__REPLY_IGNORE, 0, 2, del);
+        if (r != NULL) {
+            rlock__req_send(r);
+            rlock__req_unref(r);
+        }
+    }
+    free(latch);
+    return rc == 0 ? (int)value : rc;
+}
+
+int rlock_unlock(rlock *l)
+{
+    int rc = check_handle(l);
+    if (rc != 0)
+        return rc;
+    if (rlock__loop_on_thread(l->client->loop))
+        return RLOCK_EDEADLK;
+    rlock__entry *e = l->entry;
+    uint64_t tid = rlock__thread_id();
+    char owner[RLOCK__OWNER_MAX];
+
+    pthread_mutex_lock(&e->mu);
+    rlock__holder *h = rlock__entry_find_holder(e, tid);
+    if (h == NULL) {
+        pthread_mutex_unlock(&e->mu);
+        return RLOCK_ENOTOWNER; /* Redis is not touched */
+    }
+    if (h->lost) {
+        rlock__entry_remove_holder(e, h);
+        pthread_mutex_unlock(&e->mu);
+        return RLOCK_ELOST;
+    }
+    uint64_t epoch = h->epoch;
+    int64_t lease_ms = h->lease_ms;
+    pthread_mutex_unlock(&e->mu);
+
+    rlock__owner_tag(owner, l->client->id, tid);
+    rc = release(l, owner, lease_ms);
+
+    pthread_mutex_lock(&e->mu);
+    h = rlock__entry_find_holder(e, tid);
+    if (h != NULL && h->epoch == epoch) {
+        if (rc == RLOCK__UNLOCK_STILL_HELD || rc == RLOCK_ECONN ||
+            rc == RLOCK_ETIMEDOUT) {
+            /* one hold less; after a failure the hold is forgotten and an
+             * unreachable key is left to its lease */
+            if (--h->count == 0)
+                rlock__entry_remove_holder(e, h);
+        } else if (rc != RLOCK_ENOMEM && rc != RLOCK_ECLOSED) {
+            /* released, gone, or the key is not a lock any more */
+            rlock__entry_remove_holder(e, h);
+        }
+    }
+    pthread_mutex_unlock(&e->mu);
+    if (rc == RLOCK__UNLOCK_NOT_HELD)
+        return RLOCK_ELOST;
+    return rc < 0 ? rc : RLOCK_OK;
+}
+
+int rlock_force_unlock(rlock *l)
+{
+    int rc = check_handle(l);
+    if (rc != 0)
+        return rc;
+    const char *argv[] = {l->entry->name, l->entry->channel, "0", "PUBLISH"};
+    int64_t deleted = 0;
+    rc = rlock__call(l->client, &rlock__script_lock_force_release,
+                     RLOCK__REPLY_INTEGER, 2, 4, argv, &deleted, NULL);
+    if (rc != 0)
+        return rc;
+    /* every local hold is void now: their unlocks answer RLOCK_ELOST */
+    pthread_mutex_lock(&l->entry->mu);
+    for (rlock__holder *h = l->entry->holders; h != NULL; h = h->next)
+        h->lost = true;
+    pthread_mutex_unlock(&l->entry->mu);
+    return deleted == 1 ? 1 : 0;
+}
+
+/* ---------------------------------------------------------------- queries */
+
+/* Runs one plain command about this lock and returns its integer (nil: 0)
+ * or a negative code. */
+static int64_t query(rlock *l, int argc, const char *const *argv)
+{
+    int rc = check_handle(l);
+    if (rc != 0)
+        return rc;
+    int64_t value = 0;
+    bool nil = false;
+    rc = rlock__call(l->client, NULL, RLOCK__REPLY_INTEGER, 0, argc, argv,
+                     &value, &nil);
+    if (rc != 0)
+        return rc;
+    return nil ? 0 : value;
+}
+
+int rlock_is_locked(rlock *l)
+{
+    if (l == NULL)
+        return RLOCK_EINVAL;
+    const char *argv[] = {"EXISTS", l->entry->name};
+    int64_t v = query(l, 2, argv);
+    return v < 0 ? (int)v : v > 0;
+}
+
+/* Asks Redis about the calling thread's field: op is HEXISTS or HGET. If
+ * the thread holds the lock locally but Redis says otherwise, the hold is
+ * marked lost. */
+static int64_t query_own_field(rlock *l, const char *op)
+{
+    if (l == NULL)
+        return RLOCK_EINVAL;
+    rlock__entry *e = l->entry;
+    uint64_t tid = rlock__thread_id();
+    char owner[RLOCK__OWNER_MAX];
+    rlock__owner_tag(owner, l->client->id, tid);
+    pthread_mutex_lock(&e->mu);
+    rlock__holder *h = rlock__entry_find_holder(e, tid);
+    bool held = h != NULL && !h->lost;
+    uint64_t epoch = h ? h->epoch : 0;
+    pthread_mutex_unlock(&e->mu);
+    if (!held)
+        return check_handle(l);
+    const char *argv[] = {op, e->name, owner};
+    int64_t v = query(l, 3, argv);
+    if (v == 0)
+        mark_lost(e, tid, epoch);
+    return v;
+}
+
+int rlock_is_held_by_me(rlock *l)
+{
+    int64_t v = query_own_field(l, "HEXISTS");
+    return v < 0 ? (int)v : v > 0;
+}
+
+int rlock_hold_count(rlock *l)
+{
+    int64_t v = query_own_field(l, "HGET");
+    if (v > INT32_MAX)
+        return RLOCK_EPROTO;
+    return (int)v;
+}
+
+int64_t rlock_remaining_ttl(rlock *l)
+{
+    if (l == NULL)
+        return RLOCK_EINVAL;
+    const char *argv[] = {"PTTL", l->entry->name};
+    return query(l, 2, argv);
+}

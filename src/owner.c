@@ -1,0 +1,112 @@
+/*
+ * owner.c: who a lock belongs to. The client UUID, per-thread ids, random
+ * request ids for the unlock latch, and the monotonic clock all timing uses.
+ *
+ * Thread ids: Redisson uses Java's Thread.getId(), unique for the JVM's
+ * lifetime. The kernel's TID is recycled, so a thread that exits and a new
+ * one could look like the same owner and unlock each other's locks. Each
+ * thread instead takes the next value of a process-wide counter on first
+ * use. The counter is the one piece of global state in the library: ids must
+ * be unique across every client of the process, as Java's are.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <errno.h>
+
+static atomic_uint_fast64_t rlock__next_thread_id = 1;
+static _Thread_local uint64_t rlock__my_thread_id;
+
+/* Returns the calling thread's owner id, assigning one on first use. */
+uint64_t rlock__thread_id(void)
+{
+    if (rlock__my_thread_id == 0)
+        rlock__my_thread_id = atomic_fetch_add(&rlock__next_thread_id, 1);
+    return rlock__my_thread_id;
+}
+
+uint64_t rlock_thread_id(void)
+{
+    return rlock__thread_id();
+}
+
+/* Fills buf with len bytes from the kernel's CSPRNG; returns 0 or
+ * RLOCK_EPROTO if the kernel cannot supply them. */
+int rlock__random_bytes(void *buf, size_t len)
+{
+    unsigned char *p = buf;
+    while (len > 0) {
+        ssize_t n = getrandom(p, len, 0);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return RLOCK_EPROTO;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return RLOCK_OK;
+}
+
+static void to_hex(char *out, const unsigned char *in, size_t n)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[in[i] >> 4];
+        out[2 * i + 1] = digits[in[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+/* Writes a random (version 4) UUID in Java's lowercase 8-4-4-4-12 form. */
+int rlock__uuid4(char out[RLOCK__UUID_LEN + 1])
+{
+    unsigned char b[16];
+    char hex[33];
+    int rc = rlock__random_bytes(b, sizeof(b));
+    if (rc != 0)
+        return rc;
+    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+    to_hex(hex, b, sizeof(b));
+    snprintf(out, RLOCK__UUID_LEN + 1, "%.8s-%.4s-%.4s-%.4s-%.12s", hex,
+             hex + 8, hex + 12, hex + 16, hex + 20);
+    return RLOCK_OK;
+}
+
+/* Writes a fresh unlock request id: 32 lowercase hex digits. */
+int rlock__request_id(char out[RLOCK__REQUEST_ID_LEN + 1])
+{
+    unsigned char b[RLOCK__REQUEST_ID_LEN / 2];
+    int rc = rlock__random_bytes(b, sizeof(b));
+    if (rc == 0)
+        to_hex(out, b, sizeof(b));
+    return rc;
+}
+
+/* Writes the hash field "<uuid>:<tid>" that marks an owner. */
+void rlock__owner_tag(char out[RLOCK__OWNER_MAX], const char *uuid,
+                      uint64_t tid)
+{
+    snprintf(out, RLOCK__OWNER_MAX, "%s:%llu", uuid, (unsigned long long)tid);
+}
+
+/* Returns CLOCK_MONOTONIC in ms: every deadline in rlock uses it, never the
+ * wall clock, so a clock step cannot stretch or cut a wait. */
+int64_t rlock__now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Converts a monotonic deadline in ms into a timespec for
+ * pthread_cond_timedwait on a CLOCK_MONOTONIC condition variable. */
+void rlock__abs_timespec(int64_t deadline_ms, struct timespec *ts)
+{
+    ts->tv_sec = (time_t)(deadline_ms / 1000);
+    ts->tv_nsec = (long)(deadline_ms % 1000) * 1000000L;
+}

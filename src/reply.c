@@ -1,0 +1,125 @@
+/*
+ * reply.c: what a Redis reply means for a lock, as pure functions over
+ * hiredis's redisReply trees (unit-tested with hand-built replies).
+ *
+ * Redisson reads every script reply as a 64-bit integer or nil (facts sheet
+ * 1.3), so we accept exactly those and call anything else RLOCK_EPROTO.
+ */
+#include "internal.h"
+
+#include <hiredis/hiredis.h>
+#include <string.h>
+#include <strings.h>
+
+static bool starts_with(const struct redisReply *r, const char *word)
+{
+    size_t n = strlen(word);
+    return r->str != NULL && r->len >= n && strncmp(r->str, word, n) == 0;
+}
+
+/* Returns the RLOCK_E* code for an error reply: authentication errors are
+ * RLOCK_EAUTH, a server still loading its data is RLOCK_ECONN (try later),
+ * everything else RLOCK_ESERVER. Returns 0 for a non-error reply. */
+int rlock__reply_error_code(const struct redisReply *r)
+{
+    if (r == NULL)
+        return RLOCK_ECONN;
+    if (r->type != REDIS_REPLY_ERROR)
+        return RLOCK_OK;
+    if (starts_with(r, "NOAUTH") || starts_with(r, "WRONGPASS") ||
+        starts_with(r, "NOPERM"))
+        return RLOCK_EAUTH;
+    if (starts_with(r, "LOADING") || starts_with(r, "BUSY") ||
+        starts_with(r, "MASTERDOWN"))
+        return RLOCK_ECONN;
+    return RLOCK_ESERVER;
+}
+
+/* Returns 1 when EVALSHA failed because the server lost its script cache. */
+int rlock__reply_is_noscript(const struct redisReply *r)
+{
+    return r != NULL && r->type == REDIS_REPLY_ERROR &&
+           starts_with(r, "NOSCRIPT");
+}
+
+/* Decodes an acquire reply: returns 1 when acquired (nil), 0 when busy with
+ * *ttl set to the holder's PTTL, or a negative RLOCK_E* code. */
+int rlock__reply_acquire(const struct redisReply *r, int64_t *ttl)
+{
+    int err = rlock__reply_error_code(r);
+    if (err != 0)
+        return err;
+    if (r->type == REDIS_REPLY_NIL)
+        return 1;
+    if (r->type != REDIS_REPLY_INTEGER)
+        return RLOCK_EPROTO;
+    *ttl = r->integer;
+    return 0;
+}
+
+/* Decodes an unlock reply into RLOCK__UNLOCK_*, or a negative code. */
+int rlock__reply_unlock(const struct redisReply *r)
+{
+    int err = rlock__reply_error_code(r);
+    if (err != 0)
+        return err;
+    if (r->type == REDIS_REPLY_NIL)
+        return RLOCK__UNLOCK_NOT_HELD;
+    if (r->type != REDIS_REPLY_INTEGER)
+        return RLOCK_EPROTO;
+    if (r->integer == 0)
+        return RLOCK__UNLOCK_STILL_HELD;
+    if (r->integer == 1)
+        return RLOCK__UNLOCK_RELEASED;
+    return RLOCK_EPROTO;
+}
+
+/* Decodes an integer reply (a decimal string is accepted, as HGET gives);
+ * returns 1 with *out set, 0 for nil, or a negative code. */
+int rlock__reply_integer(const struct redisReply *r, int64_t *out)
+{
+    int err = rlock__reply_error_code(r);
+    if (err != 0)
+        return err;
+    if (r->type == REDIS_REPLY_NIL)
+        return 0;
+    if (r->type == REDIS_REPLY_INTEGER) {
+        *out = r->integer;
+        return 1;
+    }
+    if (r->type == REDIS_REPLY_STRING && r->len > 0 && r->len < 21) {
+        int64_t v = 0;
+        size_t i = 0;
+        bool neg = r->str[0] == '-';
+        if (neg && r->len == 1)
+            return RLOCK_EPROTO;
+        for (i = neg ? 1 : 0; i < r->len; i++) {
+            if (r->str[i] < '0' || r->str[i] > '9' || v > INT64_MAX / 10 - 1)
+                return RLOCK_EPROTO;
+            v = v * 10 + (r->str[i] - '0');
+        }
+        *out = neg ? -v : v;
+        return 1;
+    }
+    return RLOCK_EPROTO;
+}
+
+/* Decodes a batched renewal reply of n integers into renewed[0..n).
+ * Returns 0 or a negative code. */
+int rlock__reply_renew(const struct redisReply *r, size_t n,
+                       unsigned char *renewed)
+{
+    int err = rlock__reply_error_code(r);
+    if (err != 0)
+        return err;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != n)
+        return RLOCK_EPROTO;
+    for (size_t i = 0; i < n; i++) {
+        const struct redisReply *e = r->element[i];
+        if (e->type != REDIS_REPLY_INTEGER ||
+            (e->integer != 0 && e->integer != 1))
+            return RLOCK_EPROTO;
+        renewed[i] = (unsigned char)e->integer;
+    }
+    return RLOCK_OK;
+}
