@@ -16,6 +16,13 @@
  * channel's callback when an "unsubscribe" reply arrives, so a SUBSCRIBE sent
  * before that reply would lose its messages.
  *
+ * hiredis 0.14 leaves "subscribed mode" when an unsubscribe reply reports
+ * zero channels left, and then aborts on the reply to a SUBSCRIBE sent just
+ * before that reply arrived (an assert in redisProcessCallbacks). A fresh
+ * subscriber connection therefore first subscribes to an anchor channel of
+ * its own ("rlock:anchor:<client uuid>", on which nobody publishes) and never
+ * leaves it, so the count never reaches zero.
+ *
  * Messages (facts sheet 1.4): "0" wakes one waiter per entry, "1" wakes all.
  * When the connection drops, messages published meanwhile are lost, so on
  * resubscription every waiter is woken to re-try its acquire.
@@ -24,6 +31,7 @@
 
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,6 +58,7 @@ struct rlock__pubsub {
     rlock__timer *retry;
     int64_t backoff_ms;
     bool retry_armed;
+    char anchor[64]; /* see the design notes */
 };
 
 typedef struct membership_task {
@@ -70,6 +79,7 @@ int rlock__pubsub_new(rlock__pubsub **out, rlock_client *c)
     if (ps == NULL)
         return RLOCK_ENOMEM;
     ps->client = c;
+    snprintf(ps->anchor, sizeof(ps->anchor), "rlock:anchor:%s", c->id);
     rlock__conn_init(&ps->conn, c);
     ps->conn.on_up = on_up;
     ps->conn.on_down = on_down;
@@ -117,11 +127,27 @@ static void arm_retry(rlock__pubsub *ps)
         ps->backoff_ms = 1000;
 }
 
+/* Connects the subscriber if it is down, anchoring it (see the design
+ * notes). Returns true when commands can be issued. */
+static bool subscriber_ready(rlock__pubsub *ps)
+{
+    bool fresh = ps->conn.state == RLOCK__CONN_DOWN;
+    if (rlock__conn_ensure(&ps->conn) != 0 || ps->conn.ac == NULL)
+        return false;
+    if (fresh) {
+        const char *argv[2] = {"SUBSCRIBE", ps->anchor};
+        if (redisAsyncCommandArgv(ps->conn.ac, on_message, ps, 2, argv,
+                                  NULL) != REDIS_OK)
+            return false;
+    }
+    return true;
+}
+
 /* Sends SUBSCRIBE for ch, or leaves it IDLE for the retry timer if the
  * connection cannot be started. */
 static void subscribe(rlock__pubsub *ps, channel *ch)
 {
-    if (rlock__conn_ensure(&ps->conn) == 0 && ps->conn.ac != NULL) {
+    if (subscriber_ready(ps)) {
         const char *argv[2] = {"SUBSCRIBE", ch->name};
         if (redisAsyncCommandArgv(ps->conn.ac, on_message, ps, 2, argv,
                                   NULL) == REDIS_OK) {
