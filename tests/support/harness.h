@@ -1,0 +1,121 @@
+/*
+ * harness.h: helpers for rlock's integration tests.
+ *
+ * Tests talk to REAL redis-server processes that the harness starts on free
+ * loopback ports (never 6379), each in its own temporary directory, with no
+ * persistence.  A server cannot outlive its test: the child asks the kernel
+ * for SIGTERM when the thread that started it dies (PR_SET_PDEATHSIG), and an
+ * atexit handler stops whatever is still running at a normal exit.  Start
+ * servers from the main thread (or from a thread that lives at least as long
+ * as the server), because the parent-death signal follows the starting thread.
+ *
+ * The harness ignores SIGPIPE in the test process once a server is started:
+ * tests stop and restart servers under live connections, and hiredis writes
+ * with write(2).
+ *
+ * Environment:
+ *   RLOCK_TEST_REQUIRE_REDIS=1   rt_require_redis() fails instead of skipping
+ *   RLOCK_TEST_REDIS_SERVER=path redis-server binary to use instead of PATH
+ *   RLOCK_TEST_KEEP_DIRS=1       keep each server's temp dir (and redis.log)
+ *
+ * Thread-safety: rt_cmd*, rt_sub_* and rt_now_ms may be called from any
+ * thread.  rt_redis_start/stop/restart/pause/resume on one rt_redis must not
+ * race with each other.
+ */
+#ifndef RLOCK_TEST_HARNESS_H
+#define RLOCK_TEST_HARNESS_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <hiredis/hiredis.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One redis-server started by the harness.  Zero-initialise before the first
+ * rt_redis_start(); pid is 0 while no server runs. */
+typedef struct rt_redis {
+    int port;      /* loopback TCP port */
+    pid_t pid;     /* redis-server process, 0 when stopped */
+    char dir[256]; /* temp dir holding redis.log; removed on stop */
+    char url[128]; /* "redis://127.0.0.1:<port>" */
+    /* Harness bookkeeping; leave alone. */
+    const char *const *extra_args; /* borrowed, NULL-terminated, for restart */
+    int paused;                    /* 1 between rt_redis_pause and _resume */
+} rt_redis;
+
+/* Starts a server on a free port.  Returns 0 once it answers PING (within
+ * 10 s), or -1 after printing why. */
+int rt_redis_start(rt_redis *r);
+
+/* As rt_redis_start(), with extra redis-server arguments appended (e.g.
+ * {"--maxmemory", "1mb", NULL}).  The array is borrowed: keep it alive for as
+ * long as rt_redis_restart() may be called. */
+int rt_redis_start_args(rt_redis *r, const char *const *extra_args);
+
+/* Starts the server again on the same port (and with the same extra args)
+ * after rt_redis_stop(); stops it first if it is still running.  The data set
+ * starts empty.  Returns 0 or -1. */
+int rt_redis_restart(rt_redis *r);
+
+/* Stops the server: SIGCONT (in case it is paused), SIGTERM, waitpid, SIGKILL
+ * after 5 s; then removes its temp dir.  No-op if it is not running. */
+void rt_redis_stop(rt_redis *r);
+
+/* SIGSTOP / SIGCONT the server; rt_redis_pause() returns once it is stopped.
+ * Connections stay open but get no answers while paused. */
+void rt_redis_pause(rt_redis *r);
+void rt_redis_resume(rt_redis *r);
+
+/* Runs one command (hiredis format) on a fresh connection with a 5 s timeout.
+ * Returns the reply, which may be an error reply; the caller frees it with
+ * freeReplyObject().  Returns NULL if the server could not be reached. */
+redisReply *rt_cmd(rt_redis *r, const char *fmt, ...);
+
+/* Integer reply of the command, or RT_CMD_ERROR on any other outcome. */
+#define RT_CMD_ERROR (-99999LL)
+long long rt_cmd_int(rt_redis *r, const char *fmt, ...);
+
+/* Copy of a string or status reply (caller frees with free()), or NULL for a
+ * nil or error reply or a failed connection. */
+char *rt_cmd_str(rt_redis *r, const char *fmt, ...);
+
+/* A subscriber on its own thread and connection that records every message
+ * published on one channel. */
+typedef struct rt_sub rt_sub;
+
+/* Subscribes to channel; returns once Redis has confirmed the subscription,
+ * or NULL on failure. */
+rt_sub *rt_sub_start(rt_redis *r, const char *channel);
+
+/* Number of messages received so far. */
+int rt_sub_count(rt_sub *s);
+
+/* Waits until at least n messages arrived or timeout_ms elapsed; returns the
+ * number received. */
+int rt_sub_wait(rt_sub *s, int n, int timeout_ms);
+
+/* Payload of message i (0-based), NUL-terminated, borrowed until
+ * rt_sub_stop(); NULL if i is out of range. */
+const char *rt_sub_message(rt_sub *s, int i);
+
+/* Unsubscribes, joins the thread and frees everything.  NULL is a no-op. */
+void rt_sub_stop(rt_sub *s);
+
+/* CLOCK_MONOTONIC in milliseconds. */
+int64_t rt_now_ms(void);
+
+/* Sleeps for ms milliseconds. */
+void rt_sleep_ms(int64_t ms);
+
+/* Returns 0 if redis-server can be run.  Otherwise exits: with status 1 and an
+ * error if RLOCK_TEST_REQUIRE_REDIS=1, else with 77 (CTest "skipped"). */
+int rt_require_redis(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RLOCK_TEST_HARNESS_H */
