@@ -162,6 +162,8 @@ RLOCK_API int rlock_client_connect_with(rlock_client **out, const char *uri,
  * client. NULL is ignored.
  * Ownership: every rlock handle of this client must be freed before, or the
  * behaviour is undefined.
+ * In a forked child it does nothing: the memory is a copy of the parent's
+ * and the I/O thread does not exist there.
  * Thread-safety: any thread except the client's own I/O thread (never from a
  * callback); no other thread may use the client during or after the call.
  * Redisson: RedissonClient.shutdown(). */
@@ -234,7 +236,10 @@ RLOCK_API int rlock_lock(rlock *l);
  *             renewed; RLOCK_LEASE_WATCHDOG: watchdog lease and renewal.
  *             0 and other negative values: RLOCK_EINVAL.
  * The wait budget holds even when Redis is slow or down: the call returns
- * within wait_ms plus the command timeout.
+ * within wait_ms plus the command timeout. An attempt whose connection
+ * dropped is retried at once, then every retry interval, up to the retry
+ * attempts and within the budget; if the dropped attempt may have taken the
+ * lock, that hold is given back.
  * Returns 0 when acquired, RLOCK_ETIMEDOUT when not acquired in time, or an
  * error as rlock_lock().
  * Thread-safety: any thread; the caller becomes the owner.

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 struct rlock {
     rlock_client *client;
@@ -253,7 +254,10 @@ void rlock_free(rlock *l)
 {
     if (l == NULL)
         return;
-    rlock__entry_unref(l->entry);
+    /* in a forked child the entry's mutexes may have been copied locked by
+     * a thread that does not exist here: touch nothing shared */
+    if (getpid() == l->client->pid)
+        rlock__entry_unref(l->entry);
     free(l);
 }
 
@@ -264,22 +268,67 @@ const char *rlock_name(const rlock *l)
 
 /* --------------------------------------------------------------- acquire */
 
-/* One acquire attempt by the calling thread. Returns 1 when held, 0 when
- * someone else holds it (*ttl set), or a negative code. */
-static int try_acquire(rlock *l, int64_t lease_ms, int64_t *ttl)
+static void sleep_ms(int64_t ms)
+{
+    struct timespec ts = {.tv_sec = (time_t)(ms / 1000),
+                          .tv_nsec = (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* After an acquire whose reply was lost with its connection, the script
+ * may or may not have run. If this thread held no hold before, any field of
+ * its owner tag in Redis can only be that phantom, so it is removed (the
+ * release_owner script, sent once the connection is back). A reentrant
+ * phantom cannot be told apart and is left to the lease. */
+static void drop_phantom(rlock *l, uint64_t tid, const char *owner)
+{
+    rlock__entry *e = l->entry;
+    pthread_mutex_lock(&e->mu);
+    rlock__holder *h = rlock__entry_find_holder(e, tid);
+    bool holds = h != NULL && !h->lost;
+    pthread_mutex_unlock(&e->mu);
+    if (holds)
+        return;
+    const char *argv[] = {e->name, e->channel, "0", owner, "PUBLISH"};
+    rlock__req *r = rlock__req_new(l->client, &rlock__script_lock_release_owner,
+                                   RLOCK__REPLY_IGNORE, 2, 5, argv);
+    if (r != NULL) {
+        rlock__req_send(r);
+        rlock__req_unref(r);
+    }
+}
+
+/* One acquire attempt by the calling thread, retried when its connection
+ * dropped: at once, then every retry interval, at most retry_attempts times
+ * and never past deadline_ms. Returns 1 when held, 0 when someone else holds
+ * it (*ttl set), or a negative code. */
+static int try_acquire(rlock *l, int64_t lease_ms, int64_t *ttl,
+                       int64_t deadline_ms)
 {
     rlock_client *c = l->client;
     uint64_t tid = rlock__thread_id();
     char owner[RLOCK__OWNER_MAX], lease[24];
     bool nil = false;
+    int rc;
     rlock__owner_tag(owner, c->id, tid);
     snprintf(lease, sizeof(lease), "%lld",
              (long long)(lease_ms == RLOCK_LEASE_WATCHDOG
                              ? c->cfg.watchdog_timeout_ms
                              : lease_ms));
     const char *argv[] = {l->entry->name, lease, owner};
-    int rc = rlock__call(c, &rlock__script_lock_acquire, RLOCK__REPLY_ACQUIRE,
-                         1, 3, argv, ttl, &nil);
+    for (int attempt = 0;; attempt++) {
+        rc = rlock__call(c, &rlock__script_lock_acquire,
+                         RLOCK__REPLY_ACQUIRE, 1, 3, argv, ttl, &nil);
+        if (rc != RLOCK_ECONN)
+            break;
+        drop_phantom(l, tid, owner);
+        int64_t pause = attempt == 0 ? 0 : c->cfg.retry_interval_ms;
+        if (attempt >= c->cfg.retry_attempts ||
+            rlock__now_ms() + pause >= deadline_ms)
+            break;
+        sleep_ms(pause);
+    }
     if (rc != 0)
         return rc;
     if (!nil)
@@ -361,7 +410,7 @@ int rlock_trylock(rlock *l, int64_t wait_ms, int64_t lease_ms)
                            ? INT64_MAX
                            : now + wait_ms;
 
-    rc = try_acquire(l, lease_ms, &ttl);
+    rc = try_acquire(l, lease_ms, &ttl, deadline);
     if (rc != 0)
         return rc == 1 ? RLOCK_OK : rc;
     if (wait_ms == 0)
@@ -371,7 +420,7 @@ int rlock_trylock(rlock *l, int64_t wait_ms, int64_t lease_ms)
     wait_subscribed(e, min64(deadline, rlock__now_ms() +
                                            RLOCK__SUBSCRIBE_WAIT_MS));
     for (;;) {
-        rc = try_acquire(l, lease_ms, &ttl);
+        rc = try_acquire(l, lease_ms, &ttl, deadline);
         if (rc != 0)
             break;
         now = rlock__now_ms();
@@ -394,14 +443,6 @@ int rlock_lock(rlock *l)
 }
 
 /* ---------------------------------------------------------------- release */
-
-static void sleep_ms(int64_t ms)
-{
-    struct timespec ts = {.tv_sec = (time_t)(ms / 1000),
-                          .tv_nsec = (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
 
 /* Runs the release script, retrying a lost reply with the same request id:
  * the latch makes the retry answer as the first run did. Deletes the latch
