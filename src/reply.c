@@ -88,17 +88,20 @@ int rlock__reply_integer(const struct redisReply *r, int64_t *out)
         return 1;
     }
     if (r->type == REDIS_REPLY_STRING && r->len > 0 && r->len < 21) {
+        /* accumulate negatively: INT64_MIN has no positive counterpart */
         int64_t v = 0;
-        size_t i = 0;
         bool neg = r->str[0] == '-';
         if (neg && r->len == 1)
             return RLOCK_EPROTO;
-        for (i = neg ? 1 : 0; i < r->len; i++) {
-            if (r->str[i] < '0' || r->str[i] > '9' || v > INT64_MAX / 10 - 1)
+        for (size_t i = neg ? 1 : 0; i < r->len; i++) {
+            int digit = r->str[i] - '0';
+            if (digit < 0 || digit > 9 || v < (INT64_MIN + digit) / 10)
                 return RLOCK_EPROTO;
-            v = v * 10 + (r->str[i] - '0');
+            v = v * 10 - digit;
         }
-        *out = neg ? -v : v;
+        if (!neg && v == INT64_MIN)
+            return RLOCK_EPROTO;
+        *out = neg ? v : -v;
         return 1;
     }
     return RLOCK_EPROTO;

@@ -1,0 +1,230 @@
+/*
+ * test_uri.c: rlock__uri_parse() against the grammar of
+ * rlock_client_connect() (include/rlock.h):
+ *
+ *   redis://[[user]:password@]host[:port][/db]
+ *   unix:///path/to/redis.sock[?db=N]
+ *
+ * Each accepted URI is one named test that checks every field of the result;
+ * each refused URI is one named test that checks RLOCK_EINVAL and an output
+ * left with nothing to free (run under ASan/LSan, a leak fails the test).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "internal.h"
+
+/* ------------------------------------------------------------------------ */
+/* Accepted URIs                                                            */
+/* ------------------------------------------------------------------------ */
+
+typedef struct uri_case {
+    const char *text;
+    const char *host; /* NULL: expect NULL */
+    int port;
+    const char *path;
+    const char *user;
+    const char *password;
+    int db;
+} uri_case;
+
+static void assert_field(const char *got, const char *want)
+{
+    if (want == NULL)
+        assert_null(got);
+    else {
+        assert_non_null(got);
+        assert_string_equal(got, want);
+    }
+}
+
+static void test_parses(void **state)
+{
+    const uri_case *c = *state;
+    rlock__uri u;
+
+    memset(&u, 0xa5, sizeof(u)); /* the parser must not read stale fields */
+    assert_int_equal(rlock__uri_parse(c->text, &u), RLOCK_OK);
+    assert_field(u.host, c->host);
+    assert_int_equal(u.port, c->port);
+    assert_field(u.path, c->path);
+    assert_field(u.user, c->user);
+    assert_field(u.password, c->password);
+    assert_int_equal(u.db, c->db);
+    rlock__uri_clear(&u);
+    assert_null(u.host);
+    assert_null(u.path);
+    assert_null(u.user);
+    assert_null(u.password);
+}
+
+/* PARSES(test name, text, host, port, path, user, password, db) */
+/* clang-format off */
+#define PARSES(name, ...)                                                     \
+    {"parses_" name, test_parses, NULL, NULL,                                 \
+     (void *)&(uri_case){__VA_ARGS__}}
+/* clang-format on */
+
+/* ------------------------------------------------------------------------ */
+/* Refused URIs                                                             */
+/* ------------------------------------------------------------------------ */
+
+static void assert_rejected(const char *text)
+{
+    rlock__uri u;
+
+    memset(&u, 0xa5, sizeof(u));
+    assert_int_equal(rlock__uri_parse(text, &u), RLOCK_EINVAL);
+    /* Nothing to free: every pointer NULL (and the rest zeroed). */
+    assert_null(u.host);
+    assert_null(u.path);
+    assert_null(u.user);
+    assert_null(u.password);
+    assert_int_equal(u.port, 0);
+    assert_int_equal(u.db, 0);
+}
+
+static void test_rejects(void **state)
+{
+    assert_rejected(*state);
+}
+
+#define REJECTS(name, text)                                       \
+    {                                                             \
+        "rejects_" name, test_rejects, NULL, NULL, (void *)(text) \
+    }
+
+/* A NULL text is refused before out is touched: out keeps what the caller
+ * put there (here nothing), so there is still nothing to free. */
+static void test_rejects_null_text(void **state)
+{
+    rlock__uri u = {0};
+
+    (void)state;
+    assert_int_equal(rlock__uri_parse(NULL, &u), RLOCK_EINVAL);
+    assert_null(u.host);
+    assert_null(u.path);
+    assert_null(u.user);
+    assert_null(u.password);
+}
+
+static void test_rejects_null_out(void **state)
+{
+    (void)state;
+    assert_int_equal(rlock__uri_parse("redis://localhost", NULL), RLOCK_EINVAL);
+}
+
+/* A rejected parse leaves out reusable: a later good parse fills it. */
+static void test_out_reusable_after_rejection(void **state)
+{
+    rlock__uri u;
+
+    (void)state;
+    assert_int_equal(rlock__uri_parse("redis://u:pw@h:0", &u), RLOCK_EINVAL);
+    assert_int_equal(rlock__uri_parse("redis://u:pw@h:7", &u), RLOCK_OK);
+    assert_string_equal(u.host, "h");
+    assert_int_equal(u.port, 7);
+    assert_string_equal(u.user, "u");
+    assert_string_equal(u.password, "pw");
+    rlock__uri_clear(&u);
+}
+
+/* ------------------------------------------------------------------------ */
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        /* text, host, port, path, user, password, db */
+        PARSES("host_only_with_defaults", "redis://localhost", "localhost",
+               6379, NULL, NULL, NULL, 0),
+        PARSES("ipv4_port_and_db", "redis://127.0.0.1:6380/3", "127.0.0.1",
+               6380, NULL, NULL, NULL, 3),
+        PARSES("password_without_user", "redis://:pw@h", "h", 6379, NULL, NULL,
+               "pw", 0),
+        PARSES("user_password_port_db", "redis://user:pw@h:1/2", "h", 1, NULL,
+               "user", "pw", 2),
+        PARSES("percent_escaped_password", "redis://:p%40ss@h", "h", 6379, NULL,
+               NULL, "p@ss", 0),
+        PARSES("percent_escape_upper_and_lower_hex", "redis://%4a%4B:p%3a%3A@h",
+               "h", 6379, NULL, "JK", "p::", 0),
+        PARSES("percent_escaped_user", "redis://us%65r:pw@h", "h", 6379, NULL,
+               "user", "pw", 0),
+        PARSES("password_with_colon", "redis://u:a:b@h", "h", 6379, NULL, "u",
+               "a:b", 0),
+        PARSES("ipv6_with_port", "redis://[::1]:6380", "::1", 6380, NULL, NULL,
+               NULL, 0),
+        PARSES("ipv6_without_port", "redis://[::1]", "::1", 6379, NULL, NULL,
+               NULL, 0),
+        PARSES("ipv6_with_userinfo_and_db", "redis://:pw@[fe80::1]:7/4",
+               "fe80::1", 7, NULL, NULL, "pw", 4),
+        PARSES("highest_port", "redis://h:65535", "h", 65535, NULL, NULL, NULL,
+               0),
+        PARSES("highest_db", "redis://h/2147483647", "h", 6379, NULL, NULL,
+               NULL, 2147483647),
+        PARSES("hostname_with_dash_dot_underscore", "redis://my-host_1.ex",
+               "my-host_1.ex", 6379, NULL, NULL, NULL, 0),
+        PARSES("unix_socket", "unix:///tmp/r.sock", NULL, 0, "/tmp/r.sock",
+               NULL, NULL, 0),
+        PARSES("unix_socket_with_db", "unix:///tmp/r.sock?db=2", NULL, 0,
+               "/tmp/r.sock", NULL, NULL, 2),
+        PARSES("scheme_case_insensitively", "ReDiS://h:1/1", "h", 1, NULL, NULL,
+               NULL, 1),
+        PARSES("unix_scheme_case_insensitively", "UNIX:///s", NULL, 0, "/s",
+               NULL, NULL, 0),
+
+        cmocka_unit_test(test_rejects_null_text),
+        cmocka_unit_test(test_rejects_null_out),
+        REJECTS("empty", ""),
+        REJECTS("other_scheme", "http://h"),
+        REJECTS("scheme_without_slashes", "redis:h"),
+        REJECTS("missing_host", "redis://"),
+        REJECTS("missing_host_after_userinfo", "redis://:pw@"),
+        REJECTS("port_zero", "redis://h:0"),
+        REJECTS("port_above_65535", "redis://h:65536"),
+        REJECTS("port_not_a_number", "redis://h:x"),
+        REJECTS("empty_port", "redis://h:"),
+        REJECTS("signed_port", "redis://h:+1"),
+        REJECTS("huge_port", "redis://h:99999999999"),
+        REJECTS("user_without_password", "redis://user@h"),
+        REJECTS("empty_password", "redis://:@h"),
+        REJECTS("db_not_a_number", "redis://h/x"),
+        REJECTS("negative_db", "redis://h/-1"),
+        REJECTS("db_above_int32", "redis://h/2147483648"),
+        REJECTS("db_with_trailing_path", "redis://h/1/2"),
+        REJECTS("query_on_redis_uri", "redis://h?db=1"),
+        REJECTS("unix_without_path", "unix://"),
+        REJECTS("unix_root_only", "unix:///"),
+        REJECTS("unix_relative_path", "unix://relative"),
+        REJECTS("unix_empty_db", "unix:///tmp/r.sock?db="),
+        REJECTS("unix_db_not_a_number", "unix:///tmp/r.sock?db=x"),
+        REJECTS("unix_unknown_query", "unix:///tmp/r.sock?x=1"),
+        REJECTS("space_in_host", "redis://h h"),
+        REJECTS("leading_space", " redis://h"),
+        REJECTS("control_character", "redis://h\t"),
+        REJECTS("non_ascii_byte", "redis://h\xc3\xa9"),
+        REJECTS("unclosed_ipv6_bracket", "redis://[::1"),
+        REJECTS("empty_ipv6_brackets", "redis://[]"),
+        REJECTS("junk_after_ipv6_bracket", "redis://[::1]x"),
+        REJECTS("junk_between_ipv6_bracket_and_port", "redis://[::1]x6380"),
+        REJECTS("truncated_escape_in_host", "redis://p%4"),
+        REJECTS("truncated_escape_in_password", "redis://:p%4@h"),
+        REJECTS("non_hex_escape_in_password", "redis://:p%zz@h"),
+        REJECTS("nul_escape_without_colon", "redis://p%00@h"),
+        REJECTS("nul_escape_in_password", "redis://:p%00@h"),
+        REJECTS("nul_escape_in_user", "redis://u%00:pw@h"),
+        REJECTS("nul_escape_in_unix_path", "unix:///tmp/a%00b"),
+        /* These fail after user/password/host were allocated: the parser
+         * must free them (LSan checks). */
+        REJECTS("bad_password_after_user", "redis://u:p%4@h"),
+        REJECTS("bad_port_after_userinfo", "redis://u:pw@h:0"),
+        REJECTS("bad_db_after_host", "redis://u:pw@h:1/x"),
+        cmocka_unit_test(test_out_reusable_after_rejection),
+    };
+
+    return cmocka_run_group_tests_name("uri", tests, NULL, NULL);
+}
