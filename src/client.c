@@ -225,7 +225,26 @@ typedef struct release_all {
     size_t cap;
 } release_all;
 
-/* Under entries_mu: queues one release_owner call per hold still valid. */
+/* Sends r and keeps it in ra to be awaited; drops it if ra cannot grow. */
+static void send_tracked(release_all *ra, rlock__req *r)
+{
+    if (r == NULL)
+        return;
+    if (ra->n == ra->cap) {
+        size_t cap = ra->cap ? ra->cap * 2 : 16;
+        rlock__req **grown = realloc(ra->reqs, sizeof(*grown) * cap);
+        if (grown == NULL) {
+            rlock__req_unref(r); /* that hold expires with its lease */
+            return;
+        }
+        ra->reqs = grown;
+        ra->cap = cap;
+    }
+    rlock__req_send(r);
+    ra->reqs[ra->n++] = r;
+}
+
+/* Under entries_mu: sends one release_owner call per hold still valid. */
 static void release_entry(const char *key, void *value, void *arg)
 {
     rlock__entry *e = value;
@@ -235,49 +254,49 @@ static void release_entry(const char *key, void *value, void *arg)
     for (rlock__holder *h = e->holders; h != NULL; h = h->next) {
         if (h->lost || h->count <= 0)
             continue;
-        if (ra->n == ra->cap) {
-            size_t cap = ra->cap ? ra->cap * 2 : 16;
-            rlock__req **grown = realloc(ra->reqs, sizeof(*grown) * cap);
-            if (grown == NULL)
-                break; /* the rest expire with their leases */
-            ra->reqs = grown;
-            ra->cap = cap;
-        }
         char owner[RLOCK__OWNER_MAX];
         rlock__owner_tag(owner, ra->c->id, h->tid);
         const char *argv[] = {e->name, e->channel, "0", owner, "PUBLISH"};
-        rlock__req *r =
-            rlock__req_new(ra->c, &rlock__script_lock_release_owner,
-                           RLOCK__REPLY_INTEGER, 2, 5, argv);
-        if (r != NULL) {
-            rlock__req_send(r);
-            ra->reqs[ra->n++] = r;
-        }
+        send_tracked(ra, rlock__req_new(ra->c,
+                                        &rlock__script_lock_release_owner,
+                                        RLOCK__REPLY_INTEGER, 2, 5, argv));
     }
     pthread_mutex_unlock(&e->mu);
 }
 
-/* Releases every hold of the client, pipelined, waiting at most one
- * command timeout in all. */
+/* Waits for r until the monotonic deadline ts, then drops it. */
+static void await_and_drop(rlock__req *r, const struct timespec *ts)
+{
+    pthread_mutex_lock(&r->mu);
+    while (!r->done &&
+           pthread_cond_timedwait(&r->cv, &r->mu, ts) != ETIMEDOUT)
+        ;
+    r->abandoned = !r->done;
+    pthread_mutex_unlock(&r->mu);
+    rlock__req_unref(r);
+}
+
+/* Releases every hold of the client, then lets every command connection
+ * drain (a PING behind the fire-and-forget commands, such as the latch DEL
+ * after an unlock), waiting at most one command timeout in all. */
 static void release_everything(rlock_client *c)
 {
     release_all ra = {.c = c};
     pthread_mutex_lock(&c->entries_mu);
     rlock__map_foreach(&c->entries, release_entry, &ra);
     pthread_mutex_unlock(&c->entries_mu);
-    int64_t deadline = rlock__now_ms() + c->cfg.command_timeout_ms;
-    struct timespec ts;
-    rlock__abs_timespec(deadline, &ts);
-    for (size_t i = 0; i < ra.n; i++) {
-        rlock__req *r = ra.reqs[i];
-        pthread_mutex_lock(&r->mu);
-        while (!r->done &&
-               pthread_cond_timedwait(&r->cv, &r->mu, &ts) != ETIMEDOUT)
-            ;
-        r->abandoned = !r->done;
-        pthread_mutex_unlock(&r->mu);
-        rlock__req_unref(r);
+    for (int i = 0; i < c->cfg.connections; i++) {
+        const char *argv[] = {"PING"};
+        rlock__req *r =
+            rlock__req_new(c, NULL, RLOCK__REPLY_IGNORE, 0, 1, argv);
+        if (r != NULL)
+            r->conn = i;
+        send_tracked(&ra, r);
     }
+    struct timespec ts;
+    rlock__abs_timespec(rlock__now_ms() + c->cfg.command_timeout_ms, &ts);
+    for (size_t i = 0; i < ra.n; i++)
+        await_and_drop(ra.reqs[i], &ts);
     free(ra.reqs);
 }
 

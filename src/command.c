@@ -45,6 +45,7 @@ rlock__req *rlock__req_new(rlock_client *c, const rlock__script *script,
     r->script = script;
     r->numkeys = numkeys;
     r->argc = argc;
+    r->conn = -1;
     r->task.run = run_task;
     r->argv = calloc((size_t)argc + 1, sizeof(*r->argv));
     r->argvlen = calloc((size_t)argc + 1, sizeof(*r->argvlen));
@@ -236,7 +237,8 @@ static int issue(rlock__req *r, redisAsyncContext *ac)
 /* Sends r on one of the client's command connections. I/O thread only. */
 void rlock__req_dispatch(rlock__req *r)
 {
-    rlock__conn *cn = rlock__client_pick_conn(r->client);
+    rlock__conn *cn = r->conn >= 0 ? &r->client->conns[r->conn]
+                                   : rlock__client_pick_conn(r->client);
     int rc = rlock__conn_ensure(cn);
     if (rc == 0 && cn->ac == NULL)
         rc = RLOCK_ECONN;

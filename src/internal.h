@@ -179,6 +179,7 @@ struct rlock__req {
     rlock__reply_kind kind;
     const rlock__script *script; /* NULL: a plain command */
     bool use_eval;               /* NOSCRIPT seen: send the body */
+    int conn;                    /* command connection index, -1: any */
     int numkeys;
     int argc;
     char **argv; /* owned copies */
