@@ -232,9 +232,10 @@ RLOCK_API int rlock_lock(rlock *l);
 /* Tries to take the lock, waiting at most wait_ms.
  *   wait_ms   0: one attempt; > 0: budget in ms; RLOCK_WAIT_FOREVER: no
  *             limit. Other negative values: RLOCK_EINVAL.
- *   lease_ms  > 0: the lock expires lease_ms after it is taken and is not
- *             renewed; RLOCK_LEASE_WATCHDOG: watchdog lease and renewal.
- *             0 and other negative values: RLOCK_EINVAL.
+ *   lease_ms  1 to 2^50: the lock expires lease_ms after it is taken and
+ *             is not renewed; RLOCK_LEASE_WATCHDOG: watchdog lease and
+ *             renewal. 0, other negative values and larger ones:
+ *             RLOCK_EINVAL.
  * The wait budget holds even when Redis is slow or down: the call returns
  * within wait_ms plus the command timeout. An attempt whose connection
  * dropped is retried at once, then every retry interval, up to the retry

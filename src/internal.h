@@ -258,8 +258,7 @@ typedef struct rlock__pubsub rlock__pubsub;
 int rlock__pubsub_new(rlock__pubsub **out, rlock_client *c);
 void rlock__pubsub_free(rlock__pubsub *ps);
 void rlock__pubsub_shutdown(rlock__pubsub *ps);
-int rlock__pubsub_join(rlock__entry *e);
-int rlock__pubsub_leave(rlock__entry *e);
+int rlock__pubsub_sync(rlock__entry *e);
 
 /* ------------------------------------------------------------- watchdog.c */
 

@@ -347,7 +347,7 @@ static void waiter_enter(rlock__entry *e)
         e->subscribed = false;
     pthread_mutex_unlock(&e->mu);
     if (first)
-        rlock__pubsub_join(e); /* on failure: re-checks alone */
+        rlock__pubsub_sync(e); /* on failure: re-checks alone */
 }
 
 static void waiter_leave(rlock__entry *e)
@@ -358,7 +358,7 @@ static void waiter_leave(rlock__entry *e)
         e->permits = 0;
     pthread_mutex_unlock(&e->mu);
     if (last)
-        rlock__pubsub_leave(e);
+        rlock__pubsub_sync(e);
 }
 
 /* Waits until e's subscription is confirmed or until_ms. */

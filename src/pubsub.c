@@ -3,9 +3,9 @@
  *
  * Design notes. Waiting threads never poll: they wait for an unlock message
  * on the lock's channel (Redisson's LockPubSub). All local waiters of one
- * lock share one entry, and an entry joins its channel once, on its first
- * waiter, and leaves on its last (lock.c). Several entries can share a
- * channel, because Redisson's name rule maps both "a" and "{a}" to
+ * lock share one entry, and an entry is in its channel while it has waiters
+ * (lock.c asks for a sync on its first waiter and on its last). Several
+ * entries can share a channel, because Redisson's name rule maps both "a" and "{a}" to
  * "redisson_lock__channel:{a}"; a channel is subscribed while any entry is
  * joined, and unsubscribed when the last leaves. Everything here runs on the
  * I/O thread, so the channel table needs no lock.
@@ -65,7 +65,6 @@ typedef struct membership_task {
     rlock__task task;
     rlock__pubsub *ps;
     rlock__entry *entry;
-    bool join;
 } membership_task;
 
 static void on_up(rlock__conn *cn);
@@ -226,20 +225,40 @@ static void leave(rlock__pubsub *ps, rlock__entry *e)
         free_channel(ps, ch);
 }
 
+/* Brings e's channel membership in line with its waiter count. Acting on
+ * the count rather than on "join" and "leave" requests in arrival order keeps
+ * it right when a first waiter's request overtakes the last one's. */
+static void sync_membership(rlock__pubsub *ps, rlock__entry *e)
+{
+    pthread_mutex_lock(&e->mu);
+    bool wanted = e->waiters > 0;
+    pthread_mutex_unlock(&e->mu);
+    if (wanted && !e->joined) {
+        join(ps, e);
+    } else if (!wanted && e->joined) {
+        leave(ps, e);
+    } else if (wanted) {
+        /* still joined: a new first waiter cleared the flag */
+        channel *ch = rlock__map_get(&ps->channels, e->channel);
+        if (ch != NULL && ch->state == CH_SUBSCRIBED)
+            set_subscribed(e, true, false);
+    }
+}
+
 static void run_membership(rlock__task *t, int status)
 {
     membership_task *mt = (membership_task *)t;
-    if (status == 0) {
-        if (mt->join)
-            join(mt->ps, mt->entry);
-        else
-            leave(mt->ps, mt->entry);
-    }
+    if (status == 0)
+        sync_membership(mt->ps, mt->entry);
     rlock__entry_unref(mt->entry);
     free(mt);
 }
 
-static int submit_membership(rlock__entry *e, bool join_channel)
+/* Asks the I/O thread to make e's channel membership follow its waiter
+ * count: joined (and subscribed) while it has waiters, out of the channel
+ * when it has none. e->subscribed becomes true once Redis confirms.
+ * Returns 0 or RLOCK_ENOMEM. Any thread, without e->mu held. */
+int rlock__pubsub_sync(rlock__entry *e)
 {
     rlock_client *c = e->client;
     membership_task *mt = calloc(1, sizeof(*mt));
@@ -248,23 +267,9 @@ static int submit_membership(rlock__entry *e, bool join_channel)
     mt->task.run = run_membership;
     mt->ps = c->pubsub;
     mt->entry = e;
-    mt->join = join_channel;
     rlock__entry_ref(e);
     rlock__loop_submit(c->loop, &mt->task);
     return RLOCK_OK;
-}
-
-/* Asks the I/O thread to count e in its channel, subscribing if it is the
- * first; e->subscribed becomes true once Redis confirms. Any thread. */
-int rlock__pubsub_join(rlock__entry *e)
-{
-    return submit_membership(e, true);
-}
-
-/* Asks the I/O thread to take e out of its channel. Any thread. */
-int rlock__pubsub_leave(rlock__entry *e)
-{
-    return submit_membership(e, false);
 }
 
 static void on_message(redisAsyncContext *ac, void *reply_, void *privdata)
