@@ -278,10 +278,12 @@ static void sleep_ms(int64_t ms)
 
 /* After an acquire whose reply was lost with its connection, the script
  * may or may not have run. If this thread held no hold before, any field of
- * its owner tag in Redis can only be that phantom, so it is removed (the
- * release_owner script, sent once the connection is back). A reentrant
- * phantom cannot be told apart and is left to the lease. */
-static void drop_phantom(rlock *l, uint64_t tid, const char *owner)
+ * its owner tag in Redis can only be that phantom, so it is removed with the
+ * release_owner script; a reentrant phantom cannot be told apart and is left
+ * to the lease. The call waits for its reply, so that it cannot overtake a
+ * retried acquire on another connection. Returns 0 when it is safe to try
+ * again. */
+static int drop_phantom(rlock *l, uint64_t tid, const char *owner)
 {
     rlock__entry *e = l->entry;
     pthread_mutex_lock(&e->mu);
@@ -289,19 +291,15 @@ static void drop_phantom(rlock *l, uint64_t tid, const char *owner)
     bool holds = h != NULL && !h->lost;
     pthread_mutex_unlock(&e->mu);
     if (holds)
-        return;
+        return RLOCK_OK;
     const char *argv[] = {e->name, e->channel, "0", owner, "PUBLISH"};
-    rlock__req *r = rlock__req_new(l->client, &rlock__script_lock_release_owner,
-                                   RLOCK__REPLY_IGNORE, 2, 5, argv);
-    if (r != NULL) {
-        rlock__req_send(r);
-        rlock__req_unref(r);
-    }
+    return rlock__call(l->client, &rlock__script_lock_release_owner,
+                       RLOCK__REPLY_INTEGER, 2, 5, argv, NULL, NULL);
 }
 
 /* One acquire attempt by the calling thread, retried when its connection
  * dropped: at once, then every retry interval, at most retry_attempts times
- * and never past deadline_ms. Returns 1 when held, 0 when someone else holds
+ * and never sleeping past deadline_ms. Returns 1 when held, 0 when someone else holds
  * it (*ttl set), or a negative code. */
 static int try_acquire(rlock *l, int64_t lease_ms, int64_t *ttl,
                        int64_t deadline_ms)
@@ -317,16 +315,26 @@ static int try_acquire(rlock *l, int64_t lease_ms, int64_t *ttl,
                              ? c->cfg.watchdog_timeout_ms
                              : lease_ms));
     const char *argv[] = {l->entry->name, lease, owner};
+    bool unknown = false; /* an attempt may have run: drop it first */
     for (int attempt = 0;; attempt++) {
-        rc = rlock__call(c, &rlock__script_lock_acquire,
-                         RLOCK__REPLY_ACQUIRE, 1, 3, argv, ttl, &nil);
-        if (rc != RLOCK_ECONN)
+        if (!unknown) {
+            rc = rlock__call(c, &rlock__script_lock_acquire,
+                             RLOCK__REPLY_ACQUIRE, 1, 3, argv, ttl, &nil);
+            if (rc != RLOCK_ECONN)
+                break;
+            unknown = true;
+        }
+        rc = drop_phantom(l, tid, owner);
+        if (rc == 0)
+            unknown = false;
+        else if (rc != RLOCK_ECONN)
             break;
-        drop_phantom(l, tid, owner);
         int64_t pause = attempt == 0 ? 0 : c->cfg.retry_interval_ms;
         if (attempt >= c->cfg.retry_attempts ||
-            rlock__now_ms() + pause >= deadline_ms)
+            (pause > 0 && rlock__now_ms() + pause >= deadline_ms)) {
+            rc = RLOCK_ECONN;
             break;
+        }
         sleep_ms(pause);
     }
     if (rc != 0)

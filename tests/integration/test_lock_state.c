@@ -421,6 +421,10 @@ static void check_latches(fixture *f, const char *name, const char *tagged_name,
     char *ok;
     int found;
 
+    /* an earlier test's latch DEL is sent without waiting for its reply:
+     * let it land before counting events */
+    assert_int_equal(wait_no_keys(&f->redis, "redisson_unlock_latch:*", 3000),
+                     0);
     ok = rt_cmd_str(&f->redis, "CONFIG SET notify-keyspace-events %s", "E$g");
     assert_non_null(ok);
     free(ok);
