@@ -261,8 +261,10 @@ RLOCK_API int rlock_trylock(rlock *l, int64_t wait_ms, int64_t lease_ms);
 RLOCK_API int rlock_unlock(rlock *l);
 
 /* Deletes the lock whoever holds it and wakes its waiters.
- * Returns 1 if a lock was deleted, 0 if it was not locked, or an error.
- * Thread-safety: any thread. Redisson: RLock.forceUnlock(). */
+ * Local holds on it become lost: their owners' unlocks return RLOCK_ELOST.
+ * Returns 0 whether or not the lock was held (the unlock message is
+ * published only if it was), or an error. Thread-safety: any thread.
+ * Redisson: RLock.forceUnlock(). */
 RLOCK_API int rlock_force_unlock(rlock *l);
 
 /* Returns 1 if anyone holds the lock, 0 if not, or an error.

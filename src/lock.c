@@ -546,9 +546,8 @@ int rlock_force_unlock(rlock *l)
     if (rc != 0)
         return rc;
     const char *argv[] = {l->entry->name, l->entry->channel, "0", "PUBLISH"};
-    int64_t deleted = 0;
     rc = rlock__call(l->client, &rlock__script_lock_force_release,
-                     RLOCK__REPLY_INTEGER, 2, 4, argv, &deleted, NULL);
+                     RLOCK__REPLY_INTEGER, 2, 4, argv, NULL, NULL);
     if (rc != 0)
         return rc;
     /* every local hold is void now: their unlocks answer RLOCK_ELOST */
@@ -556,7 +555,7 @@ int rlock_force_unlock(rlock *l)
     for (rlock__holder *h = l->entry->holders; h != NULL; h = h->next)
         h->lost = true;
     pthread_mutex_unlock(&l->entry->mu);
-    return deleted == 1 ? 1 : 0;
+    return RLOCK_OK;
 }
 
 /* ---------------------------------------------------------------- queries */

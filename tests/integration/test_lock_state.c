@@ -806,7 +806,7 @@ static void test_exited_owner_is_not_inherited_by_new_threads(void **state)
         assert_int_equal(later.unlock_rc, RLOCK_ENOTOWNER);
     }
     assert_single_field(&f->redis, name, field, "1");
-    assert_int_equal(rlock_force_unlock(l), 1);
+    assert_int_equal(rlock_force_unlock(l), RLOCK_OK);
     rlock_free(l);
 }
 
@@ -941,7 +941,7 @@ static void test_force_unlock_deletes_and_publishes_zero(void **state)
     assert_non_null(s);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
-    assert_int_equal(rlock_force_unlock(l), 1);
+    assert_int_equal(rlock_force_unlock(l), RLOCK_OK);
     assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
     expect_messages_then_sentinel(&f->redis, s, channel, 2);
     assert_string_equal(rt_sub_message(s, 0), "0");
@@ -962,7 +962,7 @@ static void test_force_unlock_of_free_lock_returns_zero(void **state)
     l = get_lock(f->client, name);
     s = rt_sub_start(&f->redis, channel);
     assert_non_null(s);
-    assert_int_equal(rlock_force_unlock(l), 0);
+    assert_int_equal(rlock_force_unlock(l), RLOCK_OK);
     expect_messages_then_sentinel(&f->redis, s, channel, 1);
     rt_sub_stop(s);
     rlock_free(l);
@@ -978,7 +978,7 @@ static void test_force_unlock_of_foreign_lock_deletes_it(void **state)
     assert_int_equal(
         rt_cmd_int(&f->redis, "HSET %s %s 2", name, "other-uuid:7"), 1);
     l = get_lock(f->client, name);
-    assert_int_equal(rlock_force_unlock(l), 1);
+    assert_int_equal(rlock_force_unlock(l), RLOCK_OK);
     assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
     rlock_free(l);
 }
@@ -992,7 +992,7 @@ static void test_unlock_after_force_unlock_is_lost(void **state)
     TEST_NAME(name);
     l = get_lock(f->client, name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
-    assert_int_equal(rlock_force_unlock(l), 1);
+    assert_int_equal(rlock_force_unlock(l), RLOCK_OK);
     assert_int_equal(rlock_is_held_by_me(l), 0);
     assert_int_equal(rlock_unlock(l), RLOCK_ELOST);
     /* the hold is forgotten: a second unlock is plain misuse */
@@ -1012,7 +1012,7 @@ static void test_unlock_after_force_unlock_by_other_client_is_lost(void **state)
     mine = get_lock(f->client, name);
     theirs = get_lock(admin, name);
     assert_int_equal(rlock_lock(mine), RLOCK_OK);
-    assert_int_equal(rlock_force_unlock(theirs), 1);
+    assert_int_equal(rlock_force_unlock(theirs), RLOCK_OK);
     assert_int_equal(rlock_unlock(mine), RLOCK_ELOST);
     assert_int_equal(rlock_unlock(mine), RLOCK_ENOTOWNER);
     /* and the lock can be taken again afterwards */

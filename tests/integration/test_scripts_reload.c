@@ -244,7 +244,7 @@ static void test_force_unlock_after_flush_succeeds(void **state)
     l = get_lock(f->client, name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     flush_scripts(&f->redis);
-    assert_int_equal(rlock_force_unlock(l), 1);
+    assert_int_equal(rlock_force_unlock(l), RLOCK_OK);
     assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
     assert_int_equal(
         script_cached(&f->redis, &rlock__script_lock_force_release), 1);
