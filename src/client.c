@@ -137,9 +137,12 @@ static int check_server(rlock_client *c)
 static void on_loop_stop(void *arg)
 {
     rlock_client *c = arg;
-    rlock__watchdog_shutdown(c->watchdog);
-    rlock__pubsub_shutdown(c->pubsub);
-    for (int i = 0; i < c->cfg.connections; i++)
+    /* any of these may be missing when connecting failed half-way */
+    if (c->watchdog != NULL)
+        rlock__watchdog_shutdown(c->watchdog);
+    if (c->pubsub != NULL)
+        rlock__pubsub_shutdown(c->pubsub);
+    for (int i = 0; c->conns != NULL && i < c->cfg.connections; i++)
         rlock__conn_close(&c->conns[i]);
 }
 
