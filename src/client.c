@@ -81,9 +81,9 @@ static int check_server(rlock_client *c)
 {
     const rlock__uri *u = &c->uri;
     struct timeval ctv = to_timeval(c->cfg.connect_timeout_ms);
-    redisContext *ctx =
-        u->path ? redisConnectUnixWithTimeout(u->path, ctv)
-                : redisConnectWithTimeout(u->host, u->port, ctv);
+    redisContext *ctx = u->path
+                            ? redisConnectUnixWithTimeout(u->path, ctv)
+                            : redisConnectWithTimeout(u->host, u->port, ctv);
     if (ctx == NULL || ctx->err != 0) {
         int rc = context_error(ctx);
         if (ctx != NULL && ctx->err == REDIS_ERR_IO && errno == EINPROGRESS)
@@ -113,8 +113,7 @@ static int check_server(rlock_client *c)
         &rlock__script_lock_acquire, &rlock__script_lock_release,
         &rlock__script_lock_force_release, &rlock__script_lock_renew,
         &rlock__script_lock_release_owner};
-    for (size_t i = 0; rc == 0 && i < sizeof(scripts) / sizeof(*scripts);
-         i++) {
+    for (size_t i = 0; rc == 0 && i < sizeof(scripts) / sizeof(*scripts); i++) {
         const char *argv[3] = {"SCRIPT", "LOAD",
                                (const char *)scripts[i]->body};
         size_t lens[3] = {6, 4, scripts[i]->len};
@@ -260,9 +259,9 @@ static void release_entry(const char *key, void *value, void *arg)
         char owner[RLOCK__OWNER_MAX];
         rlock__owner_tag(owner, ra->c->id, h->tid);
         const char *argv[] = {e->name, e->channel, "0", owner, "PUBLISH"};
-        send_tracked(ra, rlock__req_new(ra->c,
-                                        &rlock__script_lock_release_owner,
-                                        RLOCK__REPLY_INTEGER, 2, 5, argv));
+        send_tracked(ra,
+                     rlock__req_new(ra->c, &rlock__script_lock_release_owner,
+                                    RLOCK__REPLY_INTEGER, 2, 5, argv));
     }
     pthread_mutex_unlock(&e->mu);
 }
@@ -271,8 +270,7 @@ static void release_entry(const char *key, void *value, void *arg)
 static void await_and_drop(rlock__req *r, const struct timespec *ts)
 {
     pthread_mutex_lock(&r->mu);
-    while (!r->done &&
-           pthread_cond_timedwait(&r->cv, &r->mu, ts) != ETIMEDOUT)
+    while (!r->done && pthread_cond_timedwait(&r->cv, &r->mu, ts) != ETIMEDOUT)
         ;
     r->abandoned = !r->done;
     pthread_mutex_unlock(&r->mu);

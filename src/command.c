@@ -159,8 +159,7 @@ static void decode(rlock__req *r, const redisReply *reply)
         r->status = rc < 0 ? rc : 0;
         break;
     case RLOCK__REPLY_RENEW:
-        r->status =
-            rlock__reply_renew(reply, (size_t)r->numkeys, r->renewed);
+        r->status = rlock__reply_renew(reply, (size_t)r->numkeys, r->renewed);
         break;
     case RLOCK__REPLY_IGNORE:
         r->status = rlock__reply_error_code(reply);
@@ -213,8 +212,7 @@ static int issue(rlock__req *r, redisAsyncContext *ac)
         snprintf(numkeys, sizeof(numkeys), "%d", r->numkeys);
         argv[0] = r->use_eval ? "EVAL" : "EVALSHA";
         lens[0] = strlen(argv[0]);
-        argv[1] = r->use_eval ? (const char *)r->script->body
-                              : r->script->sha1;
+        argv[1] = r->use_eval ? (const char *)r->script->body : r->script->sha1;
         lens[1] = r->use_eval ? r->script->len : strlen(r->script->sha1);
         argv[2] = numkeys;
         lens[2] = strlen(numkeys);

@@ -22,8 +22,8 @@
 /* Returns the description of err, or a generic sentence for unknown codes. */
 const char *rlock_strerror(int err)
 {
-#define RLOCK_ERR_TEXT(code, text)                                            \
-    case code:                                                                \
+#define RLOCK_ERR_TEXT(code, text) \
+    case code:                     \
         return text;
     switch (err) {
         RLOCK_ERR_MAP(RLOCK_ERR_TEXT)
@@ -35,8 +35,8 @@ const char *rlock_strerror(int err)
 /* Returns the macro name of err, or "RLOCK_E?" for unknown codes. */
 const char *rlock_err_name(int err)
 {
-#define RLOCK_ERR_NAME(code, text)                                            \
-    case code:                                                                \
+#define RLOCK_ERR_NAME(code, text) \
+    case code:                     \
         return #code;
     switch (err) {
         RLOCK_ERR_MAP(RLOCK_ERR_NAME)

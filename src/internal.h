@@ -33,9 +33,9 @@ struct redisReply;
 /* ---------------------------------------------------------------- owner.c */
 
 /* Redisson's "redisson_lock__channel" and friends: the pieces of names */
-#define RLOCK__UUID_LEN 36
+#define RLOCK__UUID_LEN       36
 #define RLOCK__REQUEST_ID_LEN 32 /* 16 random bytes in hex, as Redisson */
-#define RLOCK__OWNER_MAX (RLOCK__UUID_LEN + 1 + 20 + 1)
+#define RLOCK__OWNER_MAX      (RLOCK__UUID_LEN + 1 + 20 + 1)
 
 uint64_t rlock__thread_id(void);
 int rlock__random_bytes(void *buf, size_t len);
@@ -55,7 +55,7 @@ char *rlock__latch_name(const char *name, const char *request_id);
 /* ------------------------------------------------------------------ uri.c */
 
 typedef struct rlock__uri {
-    char *host;     /* NULL for a unix socket */
+    char *host; /* NULL for a unix socket */
     int port;
     char *path;     /* unix socket path, or NULL */
     char *user;     /* NULL when absent */
@@ -129,8 +129,7 @@ typedef struct rlock__task {
     void (*run)(struct rlock__task *t, int status);
 } rlock__task;
 
-int rlock__loop_start(rlock__loop **out, void (*on_stop)(void *),
-                      void *arg);
+int rlock__loop_start(rlock__loop **out, void (*on_stop)(void *), void *arg);
 void rlock__loop_submit(rlock__loop *loop, rlock__task *t);
 void rlock__loop_stop(rlock__loop *loop);
 void rlock__loop_free(rlock__loop *loop);
@@ -139,15 +138,17 @@ int rlock__loop_attach(rlock__loop *loop, struct redisAsyncContext *ac);
 
 rlock__timer *rlock__timer_new(rlock__loop *loop, void (*fn)(void *),
                                void *arg);
-void rlock__timer_start(rlock__timer *t, int64_t after_ms,
-                        int64_t repeat_ms);
+void rlock__timer_start(rlock__timer *t, int64_t after_ms, int64_t repeat_ms);
 void rlock__timer_stop(rlock__timer *t);
 void rlock__timer_free(rlock__timer *t);
 
 /* ----------------------------------------------------------------- conn.c */
 
-typedef enum { RLOCK__CONN_DOWN, RLOCK__CONN_CONNECTING, RLOCK__CONN_UP }
-    rlock__conn_state;
+typedef enum {
+    RLOCK__CONN_DOWN,
+    RLOCK__CONN_CONNECTING,
+    RLOCK__CONN_UP
+} rlock__conn_state;
 
 typedef struct rlock__conn {
     rlock_client *client;
@@ -218,12 +219,12 @@ void rlock__req_dispatch(rlock__req *r);
 typedef struct rlock__holder {
     struct rlock__holder *next;
     uint64_t tid;
-    uint64_t epoch;          /* unique per hold; guards late replies */
-    int count;               /* reentrant holds */
-    int64_t lease_ms;        /* restored by an inner unlock */
-    bool watchdog;           /* renewed by the watchdog */
-    bool lost;               /* found gone: unlock answers RLOCK_ELOST */
-    int64_t renewed_at_ms;   /* CLOCK_MONOTONIC of the last known lease */
+    uint64_t epoch;        /* unique per hold; guards late replies */
+    int count;             /* reentrant holds */
+    int64_t lease_ms;      /* restored by an inner unlock */
+    bool watchdog;         /* renewed by the watchdog */
+    bool lost;             /* found gone: unlock answers RLOCK_ELOST */
+    int64_t renewed_at_ms; /* CLOCK_MONOTONIC of the last known lease */
 } rlock__holder;
 
 /* Shared state of one lock name within a client (Redisson's
@@ -235,12 +236,12 @@ typedef struct rlock__entry {
     int refs; /* under client->entries_mu */
 
     pthread_mutex_t mu;
-    pthread_cond_t cv;   /* permits, subscribed */
+    pthread_cond_t cv; /* permits, subscribed */
     rlock__holder *holders;
-    int waiters;         /* local threads waiting to acquire */
-    int permits;         /* unlock messages not yet consumed */
-    bool subscribed;     /* the channel subscription is confirmed */
-    bool joined;         /* I/O thread: counted in its channel */
+    int waiters;     /* local threads waiting to acquire */
+    int permits;     /* unlock messages not yet consumed */
+    bool subscribed; /* the channel subscription is confirmed */
+    bool joined;     /* I/O thread: counted in its channel */
 } rlock__entry;
 
 rlock__entry *rlock__entry_get(rlock_client *c, const char *name);

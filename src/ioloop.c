@@ -180,8 +180,7 @@ bool rlock__loop_on_thread(const rlock__loop *loop)
  * Thread-safety: I/O thread only. */
 int rlock__loop_attach(rlock__loop *loop, redisAsyncContext *ac)
 {
-    return redisLibevAttach(loop->ev, ac) == REDIS_OK ? RLOCK_OK
-                                                      : RLOCK_ECONN;
+    return redisLibevAttach(loop->ev, ac) == REDIS_OK ? RLOCK_OK : RLOCK_ECONN;
 }
 
 static void on_timer(struct ev_loop *ev, ev_timer *w, int revents)
@@ -194,8 +193,7 @@ static void on_timer(struct ev_loop *ev, ev_timer *w, int revents)
 
 /* Makes a stopped timer that will call fn(arg) on the I/O thread.
  * Returns NULL when out of memory. */
-rlock__timer *rlock__timer_new(rlock__loop *loop, void (*fn)(void *),
-                               void *arg)
+rlock__timer *rlock__timer_new(rlock__loop *loop, void (*fn)(void *), void *arg)
 {
     rlock__timer *t = calloc(1, sizeof(*t));
     if (t == NULL)
@@ -214,8 +212,7 @@ void rlock__timer_start(rlock__timer *t, int64_t after_ms, int64_t repeat_ms)
 {
     ev_timer_stop(t->loop->ev, &t->w);
     ev_now_update(t->loop->ev);
-    ev_timer_set(&t->w, (double)after_ms / 1000.0,
-                 (double)repeat_ms / 1000.0);
+    ev_timer_set(&t->w, (double)after_ms / 1000.0, (double)repeat_ms / 1000.0);
     ev_timer_start(t->loop->ev, &t->w);
 }
 

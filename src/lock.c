@@ -299,8 +299,8 @@ static int drop_phantom(rlock *l, uint64_t tid, const char *owner)
 
 /* One acquire attempt by the calling thread, retried when its connection
  * dropped: at once, then every retry interval, at most retry_attempts times
- * and never sleeping past deadline_ms. Returns 1 when held, 0 when someone else holds
- * it (*ttl set), or a negative code. */
+ * and never sleeping past deadline_ms. Returns 1 when held, 0 when someone else
+ * holds it (*ttl set), or a negative code. */
 static int try_acquire(rlock *l, int64_t lease_ms, int64_t *ttl,
                        int64_t deadline_ms)
 {
@@ -414,9 +414,10 @@ int rlock_trylock(rlock *l, int64_t wait_ms, int64_t lease_ms)
     rlock_client *c = l->client;
     rlock__entry *e = l->entry;
     int64_t now = rlock__now_ms(), ttl = -1;
-    int64_t deadline = wait_ms == RLOCK_WAIT_FOREVER || wait_ms > INT64_MAX - now
-                           ? INT64_MAX
-                           : now + wait_ms;
+    int64_t deadline =
+        wait_ms == RLOCK_WAIT_FOREVER || wait_ms > INT64_MAX - now
+            ? INT64_MAX
+            : now + wait_ms;
 
     rc = try_acquire(l, lease_ms, &ttl, deadline);
     if (rc != 0)
@@ -425,8 +426,8 @@ int rlock_trylock(rlock *l, int64_t wait_ms, int64_t lease_ms)
         return RLOCK_ETIMEDOUT;
 
     waiter_enter(e);
-    wait_subscribed(e, min64(deadline, rlock__now_ms() +
-                                           RLOCK__SUBSCRIBE_WAIT_MS));
+    wait_subscribed(
+        e, min64(deadline, rlock__now_ms() + RLOCK__SUBSCRIBE_WAIT_MS));
     for (;;) {
         rc = try_acquire(l, lease_ms, &ttl, deadline);
         if (rc != 0)
@@ -467,13 +468,13 @@ static int release(rlock *l, const char *owner, int64_t lease_ms)
         return RLOCK_ENOMEM;
     snprintf(lease, sizeof(lease), "%lld", (long long)lease_ms);
     snprintf(latch_ms, sizeof(latch_ms), "%lld", (long long)c->latch_ms);
-    const char *argv[] = {l->entry->name, l->entry->channel, latch, "0",
-                          lease,          owner,             "PUBLISH",
-                          latch_ms};
+    const char *argv[] = {
+        l->entry->name, l->entry->channel, latch,   "0", lease,
+        owner,          "PUBLISH",         latch_ms};
     int64_t value = 0;
     for (int attempt = 0;; attempt++) {
-        rc = rlock__call(c, &rlock__script_lock_release, RLOCK__REPLY_UNLOCK,
-                         3, 8, argv, &value, NULL);
+        rc = rlock__call(c, &rlock__script_lock_release, RLOCK__REPLY_UNLOCK, 3,
+                         8, argv, &value, NULL);
         if ((rc != RLOCK_ECONN && rc != RLOCK_ETIMEDOUT) ||
             attempt >= c->cfg.retry_attempts)
             break;

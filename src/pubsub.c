@@ -5,10 +5,10 @@
  * on the lock's channel (Redisson's LockPubSub). All local waiters of one
  * lock share one entry, and an entry is in its channel while it has waiters
  * (lock.c asks for a sync on its first waiter and on its last). Several
- * entries can share a channel, because Redisson's name rule maps both "a" and "{a}" to
- * "redisson_lock__channel:{a}"; a channel is subscribed while any entry is
- * joined, and unsubscribed when the last leaves. Everything here runs on the
- * I/O thread, so the channel table needs no lock.
+ * entries can share a channel, because Redisson's name rule maps both "a" and
+ * "{a}" to "redisson_lock__channel:{a}"; a channel is subscribed while any
+ * entry is joined, and unsubscribed when the last leaves. Everything here runs
+ * on the I/O thread, so the channel table needs no lock.
  *
  * A channel is IDLE (not subscribed, e.g. connection down), SUBSCRIBING,
  * SUBSCRIBED or UNSUBSCRIBING. A join during UNSUBSCRIBING waits for the
@@ -135,8 +135,8 @@ static bool subscriber_ready(rlock__pubsub *ps)
         return false;
     if (fresh) {
         const char *argv[2] = {"SUBSCRIBE", ps->anchor};
-        if (redisAsyncCommandArgv(ps->conn.ac, on_message, ps, 2, argv,
-                                  NULL) != REDIS_OK)
+        if (redisAsyncCommandArgv(ps->conn.ac, on_message, ps, 2, argv, NULL) !=
+            REDIS_OK)
             return false;
     }
     return true;
@@ -148,8 +148,8 @@ static void subscribe(rlock__pubsub *ps, channel *ch)
 {
     if (subscriber_ready(ps)) {
         const char *argv[2] = {"SUBSCRIBE", ch->name};
-        if (redisAsyncCommandArgv(ps->conn.ac, on_message, ps, 2, argv,
-                                  NULL) == REDIS_OK) {
+        if (redisAsyncCommandArgv(ps->conn.ac, on_message, ps, 2, argv, NULL) ==
+            REDIS_OK) {
             ch->state = CH_SUBSCRIBING;
             return;
         }
@@ -162,9 +162,8 @@ static void subscribe(rlock__pubsub *ps, channel *ch)
 static void unsubscribe(rlock__pubsub *ps, channel *ch)
 {
     const char *argv[2] = {"UNSUBSCRIBE", ch->name};
-    if (ps->conn.ac != NULL &&
-        redisAsyncCommandArgv(ps->conn.ac, NULL, NULL, 2, argv, NULL) ==
-            REDIS_OK)
+    if (ps->conn.ac != NULL && redisAsyncCommandArgv(ps->conn.ac, NULL, NULL, 2,
+                                                     argv, NULL) == REDIS_OK)
         ch->state = CH_UNSUBSCRIBING;
     else
         free_channel(ps, ch);
@@ -336,8 +335,8 @@ static channel **all_channels(rlock__pubsub *ps, size_t *n)
  * still wanted goes back to IDLE and is subscribed again by the timer. */
 static void on_down(rlock__conn *cn)
 {
-    rlock__pubsub *ps = (rlock__pubsub *)((char *)cn -
-                                          offsetof(rlock__pubsub, conn));
+    rlock__pubsub *ps =
+        (rlock__pubsub *)((char *)cn - offsetof(rlock__pubsub, conn));
     size_t n;
     channel **list = all_channels(ps, &n);
     bool wanted = false;
@@ -360,8 +359,8 @@ static void on_down(rlock__conn *cn)
 
 static void on_up(rlock__conn *cn)
 {
-    rlock__pubsub *ps = (rlock__pubsub *)((char *)cn -
-                                          offsetof(rlock__pubsub, conn));
+    rlock__pubsub *ps =
+        (rlock__pubsub *)((char *)cn - offsetof(rlock__pubsub, conn));
     ps->backoff_ms = 0;
 }
 

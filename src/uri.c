@@ -143,9 +143,8 @@ static int parse_redis(const char *rest, rlock__uri *out)
     if (name_len == 0)
         return RLOCK_EINVAL;
     out->port = 6379;
-    if (port != NULL &&
-        parse_number(port, hlen - (size_t)(port - host), 1, 65535,
-                     &out->port) != 0)
+    if (port != NULL && parse_number(port, hlen - (size_t)(port - host), 1,
+                                     65535, &out->port) != 0)
         return RLOCK_EINVAL;
     out->host = malloc(name_len + 1);
     if (out->host == NULL)
@@ -153,8 +152,7 @@ static int parse_redis(const char *rest, rlock__uri *out)
     memcpy(out->host, host + name_off, name_len);
     out->host[name_len] = '\0';
     if (slash != NULL && slash[1] != '\0' &&
-        parse_number(slash + 1, strlen(slash + 1), 0, INT32_MAX, &out->db) !=
-            0)
+        parse_number(slash + 1, strlen(slash + 1), 0, INT32_MAX, &out->db) != 0)
         return RLOCK_EINVAL;
     return RLOCK_OK;
 }

@@ -56,9 +56,8 @@ static void tick(void *arg);
 
 static void run_start(rlock__task *t, int status)
 {
-    rlock__watchdog *wd = (rlock__watchdog *)((char *)t -
-                                             offsetof(rlock__watchdog,
-                                                      start_task));
+    rlock__watchdog *wd =
+        (rlock__watchdog *)((char *)t - offsetof(rlock__watchdog, start_task));
     if (status == 0) {
         int64_t period = wd->client->cfg.watchdog_timeout_ms / 3;
         rlock__timer_start(wd->timer, period, period);
@@ -144,8 +143,7 @@ static void on_renewed(rlock__req *r)
         rlock__entry *e = rn->entry;
         pthread_mutex_lock(&e->mu);
         rlock__holder *h = rlock__entry_find_holder(e, rn->tid);
-        if (r->status == 0 && h != NULL && h->epoch == rn->epoch &&
-            !h->lost) {
+        if (r->status == 0 && h != NULL && h->epoch == rn->epoch && !h->lost) {
             if (r->renewed[i])
                 h->renewed_at_ms = b->sent_at_ms;
             else
@@ -201,8 +199,8 @@ static void tick(void *arg)
     rlock__map_foreach(&c->entries, gather_entry, &g);
     pthread_mutex_unlock(&c->entries_mu);
     for (size_t off = 0; off < g.n; off += RLOCK__RENEW_BATCH) {
-        size_t n = g.n - off < RLOCK__RENEW_BATCH ? g.n - off
-                                                  : RLOCK__RENEW_BATCH;
+        size_t n =
+            g.n - off < RLOCK__RENEW_BATCH ? g.n - off : RLOCK__RENEW_BATCH;
         send_batch(c, g.items + off, n, g.now_ms);
     }
     free(g.items);
