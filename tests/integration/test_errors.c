@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "lock_testing.h"
 #include "rlock.h"
 
 #define PASSWORD "secret"
@@ -39,56 +40,13 @@ typedef struct fixture {
     rt_redis scratch; /* per-test server for pause/stop tests */
 } fixture;
 
-#define TEST_NAME(buf) snprintf((buf), sizeof(buf), "errors:%s", __func__)
+#define LT_SUITE "errors"
 
 /* ------------------------------------------------------------- helpers */
 
-static void owner_field(char *buf, size_t n, rlock_client *c)
-{
-    snprintf(buf, n, "%s:%llu", rlock_client_id(c),
-             (unsigned long long)rlock_thread_id());
-}
-
-static rlock *get_lock(rlock_client *c, const char *name)
-{
-    rlock *l = NULL;
-
-    assert_int_equal(rlock_get(c, name, &l), RLOCK_OK);
-    assert_non_null(l);
-    return l;
-}
-
-/* Returns a malloc'd "f1=v1;..." dump of hash name. */
-static char *hash_dump(rt_redis *r, const char *name)
-{
-    redisReply *rep = rt_cmd(r, "HGETALL %s", name);
-    size_t len = 1;
-    char *out;
-
-    assert_non_null(rep);
-    assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
-    for (size_t i = 0; i < rep->elements; i++)
-        len += rep->element[i]->len + 1;
-    out = calloc(1, len);
-    assert_non_null(out);
-    for (size_t i = 0; i < rep->elements; i++) {
-        strcat(out, rep->element[i]->str);
-        strcat(out, i % 2 == 0 ? "=" : ";");
-    }
-    freeReplyObject(rep);
-    return out;
-}
-
 static rlock_client *connect_with_timeout(const char *url, int64_t cmd_ms)
 {
-    rlock_config *cfg = NULL;
-    rlock_client *c = NULL;
-
-    assert_int_equal(rlock_config_new(&cfg), RLOCK_OK);
-    assert_int_equal(rlock_config_set_command_timeout(cfg, cmd_ms), RLOCK_OK);
-    assert_int_equal(rlock_client_connect_with(&c, url, cfg), RLOCK_OK);
-    rlock_config_free(cfg);
-    return c;
+    return lt_connect(url, rlock_config_set_command_timeout, cmd_ms);
 }
 
 /* Returns a loopback port nothing listens on (free a moment ago). */
@@ -154,18 +112,11 @@ static int async_wait(async_call *a, int timeout_ms)
     return atomic_load(&a->done);
 }
 
-/* ------------------------------------------------------------- fixture */
-
 static int group_setup(void **state)
 {
     fixture *f = calloc(1, sizeof(*f));
 
-    if (f == NULL || rt_redis_start(&f->redis) != 0) {
-        free(f);
-        return -1;
-    }
-    if (rlock_client_connect(&f->client, f->redis.url) != RLOCK_OK) {
-        rt_redis_stop(&f->redis);
+    if (f == NULL || lt_start(&f->redis, &f->client, NULL) != 0) {
         free(f);
         return -1;
     }
@@ -177,8 +128,7 @@ static int group_teardown(void **state)
 {
     fixture *f = *state;
 
-    rlock_client_free(f->client);
-    rt_redis_stop(&f->redis);
+    lt_stop(&f->redis, f->client);
     free(f);
     return 0;
 }
@@ -295,7 +245,7 @@ static void test_name_of_max_length_works(void **state)
     assert_non_null(name);
     memset(name, 'm', RLOCK_NAME_MAX);
     name[RLOCK_NAME_MAX] = '\0';
-    l = get_lock(f->client, name);
+    l = lt_get_lock(f->client, name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 1);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
@@ -310,8 +260,8 @@ static void test_wait_below_minus_one_is_einval(void **state)
     char name[128];
     rlock *l;
 
-    TEST_NAME(name);
-    l = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    l = lt_get_lock(f->client, name);
     assert_int_equal(rlock_trylock(l, -2, RLOCK_LEASE_WATCHDOG), RLOCK_EINVAL);
     assert_int_equal(rlock_trylock(l, INT64_MIN, 1000), RLOCK_EINVAL);
     assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
@@ -325,8 +275,8 @@ static void test_bad_lease_is_einval(void **state)
     char name[128];
     rlock *l;
 
-    TEST_NAME(name);
-    l = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    l = lt_get_lock(f->client, name);
     assert_int_equal(rlock_trylock(l, 0, 0), RLOCK_EINVAL);
     assert_int_equal(rlock_trylock(l, 0, -2), RLOCK_EINVAL);
     assert_int_equal(rlock_trylock(l, 100, INT64_MIN), RLOCK_EINVAL);
@@ -475,8 +425,8 @@ static void test_unlock_of_never_locked_lock_is_enotowner(void **state)
     char name[128];
     rlock *l;
 
-    TEST_NAME(name);
-    l = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    l = lt_get_lock(f->client, name);
     assert_int_equal(rlock_unlock(l), RLOCK_ENOTOWNER);
     assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
     rlock_free(l);
@@ -488,8 +438,8 @@ static void test_more_unlocks_than_locks_is_enotowner(void **state)
     char name[128];
     rlock *l;
 
-    TEST_NAME(name);
-    l = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    l = lt_get_lock(f->client, name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
@@ -524,17 +474,17 @@ static void test_unlock_from_other_thread_is_enotowner(void **state)
     pthread_t t;
     rlock *l;
 
-    TEST_NAME(name);
-    owner_field(field, sizeof(field), f->client);
-    l = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    lt_owner_field(field, sizeof(field), f->client);
+    l = lt_get_lock(f->client, name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     assert_int_equal(rt_cmd_int(&f->redis, "PEXPIRE %s 10000", name), 1);
-    before = hash_dump(&f->redis, name);
+    before = lt_hash_dump(&f->redis, name);
     a.l = l;
     assert_int_equal(pthread_create(&t, NULL, unlock_thread, &a), 0);
     assert_int_equal(pthread_join(t, NULL), 0);
     assert_int_equal(a.rc, RLOCK_ENOTOWNER);
-    after = hash_dump(&f->redis, name);
+    after = lt_hash_dump(&f->redis, name);
     assert_string_equal(after, before);
     assert_true(rt_cmd_int(&f->redis, "PTTL %s", name) <= 10000);
     assert_int_equal(rlock_hold_count(l), 1);
@@ -553,11 +503,11 @@ static void test_lock_on_string_key_fails_without_hanging(void **state)
     async_call a;
     rlock *l;
 
-    TEST_NAME(name);
+    LT_TEST_NAME(name);
     v = rt_cmd_str(&f->redis, "SET %s %s", name, "x");
     assert_non_null(v);
     free(v);
-    l = get_lock(f->client, name);
+    l = lt_get_lock(f->client, name);
     async_start(&a, l, -2, RLOCK_LEASE_WATCHDOG);
     if (!async_wait(&a, 10000)) {
         /* hung: free the thread, then fail */
@@ -582,11 +532,11 @@ static void test_trylock_on_string_key_fails_at_once(void **state)
     int64_t t0;
     rlock *l;
 
-    TEST_NAME(name);
+    LT_TEST_NAME(name);
     v = rt_cmd_str(&f->redis, "SET %s %s", name, "x");
     assert_non_null(v);
     free(v);
-    l = get_lock(f->client, name);
+    l = lt_get_lock(f->client, name);
     t0 = rt_now_ms();
     assert_int_equal(rlock_trylock(l, 3000, 5000), RLOCK_ESERVER);
     assert_true(rt_now_ms() - t0 < 2000);
@@ -602,8 +552,8 @@ static void test_unlock_after_key_became_string_is_eserver(void **state)
     char name[128], *v;
     rlock *l;
 
-    TEST_NAME(name);
-    l = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    l = lt_get_lock(f->client, name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     v = rt_cmd_str(&f->redis, "SET %s %s", name, "x");
     assert_non_null(v);
@@ -625,10 +575,10 @@ static void check_round_trip(fixture *f, const char *name)
 {
     char field[128];
     size_t n = strlen(name);
-    rlock *l = get_lock(f->client, name);
+    rlock *l = lt_get_lock(f->client, name);
     redisReply *rep;
 
-    owner_field(field, sizeof(field), f->client);
+    lt_owner_field(field, sizeof(field), f->client);
     assert_string_equal(rlock_name(l), name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     /* the key is the name, byte for byte */
@@ -681,7 +631,7 @@ static void test_unusual_name_unlock_publishes_on_its_channel(void **state)
     const char *name = "errors:sp ace\xc3\xa9";
     rt_sub *s = rt_sub_start(&f->redis,
                              "redisson_lock__channel:{errors:sp ace\xc3\xa9}");
-    rlock *l = get_lock(f->client, name);
+    rlock *l = lt_get_lock(f->client, name);
 
     assert_non_null(s);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
@@ -702,8 +652,8 @@ static void test_trylock_against_paused_server_keeps_budget(void **state)
     async_call a;
     rlock *l;
 
-    TEST_NAME(name);
-    l = get_lock(c, name);
+    LT_TEST_NAME(name);
+    l = lt_get_lock(c, name);
     /* warm the connections up first */
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
@@ -733,8 +683,8 @@ static void test_lock_against_paused_server_times_out(void **state)
     async_call a;
     rlock *l;
 
-    TEST_NAME(name);
-    l = get_lock(c, name);
+    LT_TEST_NAME(name);
+    l = lt_get_lock(c, name);
     rt_redis_pause(&f->scratch);
     async_start(&a, l, -2, RLOCK_LEASE_WATCHDOG);
     if (!async_wait(&a, 500 + 2000)) {
@@ -761,8 +711,8 @@ static void test_acquire_abandoned_during_pause_is_given_back(void **state)
     rlock *l;
     int rc;
 
-    TEST_NAME(name);
-    l = get_lock(c, name);
+    LT_TEST_NAME(name);
+    l = lt_get_lock(c, name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     rt_redis_pause(&f->scratch);
@@ -802,8 +752,8 @@ static void test_trylock_against_stopped_server_fails_promptly(void **state)
                      RLOCK_OK);
     rlock_config_free(cfg);
 
-    TEST_NAME(name);
-    l = get_lock(c, name);
+    LT_TEST_NAME(name);
+    l = lt_get_lock(c, name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     rt_redis_stop(&f->scratch);
@@ -838,17 +788,12 @@ static void test_unlock_after_connections_killed_succeeds(void **state)
 {
     fixture *f = *state;
     char name[128];
-    rlock_config *cfg = NULL;
     rlock_client *c = NULL;
     rlock *l;
 
-    TEST_NAME(name);
-    assert_int_equal(rlock_config_new(&cfg), RLOCK_OK);
-    assert_int_equal(rlock_config_set_retry_interval(cfg, 100), RLOCK_OK);
-    assert_int_equal(rlock_client_connect_with(&c, f->scratch.url, cfg),
-                     RLOCK_OK);
-    rlock_config_free(cfg);
-    l = get_lock(c, name);
+    LT_TEST_NAME(name);
+    c = lt_connect(f->scratch.url, rlock_config_set_retry_interval, 100);
+    l = lt_get_lock(c, name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     assert_true(rt_cmd_int(&f->scratch, "CLIENT KILL TYPE normal") >= 1);
@@ -879,7 +824,7 @@ static void test_unlock_retried_across_pause_releases_once(void **state)
     rlock *l;
     int rc;
 
-    TEST_NAME(name);
+    LT_TEST_NAME(name);
     assert_int_equal(rlock_config_new(&cfg), RLOCK_OK);
     assert_int_equal(rlock_config_set_command_timeout(cfg, 300), RLOCK_OK);
     assert_int_equal(rlock_config_set_retry_attempts(cfg, 3), RLOCK_OK);
@@ -887,8 +832,8 @@ static void test_unlock_retried_across_pause_releases_once(void **state)
     assert_int_equal(rlock_client_connect_with(&c, f->scratch.url, cfg),
                      RLOCK_OK);
     rlock_config_free(cfg);
-    owner_field(field, sizeof(field), c);
-    l = get_lock(c, name);
+    lt_owner_field(field, sizeof(field), c);
+    l = lt_get_lock(c, name);
     assert_int_equal(rlock_trylock(l, 0, 60000), RLOCK_OK);
     assert_int_equal(rlock_trylock(l, 0, 60000), RLOCK_OK);
     assert_int_equal(rlock_trylock(l, 0, 60000), RLOCK_OK);
@@ -941,9 +886,9 @@ static void test_trylock_budget_holds_with_server_stopped(void **state)
     rlock *l;
     int rc;
 
-    TEST_NAME(name);
+    LT_TEST_NAME(name);
     assert_int_equal(rlock_client_connect(&c, f->scratch.url), RLOCK_OK);
-    l = get_lock(c, name);
+    l = lt_get_lock(c, name);
     rt_redis_stop(&f->scratch);
     t0 = rt_now_ms();
     rc = rlock_trylock(l, 1000, RLOCK_LEASE_WATCHDOG);
@@ -966,11 +911,11 @@ static void test_calls_in_forked_child_are_eforked(void **state)
     pid_t pid;
     rlock *l;
 
-    TEST_NAME(name);
-    owner_field(field, sizeof(field), f->client);
-    l = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    lt_owner_field(field, sizeof(field), f->client);
+    l = lt_get_lock(f->client, name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
-    before = hash_dump(&f->redis, name);
+    before = lt_hash_dump(&f->redis, name);
     pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
@@ -994,7 +939,7 @@ static void test_calls_in_forked_child_are_eforked(void **state)
     assert_int_equal(waitpid(pid, &status, 0), pid);
     assert_true(WIFEXITED(status));
     assert_int_equal(WEXITSTATUS(status), 0);
-    after = hash_dump(&f->redis, name);
+    after = lt_hash_dump(&f->redis, name);
     assert_string_equal(after, before);
     assert_int_equal(rlock_hold_count(l), 1);
     free(before);
@@ -1091,12 +1036,12 @@ static void test_right_password_connects_and_locks(void **state)
     rlock_client *c = NULL;
     rlock *l;
 
-    TEST_NAME(name);
+    LT_TEST_NAME(name);
     snprintf(url, sizeof(url), "redis://:%s@127.0.0.1:%d", PASSWORD,
              f->redis.port);
     assert_int_equal(rlock_client_connect(&c, url), RLOCK_OK);
     /* the I/O thread's own connections authenticate too */
-    l = get_lock(c, name);
+    l = lt_get_lock(c, name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     assert_int_equal(rlock_is_locked(l), 1);
     assert_int_equal(rlock_hold_count(l), 1);

@@ -23,72 +23,14 @@
 #include <string.h>
 
 #include "harness.h"
+#include "lock_testing.h"
 #include "rlock.h"
 
 #define WATCHDOG_LEASE_MS 30000
 #define SENTINEL          "sentinel"
-
-typedef struct fixture {
-    rt_redis redis;
-    rlock_client *client;
-} fixture;
+#define LT_SUITE          "lock_state"
 
 /* ------------------------------------------------------------- helpers */
-
-/* Writes a lock name unique to the calling test. */
-#define TEST_NAME(buf) snprintf((buf), sizeof(buf), "lock_state:%s", __func__)
-
-/* Writes "<uuid>:<tid>" of the calling thread for client c. */
-static void owner_field(char *buf, size_t n, rlock_client *c)
-{
-    snprintf(buf, n, "%s:%llu", rlock_client_id(c),
-             (unsigned long long)rlock_thread_id());
-}
-
-/* Writes the unlock channel Redisson derives from name (section 1.2). */
-static void channel_of(char *buf, size_t n, const char *name)
-{
-    if (strchr(name, '{') != NULL)
-        snprintf(buf, n, "redisson_lock__channel:%s", name);
-    else
-        snprintf(buf, n, "redisson_lock__channel:{%s}", name);
-}
-
-/* Asserts that hash name holds exactly one field, field = value. */
-static void assert_single_field(rt_redis *r, const char *name,
-                                const char *field, const char *value)
-{
-    redisReply *rep = rt_cmd(r, "HGETALL %s", name);
-
-    assert_non_null(rep);
-    assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
-    assert_int_equal(rep->elements, 2);
-    assert_string_equal(rep->element[0]->str, field);
-    assert_string_equal(rep->element[1]->str, value);
-    freeReplyObject(rep);
-}
-
-/* Returns a malloc'd "f1=v1;f2=v2;" dump of hash name (HGETALL order,
- * which is stable for an unchanged small hash). */
-static char *hash_dump(rt_redis *r, const char *name)
-{
-    redisReply *rep = rt_cmd(r, "HGETALL %s", name);
-    size_t len = 1;
-    char *out;
-
-    assert_non_null(rep);
-    assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
-    for (size_t i = 0; i < rep->elements; i++)
-        len += rep->element[i]->len + 1;
-    out = calloc(1, len);
-    assert_non_null(out);
-    for (size_t i = 0; i < rep->elements; i++) {
-        strcat(out, rep->element[i]->str);
-        strcat(out, i % 2 == 0 ? "=" : ";");
-    }
-    freeReplyObject(rep);
-    return out;
-}
 
 /* Publishes the sentinel on channel and waits until sub has n messages,
  * the last of which must be the sentinel. */
@@ -120,15 +62,6 @@ static long long wait_no_keys(rt_redis *r, const char *pattern, int timeout_ms)
     }
 }
 
-static rlock *get_lock(rlock_client *c, const char *name)
-{
-    rlock *l = NULL;
-
-    assert_int_equal(rlock_get(c, name, &l), RLOCK_OK);
-    assert_non_null(l);
-    return l;
-}
-
 /* Runs fn(arg) on a new thread and waits for it. */
 static void run_in_thread(void *(*fn)(void *), void *arg)
 {
@@ -138,53 +71,24 @@ static void run_in_thread(void *(*fn)(void *), void *arg)
     assert_int_equal(pthread_join(t, NULL), 0);
 }
 
-/* ------------------------------------------------------------- fixture */
-
-static int group_setup(void **state)
-{
-    fixture *f = calloc(1, sizeof(*f));
-
-    if (f == NULL || rt_redis_start(&f->redis) != 0) {
-        free(f);
-        return -1;
-    }
-    if (rlock_client_connect(&f->client, f->redis.url) != RLOCK_OK) {
-        rt_redis_stop(&f->redis);
-        free(f);
-        return -1;
-    }
-    *state = f;
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    fixture *f = *state;
-
-    rlock_client_free(f->client);
-    rt_redis_stop(&f->redis);
-    free(f);
-    return 0;
-}
-
 /* --------------------------------------------------------------- lock */
 
 static void test_lock_writes_hash_with_one_field_count_one(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128], field[128];
     rlock *l;
 
-    TEST_NAME(name);
-    owner_field(field, sizeof(field), f->client);
-    l = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    lt_owner_field(field, sizeof(field), f->client);
+    l = lt_get_lock(f->client, name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
 
     char *type = rt_cmd_str(&f->redis, "TYPE %s", name);
     assert_non_null(type);
     assert_string_equal(type, "hash");
     free(type);
-    assert_single_field(&f->redis, name, field, "1");
+    lt_assert_single_field(&f->redis, name, field, "1");
     /* the field is "<36-char uuid>:<decimal thread id>" */
     assert_int_equal(strlen(rlock_client_id(f->client)), 36);
     assert_true(rlock_thread_id() > 0);
@@ -195,13 +99,13 @@ static void test_lock_writes_hash_with_one_field_count_one(void **state)
 
 static void test_lock_sets_watchdog_lease(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128];
     rlock *l;
     long long pttl;
 
-    TEST_NAME(name);
-    l = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    l = lt_get_lock(f->client, name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     pttl = rt_cmd_int(&f->redis, "PTTL %s", name);
     assert_true(pttl > WATCHDOG_LEASE_MS - 1000);
@@ -212,16 +116,16 @@ static void test_lock_sets_watchdog_lease(void **state)
 
 static void test_trylock_with_lease_sets_that_lease(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128], field[128];
     rlock *l;
     long long pttl;
 
-    TEST_NAME(name);
-    owner_field(field, sizeof(field), f->client);
-    l = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    lt_owner_field(field, sizeof(field), f->client);
+    l = lt_get_lock(f->client, name);
     assert_int_equal(rlock_trylock(l, 0, 5000), RLOCK_OK);
-    assert_single_field(&f->redis, name, field, "1");
+    lt_assert_single_field(&f->redis, name, field, "1");
     pttl = rt_cmd_int(&f->redis, "PTTL %s", name);
     assert_true(pttl > 4000);
     assert_true(pttl <= 5000);
@@ -231,17 +135,17 @@ static void test_trylock_with_lease_sets_that_lease(void **state)
 
 static void test_nested_lock_counts_holds_in_one_field(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128], field[128];
     rlock *l;
 
-    TEST_NAME(name);
-    owner_field(field, sizeof(field), f->client);
-    l = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    lt_owner_field(field, sizeof(field), f->client);
+    l = lt_get_lock(f->client, name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
-    assert_single_field(&f->redis, name, field, "3");
+    lt_assert_single_field(&f->redis, name, field, "3");
     assert_int_equal(rlock_hold_count(l), 3);
     for (int i = 0; i < 3; i++)
         assert_int_equal(rlock_unlock(l), RLOCK_OK);
@@ -250,17 +154,17 @@ static void test_nested_lock_counts_holds_in_one_field(void **state)
 
 static void test_second_handle_to_same_name_shares_holds(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128], field[128];
     rlock *a, *b;
 
-    TEST_NAME(name);
-    owner_field(field, sizeof(field), f->client);
-    a = get_lock(f->client, name);
-    b = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    lt_owner_field(field, sizeof(field), f->client);
+    a = lt_get_lock(f->client, name);
+    b = lt_get_lock(f->client, name);
     assert_int_equal(rlock_lock(a), RLOCK_OK);
     assert_int_equal(rlock_trylock(b, 0, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
-    assert_single_field(&f->redis, name, field, "2");
+    lt_assert_single_field(&f->redis, name, field, "2");
     assert_int_equal(rlock_unlock(a), RLOCK_OK);
     assert_int_equal(rlock_unlock(b), RLOCK_OK);
     assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
@@ -272,19 +176,19 @@ static void test_second_handle_to_same_name_shares_holds(void **state)
 
 static void test_inner_unlock_decrements_count(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128], field[128];
     rlock *l;
 
-    TEST_NAME(name);
-    owner_field(field, sizeof(field), f->client);
-    l = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    lt_owner_field(field, sizeof(field), f->client);
+    l = lt_get_lock(f->client, name);
     for (int i = 0; i < 3; i++)
         assert_int_equal(rlock_lock(l), RLOCK_OK);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    assert_single_field(&f->redis, name, field, "2");
+    lt_assert_single_field(&f->redis, name, field, "2");
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    assert_single_field(&f->redis, name, field, "1");
+    lt_assert_single_field(&f->redis, name, field, "1");
     assert_int_equal(rlock_hold_count(l), 1);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     rlock_free(l);
@@ -292,13 +196,13 @@ static void test_inner_unlock_decrements_count(void **state)
 
 static void test_inner_unlock_resets_watchdog_lease(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128];
     rlock *l;
     long long pttl;
 
-    TEST_NAME(name);
-    l = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    l = lt_get_lock(f->client, name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     /* pretend time passed: the inner unlock must restore the full lease */
@@ -313,13 +217,13 @@ static void test_inner_unlock_resets_watchdog_lease(void **state)
 
 static void test_inner_unlock_resets_explicit_lease(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128];
     rlock *l;
     long long pttl;
 
-    TEST_NAME(name);
-    l = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    l = lt_get_lock(f->client, name);
     assert_int_equal(rlock_trylock(l, 0, 5000), RLOCK_OK);
     assert_int_equal(rlock_trylock(l, 0, 5000), RLOCK_OK);
     assert_int_equal(rt_cmd_int(&f->redis, "PEXPIRE %s 2000", name), 1);
@@ -333,14 +237,14 @@ static void test_inner_unlock_resets_explicit_lease(void **state)
 
 static void test_inner_unlock_publishes_nothing(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128], channel[160];
     rlock *l;
     rt_sub *s;
 
-    TEST_NAME(name);
-    channel_of(channel, sizeof(channel), name);
-    l = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    lt_channel_of(channel, sizeof(channel), name);
+    l = lt_get_lock(f->client, name);
     s = rt_sub_start(&f->redis, channel);
     assert_non_null(s);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
@@ -355,12 +259,12 @@ static void test_inner_unlock_publishes_nothing(void **state)
 
 static void test_last_unlock_deletes_key(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128];
     rlock *l;
 
-    TEST_NAME(name);
-    l = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    l = lt_get_lock(f->client, name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
@@ -371,17 +275,17 @@ static void test_last_unlock_deletes_key(void **state)
 
 static void test_last_unlock_publishes_one_zero_on_channel(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128], channel[160];
     rlock *l;
     rt_sub *s;
 
-    TEST_NAME(name);
-    channel_of(channel, sizeof(channel), name);
+    LT_TEST_NAME(name);
+    lt_channel_of(channel, sizeof(channel), name);
     assert_string_equal(channel, "redisson_lock__channel:{lock_state:"
                                  "test_last_unlock_publishes_one_zero_on_"
                                  "channel}");
-    l = get_lock(f->client, name);
+    l = lt_get_lock(f->client, name);
     s = rt_sub_start(&f->redis, channel);
     assert_non_null(s);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
@@ -412,11 +316,11 @@ static int is_latch_of(const char *key, const char *tagged_name)
 /* Locks and unlocks name (with nested holds when depth > 1) while watching
  * key events, and checks that every unlock wrote a latch key of the exact
  * form under tagged_name and deleted it again. */
-static void check_latches(fixture *f, const char *name, const char *tagged_name,
-                          int depth)
+static void check_latches(lt_fixture *f, const char *name,
+                          const char *tagged_name, int depth)
 {
     rt_sub *sets, *dels;
-    rlock *l = get_lock(f->client, name);
+    rlock *l = lt_get_lock(f->client, name);
     const char *set_key;
     char *ok;
     int found;
@@ -472,32 +376,32 @@ static void check_latches(fixture *f, const char *name, const char *tagged_name,
 
 static void test_unlock_writes_latch_and_deletes_it(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128], tagged[160];
 
-    TEST_NAME(name);
+    LT_TEST_NAME(name);
     snprintf(tagged, sizeof(tagged), "{%s}", name);
     check_latches(f, name, tagged, 1);
 }
 
 static void test_inner_and_last_unlock_latches_are_deleted(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128], tagged[160];
 
-    TEST_NAME(name);
+    LT_TEST_NAME(name);
     snprintf(tagged, sizeof(tagged), "{%s}", name);
     check_latches(f, name, tagged, 3);
 }
 
 static void test_no_latch_key_remains_after_unlock(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128];
     rlock *l;
 
-    TEST_NAME(name);
-    l = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    l = lt_get_lock(f->client, name);
     for (int i = 0; i < 5; i++) {
         assert_int_equal(rlock_lock(l), RLOCK_OK);
         assert_int_equal(rlock_lock(l), RLOCK_OK);
@@ -594,15 +498,15 @@ static int find_latch_set(const char *log, const char *tagged_name, int n,
 
 static void test_unlock_latch_holds_reply_with_px(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128], tagged[160], value = 0, *log;
     long long px = 0;
     redisContext *mon;
     rlock *l;
 
-    TEST_NAME(name);
+    LT_TEST_NAME(name);
     snprintf(tagged, sizeof(tagged), "{%s}", name);
-    l = get_lock(f->client, name);
+    l = lt_get_lock(f->client, name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     mon = monitor_start(&f->redis);
@@ -627,12 +531,12 @@ static void test_unlock_latch_holds_reply_with_px(void **state)
 
 static void test_name_with_braces_uses_it_as_channel_tag(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     const char *name = "{tag}x";
     rt_sub *right, *wrong;
     rlock *l;
 
-    l = get_lock(f->client, name);
+    l = lt_get_lock(f->client, name);
     right = rt_sub_start(&f->redis, "redisson_lock__channel:{tag}x");
     wrong = rt_sub_start(&f->redis, "redisson_lock__channel:{{tag}x}");
     assert_non_null(right);
@@ -652,19 +556,19 @@ static void test_name_with_braces_uses_it_as_channel_tag(void **state)
 
 static void test_name_with_braces_uses_it_as_latch_tag(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
 
     check_latches(f, "{tag}latch", "{tag}latch", 2);
 }
 
 static void test_name_with_open_brace_only_is_not_wrapped(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     const char *name = "half{open";
     rt_sub *s;
     rlock *l;
 
-    l = get_lock(f->client, name);
+    l = lt_get_lock(f->client, name);
     s = rt_sub_start(&f->redis, "redisson_lock__channel:half{open");
     assert_non_null(s);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
@@ -697,27 +601,27 @@ static void *try_once_thread(void *p)
 
 static void test_losing_trylock_times_out_and_leaves_hash(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128], field[128], *before, *after;
     try_arg a = {0};
     rlock *l;
 
-    TEST_NAME(name);
-    owner_field(field, sizeof(field), f->client);
-    l = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    lt_owner_field(field, sizeof(field), f->client);
+    l = lt_get_lock(f->client, name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     assert_int_equal(rt_cmd_int(&f->redis, "PEXPIRE %s 10000", name), 1);
-    before = hash_dump(&f->redis, name);
+    before = lt_hash_dump(&f->redis, name);
 
     a.l = l;
     run_in_thread(try_once_thread, &a);
     assert_int_equal(a.rc, RLOCK_ETIMEDOUT);
 
-    after = hash_dump(&f->redis, name);
+    after = lt_hash_dump(&f->redis, name);
     assert_string_equal(before, after);
     /* the loser must not have touched the lease either */
     assert_true(rt_cmd_int(&f->redis, "PTTL %s", name) <= 10000);
-    assert_single_field(&f->redis, name, field, "1");
+    lt_assert_single_field(&f->redis, name, field, "1");
     free(before);
     free(after);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
@@ -726,27 +630,27 @@ static void test_losing_trylock_times_out_and_leaves_hash(void **state)
 
 static void test_losing_trylock_from_other_client_times_out(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128], field[128];
     rlock_client *other = NULL;
     rlock *mine, *theirs;
 
-    TEST_NAME(name);
-    owner_field(field, sizeof(field), f->client);
+    LT_TEST_NAME(name);
+    lt_owner_field(field, sizeof(field), f->client);
     assert_int_equal(rlock_client_connect(&other, f->redis.url), RLOCK_OK);
     assert_string_not_equal(rlock_client_id(other), rlock_client_id(f->client));
-    mine = get_lock(f->client, name);
-    theirs = get_lock(other, name);
+    mine = lt_get_lock(f->client, name);
+    theirs = lt_get_lock(other, name);
     assert_int_equal(rlock_lock(mine), RLOCK_OK);
     /* same thread id, other client uuid: a different owner */
     assert_int_equal(rlock_trylock(theirs, 0, 5000), RLOCK_ETIMEDOUT);
     assert_int_equal(rlock_trylock(theirs, 0, RLOCK_LEASE_WATCHDOG),
                      RLOCK_ETIMEDOUT);
-    assert_single_field(&f->redis, name, field, "1");
+    lt_assert_single_field(&f->redis, name, field, "1");
     assert_int_equal(rlock_unlock(mine), RLOCK_OK);
     assert_int_equal(rlock_trylock(theirs, 0, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
-    owner_field(field, sizeof(field), other);
-    assert_single_field(&f->redis, name, field, "1");
+    lt_owner_field(field, sizeof(field), other);
+    lt_assert_single_field(&f->redis, name, field, "1");
     assert_int_equal(rlock_unlock(theirs), RLOCK_OK);
     rlock_free(mine);
     rlock_free(theirs);
@@ -784,13 +688,13 @@ static void *later_thread(void *p)
  * not become the owner. */
 static void test_exited_owner_is_not_inherited_by_new_threads(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128], field[160];
     exiting_arg first = {0};
     rlock *l;
 
-    TEST_NAME(name);
-    l = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    l = lt_get_lock(f->client, name);
     first.l = l;
     run_in_thread(lock_and_exit_thread, &first);
     assert_int_equal(first.lock_rc, RLOCK_OK);
@@ -805,7 +709,7 @@ static void test_exited_owner_is_not_inherited_by_new_threads(void **state)
         assert_int_equal(later.try_rc, RLOCK_ETIMEDOUT);
         assert_int_equal(later.unlock_rc, RLOCK_ENOTOWNER);
     }
-    assert_single_field(&f->redis, name, field, "1");
+    lt_assert_single_field(&f->redis, name, field, "1");
     assert_int_equal(rlock_force_unlock(l), RLOCK_OK);
     rlock_free(l);
 }
@@ -814,12 +718,12 @@ static void test_exited_owner_is_not_inherited_by_new_threads(void **state)
 
 static void test_queries_on_free_lock(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128];
     rlock *l;
 
-    TEST_NAME(name);
-    l = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    l = lt_get_lock(f->client, name);
     assert_string_equal(rlock_name(l), name);
     assert_int_equal(rlock_is_locked(l), 0);
     assert_int_equal(rlock_is_held_by_me(l), 0);
@@ -830,13 +734,13 @@ static void test_queries_on_free_lock(void **state)
 
 static void test_queries_on_held_lock(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128];
     int64_t ttl;
     rlock *l;
 
-    TEST_NAME(name);
-    l = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    l = lt_get_lock(f->client, name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     assert_int_equal(rlock_is_locked(l), 1);
     assert_int_equal(rlock_is_held_by_me(l), 1);
@@ -858,13 +762,13 @@ static void test_queries_on_held_lock(void **state)
 
 static void test_remaining_ttl_follows_explicit_lease(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128];
     int64_t ttl;
     rlock *l;
 
-    TEST_NAME(name);
-    l = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    l = lt_get_lock(f->client, name);
     assert_int_equal(rlock_trylock(l, 0, 5000), RLOCK_OK);
     ttl = rlock_remaining_ttl(l);
     assert_true(ttl > 4000);
@@ -887,13 +791,13 @@ static void *query_thread(void *p)
 
 static void test_queries_from_other_thread(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128];
     try_arg a = {0};
     rlock *l;
 
-    TEST_NAME(name);
-    l = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    l = lt_get_lock(f->client, name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     a.l = l;
@@ -908,15 +812,15 @@ static void test_queries_from_other_thread(void **state)
 
 static void test_queries_see_foreign_holder(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128];
     rlock *l;
 
-    TEST_NAME(name);
+    LT_TEST_NAME(name);
     assert_int_equal(
         rt_cmd_int(&f->redis, "HSET %s %s 1", name, "other-uuid:1"), 1);
     assert_int_equal(rt_cmd_int(&f->redis, "PEXPIRE %s 20000", name), 1);
-    l = get_lock(f->client, name);
+    l = lt_get_lock(f->client, name);
     assert_int_equal(rlock_is_locked(l), 1);
     assert_int_equal(rlock_is_held_by_me(l), 0);
     assert_int_equal(rlock_hold_count(l), 0);
@@ -929,14 +833,14 @@ static void test_queries_see_foreign_holder(void **state)
 
 static void test_force_unlock_deletes_and_publishes_zero(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128], channel[160];
     rlock *l;
     rt_sub *s;
 
-    TEST_NAME(name);
-    channel_of(channel, sizeof(channel), name);
-    l = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    lt_channel_of(channel, sizeof(channel), name);
+    l = lt_get_lock(f->client, name);
     s = rt_sub_start(&f->redis, channel);
     assert_non_null(s);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
@@ -952,14 +856,14 @@ static void test_force_unlock_deletes_and_publishes_zero(void **state)
 
 static void test_force_unlock_of_free_lock_returns_zero(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128], channel[160];
     rlock *l;
     rt_sub *s;
 
-    TEST_NAME(name);
-    channel_of(channel, sizeof(channel), name);
-    l = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    lt_channel_of(channel, sizeof(channel), name);
+    l = lt_get_lock(f->client, name);
     s = rt_sub_start(&f->redis, channel);
     assert_non_null(s);
     assert_int_equal(rlock_force_unlock(l), RLOCK_OK);
@@ -970,14 +874,14 @@ static void test_force_unlock_of_free_lock_returns_zero(void **state)
 
 static void test_force_unlock_of_foreign_lock_deletes_it(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128];
     rlock *l;
 
-    TEST_NAME(name);
+    LT_TEST_NAME(name);
     assert_int_equal(
         rt_cmd_int(&f->redis, "HSET %s %s 2", name, "other-uuid:7"), 1);
-    l = get_lock(f->client, name);
+    l = lt_get_lock(f->client, name);
     assert_int_equal(rlock_force_unlock(l), RLOCK_OK);
     assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
     rlock_free(l);
@@ -985,12 +889,12 @@ static void test_force_unlock_of_foreign_lock_deletes_it(void **state)
 
 static void test_unlock_after_force_unlock_is_lost(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128];
     rlock *l;
 
-    TEST_NAME(name);
-    l = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    l = lt_get_lock(f->client, name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     assert_int_equal(rlock_force_unlock(l), RLOCK_OK);
     assert_int_equal(rlock_is_held_by_me(l), 0);
@@ -1002,15 +906,15 @@ static void test_unlock_after_force_unlock_is_lost(void **state)
 
 static void test_unlock_after_force_unlock_by_other_client_is_lost(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128];
     rlock_client *admin = NULL;
     rlock *mine, *theirs;
 
-    TEST_NAME(name);
+    LT_TEST_NAME(name);
     assert_int_equal(rlock_client_connect(&admin, f->redis.url), RLOCK_OK);
-    mine = get_lock(f->client, name);
-    theirs = get_lock(admin, name);
+    mine = lt_get_lock(f->client, name);
+    theirs = lt_get_lock(admin, name);
     assert_int_equal(rlock_lock(mine), RLOCK_OK);
     assert_int_equal(rlock_force_unlock(theirs), RLOCK_OK);
     assert_int_equal(rlock_unlock(mine), RLOCK_ELOST);
@@ -1034,18 +938,18 @@ static void hold_as_foreign_client(rt_redis *r, const char *name)
 
 static void test_foreign_holder_makes_trylock_time_out(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128], *before, *after;
     rlock *l;
 
-    TEST_NAME(name);
+    LT_TEST_NAME(name);
     hold_as_foreign_client(&f->redis, name);
-    before = hash_dump(&f->redis, name);
-    l = get_lock(f->client, name);
+    before = lt_hash_dump(&f->redis, name);
+    l = lt_get_lock(f->client, name);
     assert_int_equal(rlock_trylock(l, 0, RLOCK_LEASE_WATCHDOG),
                      RLOCK_ETIMEDOUT);
     assert_int_equal(rlock_trylock(l, 0, 5000), RLOCK_ETIMEDOUT);
-    after = hash_dump(&f->redis, name);
+    after = lt_hash_dump(&f->redis, name);
     assert_string_equal(before, "other-uuid:1=1;");
     assert_string_equal(after, before);
     assert_int_equal(rlock_hold_count(l), 0);
@@ -1057,17 +961,17 @@ static void test_foreign_holder_makes_trylock_time_out(void **state)
 
 static void test_foreign_holder_makes_unlock_enotowner(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128], *after;
     rlock *l;
     long long pttl;
 
-    TEST_NAME(name);
+    LT_TEST_NAME(name);
     hold_as_foreign_client(&f->redis, name);
     assert_int_equal(rt_cmd_int(&f->redis, "PEXPIRE %s 10000", name), 1);
-    l = get_lock(f->client, name);
+    l = lt_get_lock(f->client, name);
     assert_int_equal(rlock_unlock(l), RLOCK_ENOTOWNER);
-    after = hash_dump(&f->redis, name);
+    after = lt_hash_dump(&f->redis, name);
     assert_string_equal(after, "other-uuid:1=1;");
     pttl = rt_cmd_int(&f->redis, "PTTL %s", name);
     assert_true(pttl > 0);
@@ -1081,7 +985,7 @@ static void test_foreign_holder_makes_unlock_enotowner(void **state)
 
 static void test_client_free_releases_every_held_lock(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     static const char *const names[] = {
         "lock_state:free:a", "lock_state:free:b", "lock_state:free:c"};
     rlock_client *c = NULL;
@@ -1090,9 +994,9 @@ static void test_client_free_releases_every_held_lock(void **state)
 
     assert_int_equal(rlock_client_connect(&c, f->redis.url), RLOCK_OK);
     for (int i = 0; i < 3; i++) {
-        rlock *l = get_lock(c, names[i]);
+        rlock *l = lt_get_lock(c, names[i]);
 
-        channel_of(channel, sizeof(channel), names[i]);
+        lt_channel_of(channel, sizeof(channel), names[i]);
         subs[i] = rt_sub_start(&f->redis, channel);
         assert_non_null(subs[i]);
         /* a plain hold, a nested one, one with an explicit lease */
@@ -1107,7 +1011,7 @@ static void test_client_free_releases_every_held_lock(void **state)
     }
     rlock_client_free(c);
     for (int i = 0; i < 3; i++) {
-        channel_of(channel, sizeof(channel), names[i]);
+        lt_channel_of(channel, sizeof(channel), names[i]);
         assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", names[i]), 0);
         expect_messages_then_sentinel(&f->redis, subs[i], channel, 2);
         assert_string_equal(rt_sub_message(subs[i], 0), "0");
@@ -1117,14 +1021,14 @@ static void test_client_free_releases_every_held_lock(void **state)
 
 static void test_client_free_leaves_other_owners_locks(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128], *dump;
     rlock_client *c = NULL;
     rlock *l;
 
-    TEST_NAME(name);
+    LT_TEST_NAME(name);
     assert_int_equal(rlock_client_connect(&c, f->redis.url), RLOCK_OK);
-    l = get_lock(c, name);
+    l = lt_get_lock(c, name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     rlock_free(l);
     /* taken away behind the client's back, and now someone else's */
@@ -1132,7 +1036,7 @@ static void test_client_free_leaves_other_owners_locks(void **state)
     assert_int_equal(
         rt_cmd_int(&f->redis, "HSET %s %s 1", name, "other-uuid:3"), 1);
     rlock_client_free(c);
-    dump = hash_dump(&f->redis, name);
+    dump = lt_hash_dump(&f->redis, name);
     assert_string_equal(dump, "other-uuid:3=1;");
     free(dump);
     assert_int_equal(rt_cmd_int(&f->redis, "DEL %s", name), 1);
@@ -1140,7 +1044,7 @@ static void test_client_free_leaves_other_owners_locks(void **state)
 
 static void test_client_free_right_after_unlock_leaves_no_latch(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
 
     for (int round = 0; round < 10; round++) {
         char name[128];
@@ -1149,7 +1053,7 @@ static void test_client_free_right_after_unlock_leaves_no_latch(void **state)
 
         snprintf(name, sizeof(name), "lock_state:free_latch:%d", round);
         assert_int_equal(rlock_client_connect(&c, f->redis.url), RLOCK_OK);
-        l = get_lock(c, name);
+        l = lt_get_lock(c, name);
         assert_int_equal(rlock_lock(l), RLOCK_OK);
         assert_int_equal(rlock_unlock(l), RLOCK_OK);
         rlock_free(l);
@@ -1202,5 +1106,5 @@ int main(void)
     };
 
     rt_require_redis();
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, lt_group_setup, lt_group_teardown);
 }

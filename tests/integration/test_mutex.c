@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "lock_testing.h"
 #include "rlock.h"
 
 #define THREADS           16
@@ -27,13 +28,8 @@
 #define NESTED_THREADS    8
 #define NESTED_ITERATIONS 250
 
-typedef struct fixture {
-    rt_redis redis;
-    rlock_client *client;
-} fixture;
-
 typedef struct shared {
-    fixture *f;
+    lt_fixture *f;
     const char *lock_name;
     const char *counter_key;
     int iterations;
@@ -134,7 +130,7 @@ static void *worker(void *p)
 }
 
 /* Runs nthreads workers and checks the final counter. */
-static void run_contention(fixture *f, const char *lock_name,
+static void run_contention(lt_fixture *f, const char *lock_name,
                            const char *counter_key, int nthreads,
                            int iterations, int nested)
 {
@@ -173,33 +169,6 @@ static void run_contention(fixture *f, const char *lock_name,
     assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", lock_name), 0);
 }
 
-static int group_setup(void **state)
-{
-    fixture *f = calloc(1, sizeof(*f));
-
-    if (f == NULL || rt_redis_start(&f->redis) != 0) {
-        free(f);
-        return -1;
-    }
-    if (rlock_client_connect(&f->client, f->redis.url) != RLOCK_OK) {
-        rt_redis_stop(&f->redis);
-        free(f);
-        return -1;
-    }
-    *state = f;
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    fixture *f = *state;
-
-    rlock_client_free(f->client);
-    rt_redis_stop(&f->redis);
-    free(f);
-    return 0;
-}
-
 static void test_threads_increment_counter_under_lock(void **state)
 {
     run_contention(*state, "mutex:flat", "mutex:flat:counter", THREADS,
@@ -220,5 +189,5 @@ int main(void)
     };
 
     rt_require_redis();
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, lt_group_setup, lt_group_teardown);
 }

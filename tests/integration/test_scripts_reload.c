@@ -18,15 +18,11 @@
 #include <string.h>
 
 #include "harness.h"
+#include "lock_testing.h"
 #include "rlock.h"
 #include "scripts.h"
 
-typedef struct fixture {
-    rt_redis redis;
-    rlock_client *client;
-} fixture;
-
-#define TEST_NAME(buf) snprintf((buf), sizeof(buf), "scripts:%s", __func__)
+#define LT_SUITE "scripts"
 
 static const rlock__script *const all_scripts[] = {
     &rlock__script_lock_acquire,       &rlock__script_lock_release,
@@ -36,20 +32,6 @@ static const rlock__script *const all_scripts[] = {
 #define NSCRIPTS (sizeof(all_scripts) / sizeof(*all_scripts))
 
 /* ------------------------------------------------------------- helpers */
-
-static void owner_field(char *buf, size_t n, rlock_client *c)
-{
-    snprintf(buf, n, "%s:%llu", rlock_client_id(c),
-             (unsigned long long)rlock_thread_id());
-}
-
-static rlock *get_lock(rlock_client *c, const char *name)
-{
-    rlock *l = NULL;
-
-    assert_int_equal(rlock_get(c, name, &l), RLOCK_OK);
-    return l;
-}
 
 /* SCRIPT EXISTS for one script: 1 if cached, 0 if not. */
 static long long script_cached(rt_redis *r, const rlock__script *s)
@@ -76,53 +58,11 @@ static void flush_scripts(rt_redis *r)
         assert_int_equal(script_cached(r, all_scripts[i]), 0);
 }
 
-static void assert_single_field(rt_redis *r, const char *name,
-                                const char *field, const char *value)
-{
-    redisReply *rep = rt_cmd(r, "HGETALL %s", name);
-
-    assert_non_null(rep);
-    assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
-    assert_int_equal(rep->elements, 2);
-    assert_string_equal(rep->element[0]->str, field);
-    assert_string_equal(rep->element[1]->str, value);
-    freeReplyObject(rep);
-}
-
-/* ------------------------------------------------------------- fixture */
-
-static int group_setup(void **state)
-{
-    fixture *f = calloc(1, sizeof(*f));
-
-    if (f == NULL || rt_redis_start(&f->redis) != 0) {
-        free(f);
-        return -1;
-    }
-    if (rlock_client_connect(&f->client, f->redis.url) != RLOCK_OK) {
-        rt_redis_stop(&f->redis);
-        free(f);
-        return -1;
-    }
-    *state = f;
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    fixture *f = *state;
-
-    rlock_client_free(f->client);
-    rt_redis_stop(&f->redis);
-    free(f);
-    return 0;
-}
-
 /* --------------------------------------------------------------- tests */
 
 static void test_embedded_sha1_is_what_redis_computes(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
 
     for (size_t i = 0; i < NSCRIPTS; i++) {
         const rlock__script *s = all_scripts[i];
@@ -137,7 +77,7 @@ static void test_embedded_sha1_is_what_redis_computes(void **state)
 
 static void test_connect_caches_every_script(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     rlock_client *c = NULL;
 
     flush_scripts(&f->redis);
@@ -149,20 +89,20 @@ static void test_connect_caches_every_script(void **state)
 
 static void test_lock_after_flush_succeeds_and_recaches(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128], field[128];
     rlock *l;
 
-    TEST_NAME(name);
-    owner_field(field, sizeof(field), f->client);
-    l = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    lt_owner_field(field, sizeof(field), f->client);
+    l = lt_get_lock(f->client, name);
     flush_scripts(&f->redis);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
-    assert_single_field(&f->redis, name, field, "1");
+    lt_assert_single_field(&f->redis, name, field, "1");
     assert_int_equal(script_cached(&f->redis, &rlock__script_lock_acquire), 1);
     /* and the next call goes through the cache again */
     assert_int_equal(rlock_lock(l), RLOCK_OK);
-    assert_single_field(&f->redis, name, field, "2");
+    lt_assert_single_field(&f->redis, name, field, "2");
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     rlock_free(l);
@@ -170,19 +110,19 @@ static void test_lock_after_flush_succeeds_and_recaches(void **state)
 
 static void test_unlock_after_flush_succeeds_and_recaches(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128], field[128];
     rlock *l;
 
-    TEST_NAME(name);
-    owner_field(field, sizeof(field), f->client);
-    l = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    lt_owner_field(field, sizeof(field), f->client);
+    l = lt_get_lock(f->client, name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     flush_scripts(&f->redis);
     /* inner unlock */
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    assert_single_field(&f->redis, name, field, "1");
+    lt_assert_single_field(&f->redis, name, field, "1");
     assert_int_equal(script_cached(&f->redis, &rlock__script_lock_release), 1);
     flush_scripts(&f->redis);
     /* last unlock */
@@ -195,12 +135,12 @@ static void test_unlock_after_flush_succeeds_and_recaches(void **state)
 
 static void test_lock_unlock_cycles_survive_repeated_flushes(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128];
     rlock *l;
 
-    TEST_NAME(name);
-    l = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    l = lt_get_lock(f->client, name);
     for (int i = 0; i < 5; i++) {
         flush_scripts(&f->redis);
         assert_int_equal(rlock_lock(l), RLOCK_OK);
@@ -216,15 +156,15 @@ static void test_lock_unlock_cycles_survive_repeated_flushes(void **state)
 
 static void test_losing_trylock_after_flush_still_times_out(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128];
     rlock *l;
 
-    TEST_NAME(name);
+    LT_TEST_NAME(name);
     assert_int_equal(
         rt_cmd_int(&f->redis, "HSET %s %s 1", name, "other-uuid:1"), 1);
     assert_int_equal(rt_cmd_int(&f->redis, "PEXPIRE %s 30000", name), 1);
-    l = get_lock(f->client, name);
+    l = lt_get_lock(f->client, name);
     flush_scripts(&f->redis);
     assert_int_equal(rlock_trylock(l, 0, RLOCK_LEASE_WATCHDOG),
                      RLOCK_ETIMEDOUT);
@@ -236,12 +176,12 @@ static void test_losing_trylock_after_flush_still_times_out(void **state)
 
 static void test_force_unlock_after_flush_succeeds(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128];
     rlock *l;
 
-    TEST_NAME(name);
-    l = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    l = lt_get_lock(f->client, name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     flush_scripts(&f->redis);
     assert_int_equal(rlock_force_unlock(l), RLOCK_OK);
@@ -254,19 +194,14 @@ static void test_force_unlock_after_flush_succeeds(void **state)
 
 static void test_watchdog_renews_after_flush(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128];
-    rlock_config *cfg = NULL;
     rlock_client *c = NULL;
     rlock *l;
 
-    TEST_NAME(name);
-    assert_int_equal(rlock_config_new(&cfg), RLOCK_OK);
-    assert_int_equal(rlock_config_set_watchdog_timeout(cfg, 600), RLOCK_OK);
-    assert_int_equal(rlock_client_connect_with(&c, f->redis.url, cfg),
-                     RLOCK_OK);
-    rlock_config_free(cfg);
-    l = get_lock(c, name);
+    LT_TEST_NAME(name);
+    c = lt_connect(f->redis.url, rlock_config_set_watchdog_timeout, 600);
+    l = lt_get_lock(c, name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     flush_scripts(&f->redis);
     /* several leases: alive only if renewals kept working */
@@ -281,18 +216,18 @@ static void test_watchdog_renews_after_flush(void **state)
 
 static void test_client_free_releases_after_flush(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128], channel[160];
     rlock_client *c = NULL;
     rt_sub *s;
     rlock *l;
 
-    TEST_NAME(name);
+    LT_TEST_NAME(name);
     snprintf(channel, sizeof(channel), "redisson_lock__channel:{%s}", name);
     s = rt_sub_start(&f->redis, channel);
     assert_non_null(s);
     assert_int_equal(rlock_client_connect(&c, f->redis.url), RLOCK_OK);
-    l = get_lock(c, name);
+    l = lt_get_lock(c, name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     rlock_free(l);
     flush_scripts(&f->redis);
@@ -308,20 +243,20 @@ static void test_client_free_releases_after_flush(void **state)
 /* A restarted server has lost its scripts and dropped every connection. */
 static void test_lock_after_server_restart_succeeds(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128], field[128];
     rlock *l;
 
-    TEST_NAME(name);
-    owner_field(field, sizeof(field), f->client);
-    l = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    lt_owner_field(field, sizeof(field), f->client);
+    l = lt_get_lock(f->client, name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     assert_int_equal(rt_redis_restart(&f->redis), 0);
     for (size_t i = 0; i < NSCRIPTS; i++)
         assert_int_equal(script_cached(&f->redis, all_scripts[i]), 0);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
-    assert_single_field(&f->redis, name, field, "1");
+    lt_assert_single_field(&f->redis, name, field, "1");
     assert_int_equal(script_cached(&f->redis, &rlock__script_lock_acquire), 1);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
@@ -344,5 +279,5 @@ int main(void)
     };
 
     rt_require_redis();
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, lt_group_setup, lt_group_teardown);
 }

@@ -23,7 +23,10 @@
 #include <string.h>
 
 #include "harness.h"
+#include "lock_testing.h"
 #include "rlock.h"
+
+#define LT_SUITE "wakeup"
 
 /* Re-check interval of the "pub/sub only" clients: longer than any margin
  * below, so only the unlock message can wake a waiter in time. */
@@ -31,42 +34,14 @@
 /* Margin for a wake-up through pub/sub (measured: a few ms on loopback). */
 #define WAKE_MARGIN_MS 3000
 
-typedef struct fixture {
-    rt_redis redis;
-} fixture;
-
 /* ------------------------------------------------------------- helpers */
 
-#define TEST_NAME(buf) snprintf((buf), sizeof(buf), "wakeup:%s", __func__)
-
-static void channel_of(char *buf, size_t n, const char *name)
-{
-    snprintf(buf, n, "redisson_lock__channel:{%s}", name);
-}
-
 /* Connects a client with the given re-check interval (0: default). */
-static rlock_client *connect_client(fixture *f, int64_t recheck_ms)
+static rlock_client *connect_client(lt_fixture *f, int64_t recheck_ms)
 {
-    rlock_config *cfg = NULL;
-    rlock_client *c = NULL;
-
-    assert_int_equal(rlock_config_new(&cfg), RLOCK_OK);
-    if (recheck_ms > 0)
-        assert_int_equal(rlock_config_set_recheck_interval(cfg, recheck_ms),
-                         RLOCK_OK);
-    assert_int_equal(rlock_client_connect_with(&c, f->redis.url, cfg),
-                     RLOCK_OK);
-    rlock_config_free(cfg);
-    assert_non_null(c);
-    return c;
-}
-
-static rlock *get_lock(rlock_client *c, const char *name)
-{
-    rlock *l = NULL;
-
-    assert_int_equal(rlock_get(c, name, &l), RLOCK_OK);
-    return l;
+    return lt_connect(f->redis.url,
+                      recheck_ms > 0 ? rlock_config_set_recheck_interval : NULL,
+                      recheck_ms);
 }
 
 /* PUBSUB NUMSUB channel: how many connections are subscribed to it. */
@@ -138,45 +113,22 @@ static void waiter_join(waiter *w)
     assert_int_equal(pthread_join(w->thread, NULL), 0);
 }
 
-/* ------------------------------------------------------------- fixture */
-
-static int group_setup(void **state)
-{
-    fixture *f = calloc(1, sizeof(*f));
-
-    if (f == NULL || rt_redis_start(&f->redis) != 0) {
-        free(f);
-        return -1;
-    }
-    *state = f;
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    fixture *f = *state;
-
-    rt_redis_stop(&f->redis);
-    free(f);
-    return 0;
-}
-
 /* --------------------------------------------------------------- tests */
 
 /* Holder in the main thread with a 20 s lease, waiter in another thread of
  * the same client; the unlock must wake the waiter at once. */
 static void test_waiter_is_woken_by_unlock_message(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128], channel[160];
     rlock_client *c = connect_client(f, SLOW_RECHECK_MS);
     rlock *l;
     waiter w = {0};
     int64_t t_unlock;
 
-    TEST_NAME(name);
-    channel_of(channel, sizeof(channel), name);
-    l = get_lock(c, name);
+    LT_TEST_NAME(name);
+    lt_channel_of(channel, sizeof(channel), name);
+    l = lt_get_lock(c, name);
     assert_int_equal(rlock_trylock(l, 0, 20000), RLOCK_OK);
     waiter_start(&w, l);
     /* the waiter has subscribed once the channel has a subscriber */
@@ -198,7 +150,7 @@ static void test_waiter_is_woken_by_unlock_message(void **state)
 
 static void test_waiter_in_other_client_is_woken_by_unlock(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128], channel[160];
     rlock_client *holder = connect_client(f, SLOW_RECHECK_MS);
     rlock_client *other = connect_client(f, SLOW_RECHECK_MS);
@@ -206,10 +158,10 @@ static void test_waiter_in_other_client_is_woken_by_unlock(void **state)
     waiter w = {0};
     int64_t t_unlock;
 
-    TEST_NAME(name);
-    channel_of(channel, sizeof(channel), name);
-    hl = get_lock(holder, name);
-    wl = get_lock(other, name);
+    LT_TEST_NAME(name);
+    lt_channel_of(channel, sizeof(channel), name);
+    hl = lt_get_lock(holder, name);
+    wl = lt_get_lock(other, name);
     assert_int_equal(rlock_trylock(hl, 0, 20000), RLOCK_OK);
     waiter_start(&w, wl);
     assert_int_equal(wait_numsub(&f->redis, channel, 1, 5000), 1);
@@ -232,16 +184,16 @@ static void test_waiter_in_other_client_is_woken_by_unlock(void **state)
  * the re-check interval, long before the 60 s lease it was told about. */
 static void test_waiter_recovers_from_raw_del_by_recheck(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128], channel[160];
     rlock_client *c = connect_client(f, 500);
     rlock *l;
     waiter w = {0};
     int64_t t_del;
 
-    TEST_NAME(name);
-    channel_of(channel, sizeof(channel), name);
-    l = get_lock(c, name);
+    LT_TEST_NAME(name);
+    lt_channel_of(channel, sizeof(channel), name);
+    l = lt_get_lock(c, name);
     assert_int_equal(rlock_trylock(l, 0, 60000), RLOCK_OK);
     waiter_start(&w, l);
     assert_int_equal(wait_numsub(&f->redis, channel, 1, 5000), 1);
@@ -265,7 +217,7 @@ static void test_waiter_recovers_from_raw_del_by_recheck(void **state)
  * the TTL it was told about has passed, not at the 30 s re-check. */
 static void test_waiter_takes_lock_when_lease_expires(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128];
     rlock_client *holder = connect_client(f, SLOW_RECHECK_MS);
     rlock_client *other = connect_client(f, SLOW_RECHECK_MS);
@@ -273,9 +225,9 @@ static void test_waiter_takes_lock_when_lease_expires(void **state)
     waiter w = {0};
     int64_t t_lock;
 
-    TEST_NAME(name);
-    hl = get_lock(holder, name);
-    wl = get_lock(other, name);
+    LT_TEST_NAME(name);
+    hl = lt_get_lock(holder, name);
+    wl = lt_get_lock(other, name);
     t_lock = rt_now_ms();
     assert_int_equal(rlock_trylock(hl, 0, 1000), RLOCK_OK);
     waiter_start(&w, wl);
@@ -295,16 +247,16 @@ static void test_waiter_takes_lock_when_lease_expires(void **state)
 
 static void test_trylock_budget_on_held_lock_times_out(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128];
     rlock_client *holder = connect_client(f, 0);
     rlock_client *other = connect_client(f, 400);
     const int64_t budgets[] = {300, 1500};
     rlock *hl, *wl;
 
-    TEST_NAME(name);
-    hl = get_lock(holder, name);
-    wl = get_lock(other, name);
+    LT_TEST_NAME(name);
+    hl = lt_get_lock(holder, name);
+    wl = lt_get_lock(other, name);
     assert_int_equal(rlock_trylock(hl, 0, 30000), RLOCK_OK);
     for (size_t i = 0; i < sizeof(budgets) / sizeof(*budgets); i++) {
         int64_t t0 = rt_now_ms(), elapsed;
@@ -327,7 +279,7 @@ static void test_trylock_budget_on_held_lock_times_out(void **state)
 
 static void test_trylock_budget_acquires_when_released_in_time(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128];
     rlock_client *holder = connect_client(f, SLOW_RECHECK_MS);
     rlock_client *other = connect_client(f, SLOW_RECHECK_MS);
@@ -336,9 +288,9 @@ static void test_trylock_budget_acquires_when_released_in_time(void **state)
         .use_trylock = 1, .wait_ms = 10000, .lease_ms = RLOCK_LEASE_WATCHDOG};
     int64_t t_unlock;
 
-    TEST_NAME(name);
-    hl = get_lock(holder, name);
-    wl = get_lock(other, name);
+    LT_TEST_NAME(name);
+    hl = lt_get_lock(holder, name);
+    wl = lt_get_lock(other, name);
     assert_int_equal(rlock_trylock(hl, 0, 20000), RLOCK_OK);
     waiter_start(&w, wl);
     rt_sleep_ms(300);
@@ -358,16 +310,16 @@ static void test_trylock_budget_acquires_when_released_in_time(void **state)
  * subscribes again, and the next unlock still wakes the waiter at once. */
 static void test_waiter_survives_subscriber_connection_kill(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128], channel[160];
     rlock_client *c = connect_client(f, SLOW_RECHECK_MS);
     rlock *l;
     waiter w = {0};
     int64_t t_unlock;
 
-    TEST_NAME(name);
-    channel_of(channel, sizeof(channel), name);
-    l = get_lock(c, name);
+    LT_TEST_NAME(name);
+    lt_channel_of(channel, sizeof(channel), name);
+    l = lt_get_lock(c, name);
     assert_int_equal(rlock_trylock(l, 0, 20000), RLOCK_OK);
     waiter_start(&w, l);
     assert_int_equal(wait_numsub(&f->redis, channel, 1, 5000), 1);
@@ -392,7 +344,7 @@ static void test_waiter_survives_subscriber_connection_kill(void **state)
  * the 20 s lease it was told about. */
 static void test_unlock_during_subscriber_outage_wakes_waiter(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128], channel[160];
     rlock_client *c = connect_client(f, SLOW_RECHECK_MS);
     struct timeval tv = {5, 0};
@@ -402,12 +354,12 @@ static void test_unlock_during_subscriber_outage_wakes_waiter(void **state)
     waiter w = {0};
     int64_t t_release;
 
-    TEST_NAME(name);
-    channel_of(channel, sizeof(channel), name);
+    LT_TEST_NAME(name);
+    lt_channel_of(channel, sizeof(channel), name);
     assert_int_equal(
         rt_cmd_int(&f->redis, "HSET %s %s 1", name, "other-uuid:1"), 1);
     assert_int_equal(rt_cmd_int(&f->redis, "PEXPIRE %s 20000", name), 1);
-    l = get_lock(c, name);
+    l = lt_get_lock(c, name);
     waiter_start(&w, l);
     assert_int_equal(wait_numsub(&f->redis, channel, 1, 5000), 1);
     rt_sleep_ms(100);
@@ -487,7 +439,7 @@ static void *contender_main(void *p)
 
 static void test_two_clients_hand_over_through_pubsub(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128], channel[160];
     rlock_client *a = connect_client(f, SLOW_RECHECK_MS);
     rlock_client *b = connect_client(f, SLOW_RECHECK_MS);
@@ -496,14 +448,14 @@ static void test_two_clients_hand_over_through_pubsub(void **state)
     rt_sub *s;
     int64_t t0;
 
-    TEST_NAME(name);
-    channel_of(channel, sizeof(channel), name);
+    LT_TEST_NAME(name);
+    lt_channel_of(channel, sizeof(channel), name);
     atomic_init(&inside, 0);
     atomic_init(&overlaps, 0);
     s = rt_sub_start(&f->redis, channel);
     assert_non_null(s);
-    k[0].l = get_lock(a, name);
-    k[1].l = get_lock(b, name);
+    k[0].l = lt_get_lock(a, name);
+    k[1].l = lt_get_lock(b, name);
     t0 = rt_now_ms();
     for (int i = 0; i < 2; i++) {
         k[i].iterations = 50;
@@ -543,14 +495,14 @@ static void test_two_clients_hand_over_through_pubsub(void **state)
  * channel while the previous one is still leaving it. */
 static void test_waiters_are_woken_round_after_round(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128];
     rlock_client *c = connect_client(f, SLOW_RECHECK_MS);
     rlock *l;
     int64_t worst = 0;
 
-    TEST_NAME(name);
-    l = get_lock(c, name);
+    LT_TEST_NAME(name);
+    l = lt_get_lock(c, name);
     for (int round = 0; round < 20; round++) {
         waiter w = {0};
         int64_t t_unlock;
@@ -574,7 +526,7 @@ static void test_waiters_are_woken_round_after_round(void **state)
 
 static void test_subscription_released_after_waiters_finish(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128], channel[160];
     rlock_client *c = connect_client(f, SLOW_RECHECK_MS);
     rlock_client *other = connect_client(f, SLOW_RECHECK_MS);
@@ -582,11 +534,11 @@ static void test_subscription_released_after_waiters_finish(void **state)
     rlock *l, *ol;
     int64_t t_unlock;
 
-    TEST_NAME(name);
-    channel_of(channel, sizeof(channel), name);
+    LT_TEST_NAME(name);
+    lt_channel_of(channel, sizeof(channel), name);
     memset(w, 0, sizeof(w));
-    l = get_lock(c, name);
-    ol = get_lock(other, name);
+    l = lt_get_lock(c, name);
+    ol = lt_get_lock(other, name);
     assert_int_equal(numsub(&f->redis, channel), 0);
     assert_int_equal(rlock_trylock(l, 0, 20000), RLOCK_OK);
     /* three waiters in the holder's client, one in another client */
@@ -614,16 +566,16 @@ static void test_subscription_released_after_waiters_finish(void **state)
 
 static void test_subscription_released_after_trylock_times_out(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128], channel[160];
     rlock_client *c = connect_client(f, SLOW_RECHECK_MS);
     rlock_client *other = connect_client(f, SLOW_RECHECK_MS);
     rlock *l, *ol;
 
-    TEST_NAME(name);
-    channel_of(channel, sizeof(channel), name);
-    l = get_lock(c, name);
-    ol = get_lock(other, name);
+    LT_TEST_NAME(name);
+    lt_channel_of(channel, sizeof(channel), name);
+    l = lt_get_lock(c, name);
+    ol = lt_get_lock(other, name);
     assert_int_equal(rlock_trylock(l, 0, 20000), RLOCK_OK);
     assert_int_equal(rlock_trylock(ol, 500, RLOCK_LEASE_WATCHDOG),
                      RLOCK_ETIMEDOUT);
@@ -659,7 +611,7 @@ static void *short_waiter_main(void *p)
 
 static void test_subscription_released_after_many_short_waits(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128], channel[160];
     rlock_client *holder = connect_client(f, 0);
     rlock_client *c = connect_client(f, SLOW_RECHECK_MS);
@@ -667,11 +619,11 @@ static void test_subscription_released_after_many_short_waits(void **state)
     rlock *hl, *l;
     long long left;
 
-    TEST_NAME(name);
-    channel_of(channel, sizeof(channel), name);
+    LT_TEST_NAME(name);
+    lt_channel_of(channel, sizeof(channel), name);
     memset(w, 0, sizeof(w));
-    hl = get_lock(holder, name);
-    l = get_lock(c, name);
+    hl = lt_get_lock(holder, name);
+    l = lt_get_lock(c, name);
     assert_int_equal(rlock_trylock(hl, 0, 120000), RLOCK_OK);
     for (int i = 0; i < 4; i++) {
         w[i].l = l;
@@ -713,5 +665,6 @@ int main(void)
     };
 
     rt_require_redis();
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, lt_group_setup_redis_only,
+                                  lt_group_teardown);
 }

@@ -21,79 +21,35 @@
 #include <string.h>
 
 #include "harness.h"
+#include "lock_testing.h"
 #include "rlock.h"
 
 #define WATCHDOG_MS 1500
 #define PERIOD_MS   (WATCHDOG_MS / 3)
+#define LT_SUITE    "watchdog"
 
-typedef struct fixture {
-    rt_redis redis;
-    rlock_client *client;
-} fixture;
-
-#define TEST_NAME(buf) snprintf((buf), sizeof(buf), "watchdog:%s", __func__)
-
-static void owner_field(char *buf, size_t n, rlock_client *c)
-{
-    snprintf(buf, n, "%s:%llu", rlock_client_id(c),
-             (unsigned long long)rlock_thread_id());
-}
-
-static rlock *get_lock(rlock_client *c, const char *name)
-{
-    rlock *l = NULL;
-
-    assert_int_equal(rlock_get(c, name, &l), RLOCK_OK);
-    return l;
-}
-
+/* A short watchdog timeout, so that several leases pass within a test. */
 static int group_setup(void **state)
 {
-    fixture *f = calloc(1, sizeof(*f));
     rlock_config *cfg = NULL;
-    int rc;
+    int rc = -1;
 
-    if (f == NULL || rt_redis_start(&f->redis) != 0) {
-        free(f);
-        return -1;
-    }
-    if (rlock_config_new(&cfg) != RLOCK_OK ||
-        rlock_config_set_watchdog_timeout(cfg, WATCHDOG_MS) != RLOCK_OK) {
-        rlock_config_free(cfg);
-        rt_redis_stop(&f->redis);
-        free(f);
-        return -1;
-    }
-    rc = rlock_client_connect_with(&f->client, f->redis.url, cfg);
+    if (rlock_config_new(&cfg) == RLOCK_OK &&
+        rlock_config_set_watchdog_timeout(cfg, WATCHDOG_MS) == RLOCK_OK)
+        rc = lt_group_setup_with(state, cfg);
     rlock_config_free(cfg);
-    if (rc != RLOCK_OK) {
-        rt_redis_stop(&f->redis);
-        free(f);
-        return -1;
-    }
-    *state = f;
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    fixture *f = *state;
-
-    rlock_client_free(f->client);
-    rt_redis_stop(&f->redis);
-    free(f);
-    return 0;
+    return rc;
 }
 
 static void test_lock_lease_is_watchdog_timeout(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128];
     long long pttl;
     rlock *l;
 
-    TEST_NAME(name);
-    l = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    l = lt_get_lock(f->client, name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     pttl = rt_cmd_int(&f->redis, "PTTL %s", name);
     assert_true(pttl > WATCHDOG_MS - 300);
@@ -104,16 +60,16 @@ static void test_lock_lease_is_watchdog_timeout(void **state)
 
 static void test_watchdog_keeps_lock_for_several_leases(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128], field[128];
     int64_t t0;
     long long pttl, min_pttl = WATCHDOG_MS;
     int samples = 0;
     rlock *l;
 
-    TEST_NAME(name);
-    owner_field(field, sizeof(field), f->client);
-    l = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    lt_owner_field(field, sizeof(field), f->client);
+    l = lt_get_lock(f->client, name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     t0 = rt_now_ms();
     while (rt_now_ms() - t0 < 5000) {
@@ -139,13 +95,13 @@ static void test_watchdog_keeps_lock_for_several_leases(void **state)
 
 static void test_nested_lock_is_renewed_until_last_unlock(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128];
     int64_t t0;
     rlock *l;
 
-    TEST_NAME(name);
-    l = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    l = lt_get_lock(f->client, name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
@@ -162,13 +118,13 @@ static void test_nested_lock_is_renewed_until_last_unlock(void **state)
 
 static void test_unlocked_key_stays_gone(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128];
     int64_t t0;
     rlock *l;
 
-    TEST_NAME(name);
-    l = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    l = lt_get_lock(f->client, name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     rt_sleep_ms(PERIOD_MS + 100); /* at least one renewal happened */
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
@@ -183,14 +139,14 @@ static void test_unlocked_key_stays_gone(void **state)
 
 static void test_explicit_lease_is_not_renewed(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128];
     long long pttl;
     int64_t t0;
     rlock *l;
 
-    TEST_NAME(name);
-    l = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    l = lt_get_lock(f->client, name);
     assert_int_equal(rlock_trylock(l, 0, 1000), RLOCK_OK);
     t0 = rt_now_ms();
     pttl = rt_cmd_int(&f->redis, "PTTL %s", name);
@@ -216,13 +172,13 @@ static void wait_two_periods(void)
 
 static void test_deleted_key_is_reported_lost(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128], field[128];
     rlock *l;
 
-    TEST_NAME(name);
-    owner_field(field, sizeof(field), f->client);
-    l = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    lt_owner_field(field, sizeof(field), f->client);
+    l = lt_get_lock(f->client, name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     assert_int_equal(rt_cmd_int(&f->redis, "DEL %s", name), 1);
     wait_two_periods();
@@ -241,12 +197,12 @@ static void test_deleted_key_is_reported_lost(void **state)
 
 static void test_deleted_key_makes_unlock_lost(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128];
     rlock *l;
 
-    TEST_NAME(name);
-    l = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    l = lt_get_lock(f->client, name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     assert_int_equal(rt_cmd_int(&f->redis, "DEL %s", name), 1);
     wait_two_periods();
@@ -262,14 +218,14 @@ static void test_deleted_key_makes_unlock_lost(void **state)
 
 static void test_replaced_field_is_reported_lost(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128], field[128];
     long long pttl;
     rlock *l;
 
-    TEST_NAME(name);
-    owner_field(field, sizeof(field), f->client);
-    l = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    lt_owner_field(field, sizeof(field), f->client);
+    l = lt_get_lock(f->client, name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     /* another owner takes the key over */
     assert_int_equal(rt_cmd_int(&f->redis, "DEL %s", name), 1);
@@ -299,13 +255,13 @@ static void test_replaced_field_is_reported_lost(void **state)
 
 static void test_replaced_field_makes_unlock_lost(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128];
     char *v;
     rlock *l;
 
-    TEST_NAME(name);
-    l = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    l = lt_get_lock(f->client, name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     assert_int_equal(rt_cmd_int(&f->redis, "DEL %s", name), 1);
     assert_int_equal(
@@ -328,13 +284,13 @@ static void test_replaced_field_makes_unlock_lost(void **state)
  * time it answers again, and the hold must be reported lost. */
 static void test_hold_is_lost_after_pause_longer_than_lease(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128], field[128];
     rlock *l;
 
-    TEST_NAME(name);
-    owner_field(field, sizeof(field), f->client);
-    l = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    lt_owner_field(field, sizeof(field), f->client);
+    l = lt_get_lock(f->client, name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     rt_redis_pause(&f->redis);
     rt_sleep_ms(WATCHDOG_MS + 1000);
@@ -353,14 +309,14 @@ static void test_hold_is_lost_after_pause_longer_than_lease(void **state)
  * renewal resumes and the key stays. */
 static void test_short_pause_keeps_hold(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128], field[128];
     int64_t t0;
     rlock *l;
 
-    TEST_NAME(name);
-    owner_field(field, sizeof(field), f->client);
-    l = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    lt_owner_field(field, sizeof(field), f->client);
+    l = lt_get_lock(f->client, name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     /* renewed at least once; the last renewal is at most a period old, so
      * at least 1000 ms of lease are left when the pause starts */
@@ -384,14 +340,14 @@ static void test_short_pause_keeps_hold(void **state)
  * though Redis cannot be asked. */
 static void test_hold_is_lost_when_redis_unreachable_for_a_lease(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128];
     int64_t t0, elapsed;
     rlock *l;
     int rc;
 
-    TEST_NAME(name);
-    l = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    l = lt_get_lock(f->client, name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     rt_redis_stop(&f->redis);
     rt_sleep_ms(WATCHDOG_MS + 2 * PERIOD_MS);
@@ -407,7 +363,7 @@ static void test_hold_is_lost_when_redis_unreachable_for_a_lease(void **state)
 /* Brings the group's server back if a test stopped it. */
 static int restart_if_stopped(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
 
     if (f->redis.pid == 0)
         return rt_redis_restart(&f->redis);
@@ -416,17 +372,17 @@ static int restart_if_stopped(void **state)
 
 static void test_freed_handle_keeps_lock_renewed(void **state)
 {
-    fixture *f = *state;
+    lt_fixture *f = *state;
     char name[128];
     rlock *l;
 
-    TEST_NAME(name);
-    l = get_lock(f->client, name);
+    LT_TEST_NAME(name);
+    l = lt_get_lock(f->client, name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     rlock_free(l);
     rt_sleep_ms(2 * WATCHDOG_MS);
     assert_true(rt_cmd_int(&f->redis, "PTTL %s", name) > 0);
-    l = get_lock(f->client, name);
+    l = lt_get_lock(f->client, name);
     assert_int_equal(rlock_hold_count(l), 1);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
@@ -454,5 +410,5 @@ int main(void)
     };
 
     rt_require_redis();
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, group_setup, lt_group_teardown);
 }

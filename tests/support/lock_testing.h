@@ -1,0 +1,81 @@
+/*
+ * lock_testing.h: helpers shared by rlock's integration tests, on top of
+ * harness.h.
+ *
+ * Unlike the harness, these helpers know the rlock API and fail the running
+ * cmocka test through its asserts, so call them from inside a test (or from
+ * a thread the test joins), except the lt_group_* fixtures, which report
+ * failure by return value as cmocka group setups must.
+ */
+#ifndef RLOCK_TEST_LOCK_TESTING_H
+#define RLOCK_TEST_LOCK_TESTING_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "harness.h"
+#include "rlock.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Writes a lock name unique to the calling test into the array buf.  Each
+ * test file defines LT_SUITE (a string literal) first, so that names stay
+ * apart when a server's data outlives one suite. */
+#define LT_TEST_NAME(buf) snprintf((buf), sizeof(buf), LT_SUITE ":%s", __func__)
+
+/* The usual group state: one server, and one client connected to it (NULL
+ * for lt_group_setup_redis_only). */
+typedef struct lt_fixture {
+    rt_redis redis;
+    rlock_client *client;
+} lt_fixture;
+
+/* Starts a server in *r and, unless client is NULL, connects *client to it
+ * with cfg (NULL: defaults).  Returns 0, or -1 with nothing left running.
+ * For fixtures that carry more than an lt_fixture. */
+int lt_start(rt_redis *r, rlock_client **client, const rlock_config *cfg);
+
+/* Frees client (NULL is fine) and stops the server. */
+void lt_stop(rt_redis *r, rlock_client *client);
+
+/* cmocka group setups that leave a calloc'd lt_fixture in *state. */
+int lt_group_setup(void **state);
+int lt_group_setup_redis_only(void **state);
+int lt_group_setup_with(void **state, const rlock_config *cfg);
+/* Matches every lt_group_setup*. */
+int lt_group_teardown(void **state);
+
+/* A setter such as rlock_config_set_command_timeout. */
+typedef int (*lt_config_setter)(rlock_config *cfg, int64_t ms);
+
+/* Connects a client to url with set(cfg, ms) applied (set NULL: defaults);
+ * asserts success. */
+rlock_client *lt_connect(const char *url, lt_config_setter set, int64_t ms);
+
+/* rlock_get() that asserts success. */
+rlock *lt_get_lock(rlock_client *c, const char *name);
+
+/* Writes the hash field that marks the calling thread of client c as owner:
+ * "<client uuid>:<thread id>". */
+void lt_owner_field(char *buf, size_t n, rlock_client *c);
+
+/* Writes the unlock channel Redisson derives from a lock name
+ * (REDISSON-PROTOCOL.md section 1.2). */
+void lt_channel_of(char *buf, size_t n, const char *name);
+
+/* Asserts that hash name holds exactly one field, field = value. */
+void lt_assert_single_field(rt_redis *r, const char *name, const char *field,
+                            const char *value);
+
+/* Returns a malloc'd "f1=v1;f2=v2;" dump of hash name (HGETALL order,
+ * which is stable for an unchanged small hash), to compare before/after. */
+char *lt_hash_dump(rt_redis *r, const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RLOCK_TEST_LOCK_TESTING_H */
