@@ -266,17 +266,6 @@ static void release_entry(const char *key, void *value, void *arg)
     pthread_mutex_unlock(&e->mu);
 }
 
-/* Waits for r until the monotonic deadline ts, then drops it. */
-static void await_and_drop(rlock__req *r, const struct timespec *ts)
-{
-    pthread_mutex_lock(&r->mu);
-    while (!r->done && pthread_cond_timedwait(&r->cv, &r->mu, ts) != ETIMEDOUT)
-        ;
-    r->abandoned = !r->done;
-    pthread_mutex_unlock(&r->mu);
-    rlock__req_unref(r);
-}
-
 /* Releases every hold of the client, then lets every command connection
  * drain (a PING behind the fire-and-forget commands, such as the latch DEL
  * after an unlock), waiting at most one command timeout in all. */
@@ -294,10 +283,11 @@ static void release_everything(rlock_client *c)
             r->conn = i;
         send_tracked(&ra, r);
     }
-    struct timespec ts;
-    rlock__abs_timespec(rlock__now_ms() + c->cfg.command_timeout_ms, &ts);
-    for (size_t i = 0; i < ra.n; i++)
-        await_and_drop(ra.reqs[i], &ts);
+    int64_t deadline = rlock__now_ms() + c->cfg.command_timeout_ms;
+    for (size_t i = 0; i < ra.n; i++) {
+        rlock__req_wait(ra.reqs[i], deadline);
+        rlock__req_unref(ra.reqs[i]);
+    }
     free(ra.reqs);
 }
 

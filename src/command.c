@@ -105,12 +105,7 @@ static void give_back(rlock__req *acq)
     if (channel != NULL && latch != NULL) {
         const char *argv[] = {name,  channel, latch,     "0",
                               lease, owner,   "PUBLISH", latch_ms};
-        rlock__req *rel = rlock__req_new(c, &rlock__script_lock_release,
-                                         RLOCK__REPLY_IGNORE, 3, 8, argv);
-        if (rel != NULL) {
-            rlock__req_send(rel);
-            rlock__req_unref(rel);
-        }
+        rlock__send_ignored(c, &rlock__script_lock_release, 3, 8, argv);
     }
     free(channel);
     free(latch);
@@ -263,6 +258,22 @@ void rlock__req_send(rlock__req *r)
     rlock__loop_submit(r->client->loop, &r->task);
 }
 
+/* Waits until r's reply is in or the monotonic deadline_ms passes; in the
+ * latter case r is abandoned. Returns r->status or RLOCK_ETIMEDOUT. The
+ * caller still owns its reference. */
+int rlock__req_wait(rlock__req *r, int64_t deadline_ms)
+{
+    struct timespec ts;
+    rlock__abs_timespec(deadline_ms, &ts);
+    pthread_mutex_lock(&r->mu);
+    while (!r->done && pthread_cond_timedwait(&r->cv, &r->mu, &ts) != ETIMEDOUT)
+        ;
+    bool done = r->done;
+    r->abandoned = !done;
+    pthread_mutex_unlock(&r->mu);
+    return done ? r->status : RLOCK_ETIMEDOUT;
+}
+
 /* Sends r and waits at most timeout_ms for its reply. Returns r->status, or
  * RLOCK_ETIMEDOUT (r is then abandoned), or RLOCK_EDEADLK on the I/O
  * thread. The caller still owns its reference. */
@@ -270,20 +281,22 @@ int rlock__req_call(rlock__req *r, int64_t timeout_ms)
 {
     if (rlock__loop_on_thread(r->client->loop))
         return RLOCK_EDEADLK;
-    struct timespec ts;
-    rlock__abs_timespec(rlock__now_ms() + timeout_ms, &ts);
+    int64_t deadline = rlock__now_ms() + timeout_ms;
     rlock__req_send(r);
-    pthread_mutex_lock(&r->mu);
-    while (!r->done) {
-        if (pthread_cond_timedwait(&r->cv, &r->mu, &ts) == ETIMEDOUT &&
-            !r->done) {
-            r->abandoned = true;
-            pthread_mutex_unlock(&r->mu);
-            return RLOCK_ETIMEDOUT;
-        }
+    return rlock__req_wait(r, deadline);
+}
+
+/* Sends a request whose reply nobody needs (a latch DEL, a give-back).
+ * Out of memory, it is simply not sent. Thread-safety: any thread. */
+void rlock__send_ignored(rlock_client *c, const rlock__script *script,
+                         int numkeys, int argc, const char *const *argv)
+{
+    rlock__req *r =
+        rlock__req_new(c, script, RLOCK__REPLY_IGNORE, numkeys, argc, argv);
+    if (r != NULL) {
+        rlock__req_send(r);
+        rlock__req_unref(r);
     }
-    pthread_mutex_unlock(&r->mu);
-    return r->status;
 }
 
 /* One blocking round trip with the command timeout: builds, sends and

@@ -208,6 +208,9 @@ rlock__req *rlock__req_new(rlock_client *c, const rlock__script *script,
 void rlock__req_unref(rlock__req *r);
 void rlock__req_send(rlock__req *r);
 int rlock__req_call(rlock__req *r, int64_t timeout_ms);
+int rlock__req_wait(rlock__req *r, int64_t deadline_ms);
+void rlock__send_ignored(rlock_client *c, const rlock__script *script,
+                         int numkeys, int argc, const char *const *argv);
 int rlock__call(rlock_client *c, const rlock__script *script,
                 rlock__reply_kind kind, int numkeys, int argc,
                 const char *const *argv, int64_t *value, bool *nil);

@@ -482,11 +482,7 @@ static int release(rlock *l, const char *owner, int64_t lease_ms)
     }
     if (rc == 0 && value != RLOCK__UNLOCK_NOT_HELD) {
         const char *del[] = {"DEL", latch};
-        rlock__req *r = rlock__req_new(c, NULL, RLOCK__REPLY_IGNORE, 0, 2, del);
-        if (r != NULL) {
-            rlock__req_send(r);
-            rlock__req_unref(r);
-        }
+        rlock__send_ignored(c, NULL, 0, 2, del);
     }
     free(latch);
     return rc == 0 ? (int)value : rc;
