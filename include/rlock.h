@@ -27,6 +27,7 @@
 #ifndef RLOCK_H
 #define RLOCK_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -73,6 +74,7 @@ RLOCK_API const char *rlock_version_string(void);
 #define RLOCK_ECLOSED (-110)   /* the client is being freed */
 #define RLOCK_EFORKED (-111)   /* client inherited across fork() */
 #define RLOCK_ESERVER (-112)   /* Redis answered with an error reply */
+#define RLOCK_ECANCELED (-113) /* an async acquire was cancelled */
 
 /* Returns a one-line English description of err (any value).
  * Ownership: static storage. Thread-safety: any thread. */
@@ -128,6 +130,36 @@ RLOCK_API int rlock_config_set_retry_interval(rlock_config *cfg, int64_t ms);
 RLOCK_API int rlock_config_set_recheck_interval(rlock_config *cfg, int64_t ms);
 RLOCK_API int rlock_config_set_connections(rlock_config *cfg, int n);
 
+/* Server settings, for rlock_client_connect_with(out, NULL, cfg):
+ *   server      a URI as rlock_client_connect() takes it
+ *   credentials user (may be NULL) and password (NULL: none); they take
+ *               precedence over any in the URI
+ *   database    [0, 2^31), takes precedence over the URI's /db
+ *   client_name sent as CLIENT SETNAME on every connection (NULL: none)
+ * Strings are copied. Return 0, RLOCK_EINVAL or RLOCK_ENOMEM.
+ * Thread-safety: as rlock_config_new(). */
+RLOCK_API int rlock_config_set_server(rlock_config *cfg, const char *uri);
+RLOCK_API int rlock_config_set_credentials(rlock_config *cfg,
+                                           const char *user,
+                                           const char *password);
+RLOCK_API int rlock_config_set_database(rlock_config *cfg, int db);
+RLOCK_API int rlock_config_set_client_name(rlock_config *cfg,
+                                           const char *name);
+
+/* Reads a Redisson JSON config file (the format of Config.fromJSON):
+ * singleServerConfig's address, username, password, database,
+ * connectTimeout, timeout, retryAttempts, retryInterval, clientName,
+ * connectionPoolSize, subscriptionsPerConnection and the top-level
+ * lockWatchdogTimeout. See the README for what each key does here.
+ * Anything malformed or unsupported is rejected, and errbuf (if not NULL)
+ * receives a message naming the file, the line and the key.
+ * Returns 0, RLOCK_EINVAL (bad file or argument; see errbuf), RLOCK_ECONN
+ * never, RLOCK_ENOMEM. On failure *out is NULL.
+ * Ownership: the caller frees *out with rlock_config_free().
+ * Thread-safety: any thread. */
+RLOCK_API int rlock_config_load_file(rlock_config **out, const char *path,
+                                     char *errbuf, size_t errlen);
+
 /* ------------------------------------------------------------------------ */
 /* Client                                                                   */
 /* ------------------------------------------------------------------------ */
@@ -152,9 +184,15 @@ typedef struct rlock_client rlock_client;
 RLOCK_API int rlock_client_connect(rlock_client **out, const char *uri);
 
 /* As rlock_client_connect(), with settings from cfg (NULL: defaults).
+ * uri may be NULL when cfg names the server (rlock_config_set_server()).
  * cfg is copied; the caller keeps ownership of it. */
 RLOCK_API int rlock_client_connect_with(rlock_client **out, const char *uri,
                                         const rlock_config *cfg);
+
+/* Connects with the settings of a Redisson JSON config file (see
+ * rlock_config_load_file()); errors as both functions. */
+RLOCK_API int rlock_client_connect_config(rlock_client **out,
+                                          const char *path);
 
 /* Releases every lock this client still holds (deleting each one and
  * publishing its unlock message, as a final unlock does), waits for pending
@@ -284,6 +322,99 @@ RLOCK_API int rlock_hold_count(rlock *l);
  * is not locked, or an error (below -100).
  * Redisson: RLock.remainTimeToLive(). */
 RLOCK_API int64_t rlock_remaining_ttl(rlock *l);
+
+/* ------------------------------------------------------------------------ */
+/* Lost locks                                                               */
+/* ------------------------------------------------------------------------ */
+
+/* Why a hold was lost (the reason argument of rlock_lost_cb). */
+#define RLOCK_LOST_GONE 1     /* the lock or our field vanished (expired,
+                                 deleted, force-unlocked) */
+#define RLOCK_LOST_TAKEN 2    /* someone else holds the lock now */
+#define RLOCK_LOST_EXPIRED 3  /* renewals failed for a whole lease: it must
+                                 have run out (judged on CLOCK_MONOTONIC) */
+#define RLOCK_LOST_ABANDONED 4 /* the owning thread exited holding it: the
+                                 watchdog stops renewing it and the lease
+                                 runs out */
+
+/* Called once per hold found lost, with the lock's name (valid during the
+ * call only), the owner (thread id or async owner id) and RLOCK_LOST_*.
+ * By then rlock_is_held_by_me() already says 0 and the owner's unlock
+ * answers RLOCK_ELOST. */
+typedef void (*rlock_lost_cb)(const char *name, uint64_t owner, int reason,
+                              void *arg);
+
+/* Sets (cb NULL: clears) the client-wide lost-lock callback. Callbacks run
+ * on the client's notifier thread, never the I/O thread, so a slow callback
+ * never delays renewals; they may call rlock functions (not
+ * rlock_client_free()). Returns 0 or RLOCK_EINVAL/EFORKED/ECLOSED.
+ * Thread-safety: any thread. */
+RLOCK_API int rlock_client_on_lost(rlock_client *c, rlock_lost_cb cb,
+                                   void *arg);
+
+/* Sets (cb NULL: clears) the lost-lock callback of one lock name within
+ * the client (shared by every handle to that name). It runs before the
+ * client-wide one, on the same thread. It is kept while a handle to the
+ * name or a hold on it exists. Returns 0 or an error as above. */
+RLOCK_API int rlock_on_lost(rlock *l, rlock_lost_cb cb, void *arg);
+
+/* ------------------------------------------------------------------------ */
+/* Asynchronous API (libev)                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* An event-loop server's lock belongs to a request, not a thread: these
+ * calls take an explicit 64-bit owner id, which rlock writes where the
+ * blocking API writes the thread id ("<uuid>:<owner>"), as Redisson's
+ * lockAsync(threadId) does. Waiting costs no thread: it is driven by the
+ * unlock channel on the client's I/O thread. The blocking API keeps working
+ * beside it on the same client. */
+
+struct ev_loop;
+
+/* Returns a fresh owner id, never equal to a thread id rlock gave or will
+ * give, nor to another fresh owner id of this process.
+ * Thread-safety: any thread. */
+RLOCK_API uint64_t rlock_owner_new(void);
+
+/* Completion of an async call: status is 0 or an RLOCK_E* code (for an
+ * acquire: RLOCK_ETIMEDOUT when the wait budget ran out, RLOCK_ECANCELED
+ * when cancelled). l is the handle the call was made on. */
+typedef void (*rlock_done_cb)(rlock *l, uint64_t owner, int status,
+                              void *arg);
+
+/* Makes completions run on loop (a libev loop the caller runs), or, with
+ * loop NULL, on the client's I/O thread (where they must not block).
+ * Call it from the loop's thread (or before that loop runs), before any
+ * async call that should complete there; the loop must outlive the
+ * attachment: detach (NULL) before destroying it. Returns 0, RLOCK_EINVAL,
+ * RLOCK_ENOMEM, RLOCK_EFORKED or RLOCK_ECLOSED. */
+RLOCK_API int rlock_client_attach_loop(rlock_client *c, struct ev_loop *loop);
+
+/* Starts acquiring l for owner, with wait_ms and lease_ms as
+ * rlock_trylock() takes them; cb runs exactly once when it is done.
+ * Returns 0 (cb will run) or, without calling cb, RLOCK_EINVAL,
+ * RLOCK_ENOMEM, RLOCK_EFORKED, RLOCK_ECLOSED.
+ * Thread-safety: any thread. */
+RLOCK_API int rlock_lock_async(rlock *l, uint64_t owner, int64_t wait_ms,
+                               int64_t lease_ms, rlock_done_cb cb,
+                               void *arg);
+
+/* Releases one hold of owner; cb runs once with 0, RLOCK_ENOTOWNER,
+ * RLOCK_ELOST or a connection error, as rlock_unlock() returns them.
+ * Returns 0 (cb will run) or an error (it will not). */
+RLOCK_API int rlock_unlock_async(rlock *l, uint64_t owner, rlock_done_cb cb,
+                                 void *arg);
+
+/* Cancels owner's pending acquires of l: their callbacks run with
+ * RLOCK_ECANCELED, and a hold an in-flight attempt took is given back, so
+ * nothing stays held and no subscription stays behind. An acquire that
+ * completed before the cancel reached the I/O thread is not undone (its
+ * callback reports 0). Returns 0 or an error. Thread-safety: any thread. */
+RLOCK_API int rlock_cancel(rlock *l, uint64_t owner);
+
+/* Returns owner's hold count of l as this client remembers it (0 when not
+ * held or found lost); no Redis traffic. */
+RLOCK_API int rlock_owner_hold_count(rlock *l, uint64_t owner);
 
 #ifdef __cplusplus
 }

@@ -17,7 +17,8 @@
     X(RLOCK_EDEADLK, "blocking call from an rlock callback")                  \
     X(RLOCK_ECLOSED, "the client is shutting down")                           \
     X(RLOCK_EFORKED, "the client belongs to the parent process")              \
-    X(RLOCK_ESERVER, "Redis answered with an error")
+    X(RLOCK_ESERVER, "Redis answered with an error")                          \
+    X(RLOCK_ECANCELED, "the asynchronous call was cancelled")
 
 /* Returns the description of err, or a generic sentence for unknown codes. */
 const char *rlock_strerror(int err)
