@@ -154,6 +154,8 @@ static void destroy(rlock_client *c)
     rlock__watchdog_free(c->watchdog);
     rlock__pubsub_free(c->pubsub);
     rlock__loop_free(c->loop);
+    rlock__notifier_free(c->notifier);
+    rlock__threads_destroy(c);
     free(c->conns);
     if (c->entries.buckets != NULL) {
         rlock__entries_sweep(c);
@@ -193,7 +195,11 @@ int rlock_client_connect_with(rlock_client **out, const char *uri,
     if (rc == 0)
         rc = rlock__map_init(&c->entries);
     if (rc == 0)
+        rc = rlock__threads_init(c);
+    if (rc == 0)
         rc = check_server(c);
+    if (rc == 0)
+        rc = rlock__notifier_new(&c->notifier);
     if (rc == 0)
         rc = rlock__loop_start(&c->loop, on_loop_stop, c);
     if (rc == 0) {
@@ -297,7 +303,8 @@ void rlock_client_free(rlock_client *c)
         return;
     if (getpid() != c->pid)
         return; /* the parent's I/O thread does not exist here */
-    if (rlock__loop_on_thread(c->loop))
+    if (rlock__loop_on_thread(c->loop) ||
+        rlock__notifier_on_thread(c->notifier))
         return; /* documented misuse: freeing from a callback */
     release_everything(c);
     destroy(c);

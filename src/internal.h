@@ -12,6 +12,8 @@
  *   entry->mu           an entry's holders, waiter count, permits, flags
  *   req->mu             one request's completion
  *   loop->mu            the submit queue
+ *   client->threads_mu  registered owner threads (thread_exit.c)
+ *   notifier->mu        the lost-lock event queue (notify.c)
  * No lock is held across a Redis round trip.
  */
 #ifndef RLOCK_INTERNAL_H
@@ -91,6 +93,13 @@ enum {
     RLOCK__UNLOCK_STILL_HELD = 0,
     RLOCK__UNLOCK_RELEASED = 1,
     RLOCK__UNLOCK_NOT_HELD = 2,
+};
+
+/* What a lock_renew reply says about each key. */
+enum {
+    RLOCK__RENEW_GONE = 0,    /* the lock is not there */
+    RLOCK__RENEW_RENEWED = 1, /* our field is there: lease reset */
+    RLOCK__RENEW_TAKEN = 2,   /* held, but not by us */
 };
 
 int rlock__reply_error_code(const struct redisReply *r);
@@ -245,6 +254,8 @@ typedef struct rlock__entry {
     int permits;     /* unlock messages not yet consumed */
     bool subscribed; /* the channel subscription is confirmed */
     bool joined;     /* I/O thread: counted in its channel */
+    rlock_lost_cb lost_cb; /* rlock_on_lost() */
+    void *lost_arg;
 } rlock__entry;
 
 rlock__entry *rlock__entry_get(rlock_client *c, const char *name);
@@ -273,6 +284,25 @@ void rlock__watchdog_start(rlock__watchdog *wd);
 void rlock__watchdog_shutdown(rlock__watchdog *wd);
 void rlock__watchdog_free(rlock__watchdog *wd);
 
+/* --------------------------------------------------------------- notify.c */
+
+typedef struct rlock__notifier rlock__notifier;
+
+int rlock__notifier_new(rlock__notifier **out);
+void rlock__notifier_free(rlock__notifier *n);
+bool rlock__notifier_on_thread(const rlock__notifier *n);
+void rlock__notifier_set_client_cb(rlock__notifier *n, rlock_lost_cb cb,
+                                   void *arg);
+void rlock__hold_lost(rlock__entry *e, rlock__holder *h, int reason);
+
+/* ---------------------------------------------------------- thread_exit.c */
+
+typedef struct rlock__thread_rec rlock__thread_rec;
+
+int rlock__threads_init(rlock_client *c);
+void rlock__threads_destroy(rlock_client *c);
+int rlock__thread_watch(rlock_client *c);
+
 /* --------------------------------------------------------------- client.c */
 
 struct rlock_client {
@@ -287,6 +317,12 @@ struct rlock_client {
     unsigned next_conn; /* I/O thread: round robin */
     rlock__pubsub *pubsub;
     rlock__watchdog *watchdog;
+
+    rlock__notifier *notifier;
+    pthread_key_t thread_key; /* owner threads' exits (thread_exit.c) */
+    bool thread_key_made;
+    pthread_mutex_t threads_mu;
+    rlock__thread_rec *threads;
 
     pthread_mutex_t entries_mu;
     rlock__map entries; /* name -> rlock__entry */

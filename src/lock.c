@@ -212,7 +212,7 @@ static void mark_lost(rlock__entry *e, uint64_t tid, uint64_t epoch)
     pthread_mutex_lock(&e->mu);
     rlock__holder *h = rlock__entry_find_holder(e, tid);
     if (h != NULL && h->epoch == epoch)
-        h->lost = true;
+        rlock__hold_lost(e, h, RLOCK_LOST_GONE);
     pthread_mutex_unlock(&e->mu);
 }
 
@@ -264,6 +264,18 @@ void rlock_free(rlock *l)
 const char *rlock_name(const rlock *l)
 {
     return l ? l->entry->name : NULL;
+}
+
+int rlock_on_lost(rlock *l, rlock_lost_cb cb, void *arg)
+{
+    int rc = check_handle(l);
+    if (rc != 0)
+        return rc;
+    pthread_mutex_lock(&l->entry->mu);
+    l->entry->lost_cb = cb;
+    l->entry->lost_arg = cb != NULL ? arg : NULL;
+    pthread_mutex_unlock(&l->entry->mu);
+    return RLOCK_OK;
 }
 
 /* --------------------------------------------------------------- acquire */
@@ -413,6 +425,9 @@ int rlock_trylock(rlock *l, int64_t wait_ms, int64_t lease_ms)
         return RLOCK_EDEADLK;
     rlock_client *c = l->client;
     rlock__entry *e = l->entry;
+    rc = rlock__thread_watch(c); /* so that its exit is seen */
+    if (rc != 0)
+        return rc;
     int64_t now = rlock__now_ms(), ttl = -1;
     int64_t deadline =
         wait_ms == RLOCK_WAIT_FOREVER || wait_ms > INT64_MAX - now
@@ -550,7 +565,7 @@ int rlock_force_unlock(rlock *l)
     /* every local hold is void now: their unlocks answer RLOCK_ELOST */
     pthread_mutex_lock(&l->entry->mu);
     for (rlock__holder *h = l->entry->holders; h != NULL; h = h->next)
-        h->lost = true;
+        rlock__hold_lost(l->entry, h, RLOCK_LOST_GONE);
     pthread_mutex_unlock(&l->entry->mu);
     return RLOCK_OK;
 }

@@ -107,8 +107,8 @@ int rlock__reply_integer(const struct redisReply *r, int64_t *out)
     return RLOCK_EPROTO;
 }
 
-/* Decodes a batched renewal reply of n integers into renewed[0..n).
- * Returns 0 or a negative code. */
+/* Decodes a batched renewal reply of n integers into renewed[0..n), each
+ * an RLOCK__RENEW_* value. Returns 0 or a negative code. */
 int rlock__reply_renew(const struct redisReply *r, size_t n,
                        unsigned char *renewed)
 {
@@ -120,7 +120,7 @@ int rlock__reply_renew(const struct redisReply *r, size_t n,
     for (size_t i = 0; i < n; i++) {
         const struct redisReply *e = r->element[i];
         if (e->type != REDIS_REPLY_INTEGER ||
-            (e->integer != 0 && e->integer != 1))
+            e->integer < RLOCK__RENEW_GONE || e->integer > RLOCK__RENEW_TAKEN)
             return RLOCK_EPROTO;
         renewed[i] = (unsigned char)e->integer;
     }

@@ -9,7 +9,8 @@
  * not 10,000 round trips. No thread blocks on a renewal.
  *
  * A renewal that finds the owner's field gone marks the hold lost, so its
- * owner's unlock answers RLOCK_ELOST and rlock_is_held_by_me() says 0. A
+ * owner's unlock answers RLOCK_ELOST and rlock_is_held_by_me() says 0, and
+ * the lost-lock callbacks run (notify.c). A
  * renewal that fails (Redis down or slow) is simply tried again next tick;
  * but once a whole timeout has passed since the lease was last known to be
  * set, the lease must have run out and the hold is marked lost too. That is
@@ -114,7 +115,8 @@ static void gather_entry(const char *key, void *value, void *arg)
             continue;
         if (g->now_ms - h->renewed_at_ms >=
             g->client->cfg.watchdog_timeout_ms) {
-            h->lost = true; /* renewals failed for a whole lease */
+            /* renewals failed for a whole lease */
+            rlock__hold_lost(e, h, RLOCK_LOST_EXPIRED);
             continue;
         }
         if (g->n == g->cap) {
@@ -144,10 +146,13 @@ static void on_renewed(rlock__req *r)
         pthread_mutex_lock(&e->mu);
         rlock__holder *h = rlock__entry_find_holder(e, rn->tid);
         if (r->status == 0 && h != NULL && h->epoch == rn->epoch && !h->lost) {
-            if (r->renewed[i])
+            if (r->renewed[i] == RLOCK__RENEW_RENEWED)
                 h->renewed_at_ms = b->sent_at_ms;
             else
-                h->lost = true; /* gone, or someone else's now */
+                rlock__hold_lost(e, h,
+                                 r->renewed[i] == RLOCK__RENEW_TAKEN
+                                     ? RLOCK_LOST_TAKEN
+                                     : RLOCK_LOST_GONE);
         }
         pthread_mutex_unlock(&e->mu);
         rlock__entry_unref(e);

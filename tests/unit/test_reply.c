@@ -604,9 +604,20 @@ static void test_renew_longer_array_is_eproto(void **state)
     free_reply(r);
 }
 
-static void test_renew_value_two_is_eproto(void **state)
+static void test_renew_value_two_means_taken(void **state)
 {
     redisReply *r = mk_array(2, mk_int(1), mk_int(2));
+    unsigned char renewed[2] = {0};
+
+    (void)state;
+    assert_int_equal(rlock__reply_renew(r, 2, renewed), RLOCK_OK);
+    assert_int_equal(renewed[1], RLOCK__RENEW_TAKEN);
+    free_reply(r);
+}
+
+static void test_renew_value_three_is_eproto(void **state)
+{
+    redisReply *r = mk_array(2, mk_int(1), mk_int(3));
     unsigned char renewed[2] = {0};
 
     (void)state;
@@ -737,7 +748,8 @@ int main(void)
         cmocka_unit_test(test_renew_empty_array_for_zero_keys),
         cmocka_unit_test(test_renew_shorter_array_is_eproto),
         cmocka_unit_test(test_renew_longer_array_is_eproto),
-        cmocka_unit_test(test_renew_value_two_is_eproto),
+        cmocka_unit_test(test_renew_value_two_means_taken),
+        cmocka_unit_test(test_renew_value_three_is_eproto),
         cmocka_unit_test(test_renew_negative_value_is_eproto),
         cmocka_unit_test(test_renew_string_element_is_eproto),
         cmocka_unit_test(test_renew_nil_element_is_eproto),
