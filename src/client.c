@@ -105,6 +105,10 @@ static int check_server(rlock_client *c)
         const char *argv[2] = {"SELECT", db};
         rc = expect_ok(ctx, 2, argv, NULL, RLOCK_EAUTH, 0);
     }
+    if (rc == 0 && c->cfg.client_name != NULL) {
+        const char *argv[3] = {"CLIENT", "SETNAME", c->cfg.client_name};
+        rc = expect_ok(ctx, 3, argv, NULL, RLOCK_ESERVER, 0);
+    }
     if (rc == 0) {
         const char *argv[1] = {"PING"};
         rc = expect_ok(ctx, 1, argv, NULL, RLOCK_EPROTO, REDIS_REPLY_STATUS);
@@ -137,6 +141,7 @@ static void on_loop_stop(void *arg)
 {
     rlock_client *c = arg;
     /* any of these may be missing when connecting failed half-way */
+    rlock__async_shutdown(c);
     if (c->watchdog != NULL)
         rlock__watchdog_shutdown(c->watchdog);
     if (c->pubsub != NULL)
@@ -156,6 +161,8 @@ static void destroy(rlock_client *c)
     rlock__loop_free(c->loop);
     rlock__notifier_free(c->notifier);
     rlock__threads_destroy(c);
+    rlock__async_client_free(c);
+    pthread_mutex_destroy(&c->done_mu);
     free(c->conns);
     if (c->entries.buckets != NULL) {
         rlock__entries_sweep(c);
@@ -164,6 +171,7 @@ static void destroy(rlock_client *c)
     pthread_mutex_destroy(&c->entries_mu);
     pthread_condattr_destroy(&c->condattr);
     rlock__uri_clear(&c->uri);
+    rlock__config_clear(&c->cfg);
     free(c);
 }
 
@@ -172,16 +180,20 @@ int rlock_client_connect_with(rlock_client **out, const char *uri,
 {
     if (out != NULL)
         *out = NULL;
+    if (uri == NULL && cfg != NULL)
+        uri = cfg->server; /* rlock_config_set_server() */
     if (out == NULL || uri == NULL)
         return RLOCK_EINVAL;
     rlock_client *c = calloc(1, sizeof(*c));
     if (c == NULL)
         return RLOCK_ENOMEM;
+    int copied = RLOCK_OK;
     if (cfg != NULL)
-        c->cfg = *cfg;
+        copied = rlock__config_copy(&c->cfg, cfg); /* owns its strings */
     else
         rlock__config_defaults(&c->cfg);
     pthread_mutex_init(&c->entries_mu, NULL);
+    pthread_mutex_init(&c->done_mu, NULL);
     pthread_condattr_init(&c->condattr);
     pthread_condattr_setclock(&c->condattr, CLOCK_MONOTONIC);
     atomic_init(&c->next_epoch, 1);
@@ -189,7 +201,11 @@ int rlock_client_connect_with(rlock_client **out, const char *uri,
     c->pid = getpid();
     c->latch_ms = rlock__config_latch_ms(&c->cfg);
 
-    int rc = rlock__uri_parse(uri, &c->uri);
+    int rc = copied;
+    if (rc == 0)
+        rc = rlock__uri_parse(uri, &c->uri);
+    if (rc == 0) /* the config's credentials and database win */
+        rc = rlock__config_apply_uri(&c->cfg, &c->uri);
     if (rc == 0)
         rc = rlock__uuid4(c->id);
     if (rc == 0)

@@ -91,7 +91,7 @@ void rlock__req_unref(rlock__req *r)
 
 /* Gives back a hold that an abandoned acquire took (see the file comment):
  * the release script with a fresh latch, its reply ignored. */
-static void give_back(rlock__req *acq)
+void rlock__req_give_back(rlock__req *acq)
 {
     rlock_client *c = acq->client;
     const char *name = acq->argv[0], *lease = acq->argv[1];
@@ -129,7 +129,7 @@ static void complete(rlock__req *r, int status)
     pthread_mutex_unlock(&r->mu);
     if (abandoned && r->kind == RLOCK__REPLY_ACQUIRE && r->status == 0 &&
         r->nil)
-        give_back(r);
+        rlock__req_give_back(r);
     rlock__req_unref(r);
 }
 

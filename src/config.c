@@ -1,10 +1,14 @@
 /*
  * config.c: the client's settings with Redisson's defaults, and validation.
- * A config is plain data: the client copies it at connect time.
+ * A config is plain data plus a few owned strings (server, credentials,
+ * client name): the client deep-copies it at connect time
+ * (rlock__config_copy), so the caller may free its own right away.
+ * Reading Redisson's JSON files is config_file.c's job.
  */
 #include "internal.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #define RLOCK__MS_MAX ((int64_t)INT32_MAX)
 
@@ -18,6 +22,85 @@ void rlock__config_defaults(rlock_config *cfg)
     cfg->retry_interval_ms = 1500;
     cfg->recheck_interval_ms = 2000;
     cfg->connections = 2;
+    cfg->server = NULL;
+    cfg->user = NULL;
+    cfg->password = NULL;
+    cfg->credentials_set = false;
+    cfg->database = 0;
+    cfg->database_set = false;
+    cfg->client_name = NULL;
+}
+
+/* Frees a string that may hold a secret, wiping it first. */
+static void free_secret(char *s)
+{
+    if (s != NULL) {
+        explicit_bzero(s, strlen(s));
+        free(s);
+    }
+}
+
+/* Frees the strings cfg owns and sets them to NULL; the numbers stay. */
+void rlock__config_clear(rlock_config *cfg)
+{
+    free(cfg->server);
+    free(cfg->user);
+    free_secret(cfg->password);
+    free(cfg->client_name);
+    cfg->server = NULL;
+    cfg->user = NULL;
+    cfg->password = NULL;
+    cfg->client_name = NULL;
+    cfg->credentials_set = false;
+    cfg->database_set = false;
+}
+
+/* Copies s into *out (NULL stays NULL); returns 0 or RLOCK_ENOMEM. */
+static int copy_string(char **out, const char *s)
+{
+    *out = NULL;
+    if (s == NULL)
+        return RLOCK_OK;
+    *out = strdup(s);
+    return *out != NULL ? RLOCK_OK : RLOCK_ENOMEM;
+}
+
+/* Makes dst a deep copy of src (dst's previous contents are not freed).
+ * Returns 0 or RLOCK_ENOMEM, in which case dst owns nothing. */
+int rlock__config_copy(rlock_config *dst, const rlock_config *src)
+{
+    *dst = *src;
+    dst->server = dst->user = dst->password = dst->client_name = NULL;
+    if (copy_string(&dst->server, src->server) != 0 ||
+        copy_string(&dst->user, src->user) != 0 ||
+        copy_string(&dst->password, src->password) != 0 ||
+        copy_string(&dst->client_name, src->client_name) != 0) {
+        rlock__config_clear(dst);
+        return RLOCK_ENOMEM;
+    }
+    return RLOCK_OK;
+}
+
+/* Lays cfg's credentials and database, where set, over a parsed URI: they
+ * take precedence over the URI's own (rlock_config_set_credentials()).
+ * Returns 0 or RLOCK_ENOMEM (uri is then unchanged). */
+int rlock__config_apply_uri(const rlock_config *cfg, rlock__uri *uri)
+{
+    if (cfg->credentials_set) {
+        char *user = NULL, *password = NULL;
+        if (copy_string(&user, cfg->user) != 0 ||
+            copy_string(&password, cfg->password) != 0) {
+            free(user);
+            return RLOCK_ENOMEM;
+        }
+        free(uri->user);
+        free_secret(uri->password);
+        uri->user = user;
+        uri->password = password;
+    }
+    if (cfg->database_set)
+        uri->db = cfg->database;
+    return RLOCK_OK;
 }
 
 /* Returns the unlock latch lifetime: long enough to outlive every retry of
@@ -33,7 +116,7 @@ int rlock_config_new(rlock_config **out)
 {
     if (out == NULL)
         return RLOCK_EINVAL;
-    *out = malloc(sizeof(**out));
+    *out = calloc(1, sizeof(**out));
     if (*out == NULL)
         return RLOCK_ENOMEM;
     rlock__config_defaults(*out);
@@ -42,6 +125,9 @@ int rlock_config_new(rlock_config **out)
 
 void rlock_config_free(rlock_config *cfg)
 {
+    if (cfg == NULL)
+        return;
+    rlock__config_clear(cfg);
     free(cfg);
 }
 
@@ -93,4 +179,77 @@ int rlock_config_set_connections(rlock_config *cfg, int n)
         return RLOCK_EINVAL;
     cfg->connections = n;
     return RLOCK_OK;
+}
+
+/* True when s is a string Redis accepts as it is in a command argument
+ * that must not be empty, such as a client name: printable ASCII with no
+ * spaces (Redis refuses others in CLIENT SETNAME). */
+static bool is_token(const char *s)
+{
+    if (s == NULL || *s == '\0')
+        return false;
+    for (; *s; s++)
+        if ((unsigned char)*s <= ' ' || (unsigned char)*s >= 0x7f)
+            return false;
+    return true;
+}
+
+/* Replaces *field with a copy of s; returns 0 or RLOCK_ENOMEM (then the
+ * field is unchanged). */
+static int replace_string(char **field, const char *s)
+{
+    char *copy = NULL;
+    if (copy_string(&copy, s) != 0)
+        return RLOCK_ENOMEM;
+    free(*field);
+    *field = copy;
+    return RLOCK_OK;
+}
+
+int rlock_config_set_server(rlock_config *cfg, const char *uri)
+{
+    rlock__uri parsed;
+    if (cfg == NULL || uri == NULL)
+        return RLOCK_EINVAL;
+    int rc = rlock__uri_parse(uri, &parsed); /* refuse a bad URI now */
+    if (rc != 0)
+        return rc;
+    rlock__uri_clear(&parsed);
+    return replace_string(&cfg->server, uri);
+}
+
+int rlock_config_set_credentials(rlock_config *cfg, const char *user,
+                                 const char *password)
+{
+    if (cfg == NULL || (user != NULL && password == NULL) ||
+        (user != NULL && *user == '\0') ||
+        (password != NULL && *password == '\0'))
+        return RLOCK_EINVAL;
+    char *u = NULL, *p = NULL;
+    if (copy_string(&u, user) != 0 || copy_string(&p, password) != 0) {
+        free(u);
+        return RLOCK_ENOMEM;
+    }
+    free(cfg->user);
+    free_secret(cfg->password);
+    cfg->user = u;
+    cfg->password = p;
+    cfg->credentials_set = true;
+    return RLOCK_OK;
+}
+
+int rlock_config_set_database(rlock_config *cfg, int db)
+{
+    if (cfg == NULL || db < 0)
+        return RLOCK_EINVAL;
+    cfg->database = db;
+    cfg->database_set = true;
+    return RLOCK_OK;
+}
+
+int rlock_config_set_client_name(rlock_config *cfg, const char *name)
+{
+    if (cfg == NULL || (name != NULL && !is_token(name)))
+        return RLOCK_EINVAL;
+    return replace_string(&cfg->client_name, name);
 }

@@ -56,6 +56,10 @@ char *rlock__latch_name(const char *name, const char *request_id);
 
 /* ------------------------------------------------------------------ uri.c */
 
+/* The longest lease accepted: far beyond any real use, and far from the
+ * overflow Redis checks for in PEXPIRE. */
+#define RLOCK__LEASE_MAX ((int64_t)1 << 50)
+
 typedef struct rlock__uri {
     char *host; /* NULL for a unix socket */
     int port;
@@ -120,10 +124,22 @@ struct rlock_config {
     int64_t retry_interval_ms;
     int64_t recheck_interval_ms;
     int connections;
+
+    /* server settings; every string is owned (NULL: not set) */
+    char *server;         /* URI used when connect gets none */
+    char *user;           /* with credentials_set: NULL = no user */
+    char *password;       /* with credentials_set: NULL = no AUTH */
+    bool credentials_set; /* user/password replace the URI's */
+    int database;
+    bool database_set; /* database replaces the URI's /db */
+    char *client_name; /* CLIENT SETNAME on every connection */
 };
 
 void rlock__config_defaults(rlock_config *cfg);
 int64_t rlock__config_latch_ms(const rlock_config *cfg);
+int rlock__config_copy(rlock_config *dst, const rlock_config *src);
+void rlock__config_clear(rlock_config *cfg);
+int rlock__config_apply_uri(const rlock_config *cfg, rlock__uri *uri);
 
 /* --------------------------------------------------------------- ioloop.c */
 
@@ -224,6 +240,7 @@ int rlock__call(rlock_client *c, const rlock__script *script,
                 rlock__reply_kind kind, int numkeys, int argc,
                 const char *const *argv, int64_t *value, bool *nil);
 void rlock__req_dispatch(rlock__req *r);
+void rlock__req_give_back(rlock__req *acq);
 
 /* ---------------------------------------------------------------- entry */
 
@@ -256,9 +273,23 @@ typedef struct rlock__entry {
     bool joined;     /* I/O thread: counted in its channel */
     rlock_lost_cb lost_cb; /* rlock_on_lost() */
     void *lost_arg;
+    int async_waiters;     /* async acquires waiting (async.c) */
+    bool wake_async_next;  /* whose turn the next "0" message is */
+    struct rlock__aop *async_ops; /* I/O thread: pending async calls */
 } rlock__entry;
 
+/* A handle: one user's view of an entry. */
+struct rlock {
+    rlock_client *client;
+    rlock__entry *entry;
+};
+
 rlock__entry *rlock__entry_get(rlock_client *c, const char *name);
+int rlock__entry_add_hold(rlock__entry *e, uint64_t tid, int64_t lease_ms);
+int rlock__release_begin(rlock__entry *e, uint64_t tid, uint64_t *epoch,
+                         int64_t *lease_ms);
+int rlock__release_settle(rlock__entry *e, uint64_t tid, uint64_t epoch,
+                          int rc);
 void rlock__entry_ref(rlock__entry *e);
 void rlock__entry_unref(rlock__entry *e);
 rlock__holder *rlock__entry_find_holder(rlock__entry *e, uint64_t tid);
@@ -283,6 +314,15 @@ int rlock__watchdog_new(rlock__watchdog **out, rlock_client *c);
 void rlock__watchdog_start(rlock__watchdog *wd);
 void rlock__watchdog_shutdown(rlock__watchdog *wd);
 void rlock__watchdog_free(rlock__watchdog *wd);
+
+/* ---------------------------------------------------------------- async.c */
+
+typedef struct rlock__aop rlock__aop;
+struct rlock__user_loop;
+
+void rlock__async_kick(rlock__entry *e, bool all);
+void rlock__async_shutdown(rlock_client *c);
+void rlock__async_client_free(rlock_client *c);
 
 /* --------------------------------------------------------------- notify.c */
 
@@ -319,6 +359,9 @@ struct rlock_client {
     rlock__watchdog *watchdog;
 
     rlock__notifier *notifier;
+    pthread_mutex_t done_mu; /* async completions for the user loop */
+    struct rlock__user_loop *user_loop;
+    struct done_item *done_head, *done_tail;
     pthread_key_t thread_key; /* owner threads' exits (thread_exit.c) */
     bool thread_key_made;
     pthread_mutex_t threads_mu;

@@ -24,14 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-struct rlock {
-    rlock_client *client;
-    rlock__entry *entry;
-};
 
-/* The longest lease accepted: far beyond any real use, and far from the
- * overflow Redis checks for in PEXPIRE. */
-#define RLOCK__LEASE_MAX ((int64_t)1 << 50)
 /* Redisson's subscriptionTimeout: how long a waiter waits for its channel
  * subscription before carrying on with re-checks alone. */
 #define RLOCK__SUBSCRIBE_WAIT_MS 7500
@@ -162,20 +155,29 @@ void rlock__entry_remove_holder(rlock__entry *e, rlock__holder *h)
     }
 }
 
-/* An unlock message arrived: one more waiter may try (all, for "1"). */
+/* An unlock message arrived: one more waiter may try (all, for "1").
+ * Blocking and async waiters take turns for "0", so neither kind starves
+ * the other while one message still wakes one waiter. I/O thread. */
 void rlock__entry_wake(rlock__entry *e, bool all)
 {
     pthread_mutex_lock(&e->mu);
+    bool to_async = e->async_waiters > 0 &&
+                    (all || e->waiters == 0 || e->wake_async_next);
+    if (!all)
+        e->wake_async_next = !e->wake_async_next;
     if (all)
         e->permits = e->waiters;
-    else if (e->permits < e->waiters)
+    else if (!to_async && e->permits < e->waiters)
         e->permits++;
     pthread_cond_broadcast(&e->cv);
     pthread_mutex_unlock(&e->mu);
+    if (to_async)
+        rlock__async_kick(e, all);
 }
 
-/* Records a successful acquire by thread tid. */
-static int add_hold(rlock__entry *e, uint64_t tid, int64_t lease_ms)
+/* Records a successful acquire by owner tid (a thread or an async owner).
+ * Returns 0 or RLOCK_ENOMEM. */
+int rlock__entry_add_hold(rlock__entry *e, uint64_t tid, int64_t lease_ms)
 {
     rlock_client *c = e->client;
     bool watchdog = lease_ms == RLOCK_LEASE_WATCHDOG;
@@ -353,7 +355,7 @@ static int try_acquire(rlock *l, int64_t lease_ms, int64_t *ttl,
         return rc;
     if (!nil)
         return 0;
-    rc = add_hold(l->entry, tid, lease_ms);
+    rc = rlock__entry_add_hold(l->entry, tid, lease_ms);
     return rc == 0 ? 1 : rc;
 }
 
@@ -503,37 +505,34 @@ static int release(rlock *l, const char *owner, int64_t lease_ms)
     return rc == 0 ? (int)value : rc;
 }
 
-int rlock_unlock(rlock *l)
+/* Looks up owner tid's hold for an unlock: returns 0 with its epoch and
+ * lease, RLOCK_ENOTOWNER, or RLOCK_ELOST (the lost hold is forgotten). */
+int rlock__release_begin(rlock__entry *e, uint64_t tid, uint64_t *epoch,
+                         int64_t *lease_ms)
 {
-    int rc = check_handle(l);
-    if (rc != 0)
-        return rc;
-    if (rlock__loop_on_thread(l->client->loop))
-        return RLOCK_EDEADLK;
-    rlock__entry *e = l->entry;
-    uint64_t tid = rlock__thread_id();
-    char owner[RLOCK__OWNER_MAX];
-
+    int rc = RLOCK_OK;
     pthread_mutex_lock(&e->mu);
     rlock__holder *h = rlock__entry_find_holder(e, tid);
     if (h == NULL) {
-        pthread_mutex_unlock(&e->mu);
-        return RLOCK_ENOTOWNER; /* Redis is not touched */
-    }
-    if (h->lost) {
+        rc = RLOCK_ENOTOWNER; /* Redis is not touched */
+    } else if (h->lost) {
         rlock__entry_remove_holder(e, h);
-        pthread_mutex_unlock(&e->mu);
-        return RLOCK_ELOST;
+        rc = RLOCK_ELOST;
+    } else {
+        *epoch = h->epoch;
+        *lease_ms = h->lease_ms;
     }
-    uint64_t epoch = h->epoch;
-    int64_t lease_ms = h->lease_ms;
     pthread_mutex_unlock(&e->mu);
+    return rc;
+}
 
-    rlock__owner_tag(owner, l->client->id, tid);
-    rc = release(l, owner, lease_ms);
-
+/* Applies a release's outcome rc (RLOCK__UNLOCK_* or a code) to the hold
+ * of owner tid taken at epoch, and returns what unlock reports. */
+int rlock__release_settle(rlock__entry *e, uint64_t tid, uint64_t epoch,
+                          int rc)
+{
     pthread_mutex_lock(&e->mu);
-    h = rlock__entry_find_holder(e, tid);
+    rlock__holder *h = rlock__entry_find_holder(e, tid);
     if (h != NULL && h->epoch == epoch) {
         if (rc == RLOCK__UNLOCK_STILL_HELD || rc == RLOCK_ECONN ||
             rc == RLOCK_ETIMEDOUT) {
@@ -550,6 +549,29 @@ int rlock_unlock(rlock *l)
     if (rc == RLOCK__UNLOCK_NOT_HELD)
         return RLOCK_ELOST;
     return rc < 0 ? rc : RLOCK_OK;
+}
+
+int rlock_unlock(rlock *l)
+{
+    int rc = check_handle(l);
+    if (rc != 0)
+        return rc;
+    if (rlock__loop_on_thread(l->client->loop))
+        return RLOCK_EDEADLK;
+    rlock__entry *e = l->entry;
+    uint64_t tid = rlock__thread_id();
+    char owner[RLOCK__OWNER_MAX];
+
+    uint64_t epoch = 0;
+    int64_t lease_ms = 0;
+    rc = rlock__release_begin(e, tid, &epoch, &lease_ms);
+    if (rc != 0)
+        return rc;
+
+    rlock__owner_tag(owner, l->client->id, tid);
+    rc = release(l, owner, lease_ms);
+
+    return rlock__release_settle(e, tid, epoch, rc);
 }
 
 int rlock_force_unlock(rlock *l)

@@ -33,6 +33,13 @@ uint64_t rlock_thread_id(void)
     return rlock__thread_id();
 }
 
+/* Async owners come from the thread ids' counter, so neither can ever
+ * collide with the other. */
+uint64_t rlock_owner_new(void)
+{
+    return atomic_fetch_add(&rlock__next_thread_id, 1);
+}
+
 /* Fills buf with len bytes from the kernel's CSPRNG; returns 0 or
  * RLOCK_EPROTO if the kernel cannot supply them. */
 int rlock__random_bytes(void *buf, size_t len)

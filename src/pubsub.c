@@ -100,6 +100,8 @@ static void set_subscribed(rlock__entry *e, bool subscribed, bool wake_all)
         e->permits = e->waiters;
     pthread_cond_broadcast(&e->cv);
     pthread_mutex_unlock(&e->mu);
+    if (subscribed)
+        rlock__async_kick(e, true); /* closes the gap before subscribing */
 }
 
 static void free_channel(rlock__pubsub *ps, channel *ch)
@@ -230,7 +232,7 @@ static void leave(rlock__pubsub *ps, rlock__entry *e)
 static void sync_membership(rlock__pubsub *ps, rlock__entry *e)
 {
     pthread_mutex_lock(&e->mu);
-    bool wanted = e->waiters > 0;
+    bool wanted = e->waiters + e->async_waiters > 0;
     pthread_mutex_unlock(&e->mu);
     if (wanted && !e->joined) {
         join(ps, e);
