@@ -14,9 +14,11 @@
  * first try and the subscription. A message that arrives while an attempt
  * is in flight is kept (op->permit) so that it is not lost.
  *
- * Hiredis's async API has no reply timeout, so an attempt in flight when
- * the budget runs out is left to finish: if it took the lock, the hold is
- * given back at once (as command.c does for an abandoned blocking acquire).
+ * Hiredis's async API has no reply timeout, so an attempt in flight is
+ * given the budget plus one command timeout, as a blocking call is; then
+ * the acquire ends with RLOCK_ETIMEDOUT, and if the attempt's reply still
+ * says it took the lock, the hold is given back at once (as command.c does
+ * for an abandoned blocking acquire).
  *
  * Completions run on the attached user loop (delivered through an ev_async
  * watcher and a queue) or, with none attached, on the I/O thread.
@@ -89,8 +91,9 @@ static void deliver(rlock_client *c, rlock_done_cb cb, rlock *lock,
             else
                 c->done_head = it;
             c->done_tail = it;
-            pthread_mutex_unlock(&c->done_mu);
+            /* under the mutex: a detach may free ul once it is released */
             ev_async_send(ul->ev, &ul->wake);
+            pthread_mutex_unlock(&c->done_mu);
             return;
         }
         /* out of memory: run it here rather than lose it */
@@ -360,8 +363,8 @@ static void attempt(rlock__aop *op)
 {
     rlock__entry *e = op->entry;
     op->permit = false;
-    if (op->deadline_ms != INT64_MAX)
-        arm(op, op->deadline_ms); /* the budget holds while in flight */
+    if (op->deadline_ms != INT64_MAX) /* the budget holds while in flight */
+        arm(op, op->deadline_ms + op->client->cfg.command_timeout_ms);
     else
         rlock__timer_stop(op->timer);
     if (op->unknown) {
@@ -392,12 +395,15 @@ static void acquire_timer(rlock__aop *op)
 {
     if (op->finished)
         return;
-    if (rlock__now_ms() >= op->deadline_ms) {
-        /* an attempt still in flight is given back if it succeeds */
+    if (op->inflight > 0) {
+        /* the reply is a command timeout late: finish now; if the attempt
+         * still takes the lock, its reply gives it back */
         finish(op, RLOCK_ETIMEDOUT);
         return;
     }
-    if (op->inflight == 0)
+    if (rlock__now_ms() >= op->deadline_ms)
+        finish(op, RLOCK_ETIMEDOUT);
+    else
         attempt(op);
 }
 
