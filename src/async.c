@@ -83,7 +83,7 @@ static void deliver(rlock_client *c, rlock_done_cb cb, rlock *lock,
     pthread_mutex_lock(&c->done_mu);
     struct rlock__user_loop *ul = c->user_loop;
     if (ul != NULL) {
-        done_item *it = calloc(1, sizeof(*it));
+        done_item *it = rlock__calloc(1, sizeof(*it));
         if (it != NULL) {
             *it = (done_item){NULL, cb, lock, owner, status, arg};
             if (c->done_tail != NULL)
@@ -109,7 +109,7 @@ int rlock_client_attach_loop(rlock_client *c, struct ev_loop *loop)
         return rc;
     struct rlock__user_loop *ul = NULL;
     if (loop != NULL) {
-        ul = calloc(1, sizeof(*ul));
+        ul = rlock__calloc(1, sizeof(*ul));
         if (ul == NULL)
             return RLOCK_ENOMEM;
         ul->ev = loop;
@@ -168,6 +168,7 @@ struct rlock__aop {
     bool canceled;
     bool finished;
     /* unlock */
+    rlock__holder *spare; /* acquire: the hold's record, allocated early */
     uint64_t epoch;
     char *latch;
     char request_id[RLOCK__REQUEST_ID_LEN + 1];
@@ -185,6 +186,7 @@ static void op_free(rlock__aop *op)
 {
     rlock__timer_free(op->timer);
     rlock__entry_unref(op->entry);
+    free(op->spare);
     free(op->latch);
     free(op);
 }
@@ -325,8 +327,9 @@ static void on_acquire_reply(rlock__req *r)
         return;
     }
     if (acquired) {
-        finish(op, rlock__entry_add_hold(op->entry, op->owner,
-                                         op->lease_ms));
+        rlock__entry_add_hold(op->entry, op->owner, op->lease_ms, op->spare);
+        op->spare = NULL;
+        finish(op, RLOCK_OK);
         return;
     }
     if (r->status == RLOCK_ECONN) {
@@ -550,7 +553,7 @@ static int op_new(rlock *l, op_kind kind, uint64_t owner, rlock_done_cb cb,
     int rc = rlock__client_check(l->client);
     if (rc != 0)
         return rc;
-    rlock__aop *op = calloc(1, sizeof(*op));
+    rlock__aop *op = rlock__calloc(1, sizeof(*op));
     if (op == NULL)
         return RLOCK_ENOMEM;
     op->kind = kind;
@@ -584,6 +587,11 @@ int rlock_lock_async(rlock *l, uint64_t owner, int64_t wait_ms,
     if (rc != 0)
         return rc;
     op->lease_ms = lease_ms;
+    op->spare = rlock__malloc(sizeof(*op->spare));
+    if (op->spare == NULL) {
+        op_free(op);
+        return RLOCK_ENOMEM;
+    }
     int64_t now = rlock__now_ms();
     if (wait_ms != RLOCK_WAIT_FOREVER && wait_ms <= INT64_MAX - now)
         op->deadline_ms = now + wait_ms;
@@ -648,7 +656,7 @@ int rlock_cancel(rlock *l, uint64_t owner)
     int rc = rlock__client_check(l->client);
     if (rc != 0)
         return rc;
-    cancel_task *ct = calloc(1, sizeof(*ct));
+    cancel_task *ct = rlock__calloc(1, sizeof(*ct));
     if (ct == NULL)
         return RLOCK_ENOMEM;
     ct->task.run = run_cancel;
@@ -687,7 +695,7 @@ void rlock__async_shutdown(rlock_client *c)
     size_t n = 0;
     pthread_mutex_lock(&c->entries_mu);
     rlock__map_foreach(&c->entries, count_ops, &n);
-    rlock__aop **ops = malloc(sizeof(*ops) * (n + 1));
+    rlock__aop **ops = rlock__malloc(sizeof(*ops) * (n + 1));
     rlock__aop **cursor = ops;
     if (ops != NULL)
         rlock__map_foreach(&c->entries, collect_ops, &cursor);

@@ -36,7 +36,7 @@ rlock__req *rlock__req_new(rlock_client *c, const rlock__script *script,
                            rlock__reply_kind kind, int numkeys, int argc,
                            const char *const *argv)
 {
-    rlock__req *r = calloc(1, sizeof(*r));
+    rlock__req *r = rlock__calloc(1, sizeof(*r));
     if (r == NULL)
         return NULL;
     atomic_init(&r->refs, 1);
@@ -47,16 +47,16 @@ rlock__req *rlock__req_new(rlock_client *c, const rlock__script *script,
     r->argc = argc;
     r->conn = -1;
     r->task.run = run_task;
-    r->argv = calloc((size_t)argc + 1, sizeof(*r->argv));
-    r->argvlen = calloc((size_t)argc + 1, sizeof(*r->argvlen));
+    r->argv = rlock__calloc((size_t)argc + 1, sizeof(*r->argv));
+    r->argvlen = rlock__calloc((size_t)argc + 1, sizeof(*r->argvlen));
     if (kind == RLOCK__REPLY_RENEW)
-        r->renewed = calloc((size_t)numkeys + 1, 1);
+        r->renewed = rlock__calloc((size_t)numkeys + 1, 1);
     if (r->argv == NULL || r->argvlen == NULL ||
         (kind == RLOCK__REPLY_RENEW && r->renewed == NULL))
         goto oom;
     for (int i = 0; i < argc; i++) {
         r->argvlen[i] = strlen(argv[i]);
-        r->argv[i] = malloc(r->argvlen[i] + 1);
+        r->argv[i] = rlock__malloc(r->argvlen[i] + 1);
         if (r->argv[i] == NULL)
             goto oom;
         memcpy(r->argv[i], argv[i], r->argvlen[i] + 1);
@@ -194,8 +194,8 @@ static int issue(rlock__req *r, redisAsyncContext *ac)
     char numkeys[16];
     int rc;
     if (n > 16) {
-        argv = malloc(sizeof(*argv) * (size_t)n);
-        lens = malloc(sizeof(*lens) * (size_t)n);
+        argv = rlock__malloc(sizeof(*argv) * (size_t)n);
+        lens = rlock__malloc(sizeof(*lens) * (size_t)n);
         if (argv == NULL || lens == NULL) {
             free(argv);
             free(lens);

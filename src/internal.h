@@ -32,6 +32,14 @@
 struct redisAsyncContext;
 struct redisReply;
 
+/* ---------------------------------------------------------------- alloc.c */
+
+void *rlock__malloc(size_t n);
+void *rlock__calloc(size_t count, size_t n);
+void *rlock__realloc(void *p, size_t n);
+char *rlock__strdup(const char *s);
+void rlock__alloc_fail_after(long n);
+
 /* ---------------------------------------------------------------- owner.c */
 
 /* Redisson's "redisson_lock__channel" and friends: the pieces of names */
@@ -285,7 +293,8 @@ struct rlock {
 };
 
 rlock__entry *rlock__entry_get(rlock_client *c, const char *name);
-int rlock__entry_add_hold(rlock__entry *e, uint64_t tid, int64_t lease_ms);
+void rlock__entry_add_hold(rlock__entry *e, uint64_t tid, int64_t lease_ms,
+                           rlock__holder *spare);
 int rlock__release_begin(rlock__entry *e, uint64_t tid, uint64_t *epoch,
                          int64_t *lease_ms);
 int rlock__release_settle(rlock__entry *e, uint64_t tid, uint64_t epoch,

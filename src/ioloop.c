@@ -84,7 +84,7 @@ static void *thread_main(void *arg)
  * thread when rlock__loop_stop() is called. Returns 0 or RLOCK_ENOMEM. */
 int rlock__loop_start(rlock__loop **out, void (*on_stop)(void *), void *arg)
 {
-    rlock__loop *loop = calloc(1, sizeof(*loop));
+    rlock__loop *loop = rlock__calloc(1, sizeof(*loop));
     if (loop == NULL)
         return RLOCK_ENOMEM;
     loop->ev = ev_loop_new(EVFLAG_AUTO);
@@ -195,7 +195,7 @@ static void on_timer(struct ev_loop *ev, ev_timer *w, int revents)
  * Returns NULL when out of memory. */
 rlock__timer *rlock__timer_new(rlock__loop *loop, void (*fn)(void *), void *arg)
 {
-    rlock__timer *t = calloc(1, sizeof(*t));
+    rlock__timer *t = rlock__calloc(1, sizeof(*t));
     if (t == NULL)
         return NULL;
     t->loop = loop;

@@ -18,7 +18,7 @@ char *rlock__prefixed_name(const char *prefix, const char *name)
 {
     bool tagged = strchr(name, '{') != NULL;
     size_t len = strlen(prefix) + strlen(name) + 4;
-    char *out = malloc(len);
+    char *out = rlock__malloc(len);
     if (out == NULL)
         return NULL;
     snprintf(out, len, tagged ? "%s:%s" : "%s:{%s}", prefix, name);
@@ -38,7 +38,7 @@ char *rlock__latch_name(const char *name, const char *request_id)
     if (prefix == NULL)
         return NULL;
     size_t len = strlen(prefix) + strlen(request_id) + 2;
-    char *out = malloc(len);
+    char *out = rlock__malloc(len);
     if (out != NULL)
         snprintf(out, len, "%s:%s", prefix, request_id);
     free(prefix);

@@ -56,12 +56,12 @@ rlock__entry *rlock__entry_get(rlock_client *c, const char *name)
         pthread_mutex_unlock(&c->entries_mu);
         return e;
     }
-    e = calloc(1, sizeof(*e));
+    e = rlock__calloc(1, sizeof(*e));
     if (e == NULL)
         goto out;
     e->client = c;
     e->refs = 1;
-    e->name = strdup(name);
+    e->name = rlock__strdup(name);
     e->channel = rlock__channel_name(name);
     if (e->name == NULL || e->channel == NULL ||
         rlock__map_put(&c->entries, name, e) != 0) {
@@ -122,7 +122,7 @@ static void sweep_entry(const char *key, void *value, void *arg)
  * user did not free are left alone. */
 void rlock__entries_sweep(rlock_client *c)
 {
-    rlock__entry **idle = malloc(sizeof(*idle) * (c->entries.count + 1));
+    rlock__entry **idle = rlock__malloc(sizeof(*idle) * (c->entries.count + 1));
     rlock__entry **cursor = idle;
     if (idle == NULL)
         return;
@@ -176,8 +176,11 @@ void rlock__entry_wake(rlock__entry *e, bool all)
 }
 
 /* Records a successful acquire by owner tid (a thread or an async owner).
- * Returns 0 or RLOCK_ENOMEM. */
-int rlock__entry_add_hold(rlock__entry *e, uint64_t tid, int64_t lease_ms)
+ * spare is a holder record allocated before the acquire was sent, so that
+ * a lock taken in Redis is never forgotten for want of memory; it is used
+ * or freed here. */
+void rlock__entry_add_hold(rlock__entry *e, uint64_t tid, int64_t lease_ms,
+                           rlock__holder *spare)
 {
     rlock_client *c = e->client;
     bool watchdog = lease_ms == RLOCK_LEASE_WATCHDOG;
@@ -189,11 +192,9 @@ int rlock__entry_add_hold(rlock__entry *e, uint64_t tid, int64_t lease_ms)
         h = NULL;
     }
     if (h == NULL) {
-        h = calloc(1, sizeof(*h));
-        if (h == NULL) {
-            pthread_mutex_unlock(&e->mu);
-            return RLOCK_ENOMEM;
-        }
+        h = spare;
+        spare = NULL;
+        memset(h, 0, sizeof(*h));
         h->tid = tid;
         h->epoch = atomic_fetch_add(&c->next_epoch, 1);
         h->next = e->holders;
@@ -204,7 +205,7 @@ int rlock__entry_add_hold(rlock__entry *e, uint64_t tid, int64_t lease_ms)
     h->watchdog = h->watchdog || watchdog;
     h->renewed_at_ms = rlock__now_ms();
     pthread_mutex_unlock(&e->mu);
-    return RLOCK_OK;
+    free(spare);
 }
 
 /* Marks the calling thread's hold lost if it is still the one with the
@@ -239,7 +240,7 @@ int rlock_get(rlock_client *c, const char *name, rlock **out)
     int rc = rlock__client_check(c);
     if (rc != 0)
         return rc;
-    rlock *l = calloc(1, sizeof(*l));
+    rlock *l = rlock__calloc(1, sizeof(*l));
     if (l == NULL)
         return RLOCK_ENOMEM;
     l->client = c;
@@ -330,6 +331,9 @@ static int try_acquire(rlock *l, int64_t lease_ms, int64_t *ttl,
                              : lease_ms));
     const char *argv[] = {l->entry->name, lease, owner};
     bool unknown = false; /* an attempt may have run: drop it first */
+    rlock__holder *spare = rlock__malloc(sizeof(*spare));
+    if (spare == NULL)
+        return RLOCK_ENOMEM; /* before Redis is touched */
     for (int attempt = 0;; attempt++) {
         if (!unknown) {
             rc = rlock__call(c, &rlock__script_lock_acquire,
@@ -351,12 +355,12 @@ static int try_acquire(rlock *l, int64_t lease_ms, int64_t *ttl,
         }
         sleep_ms(pause);
     }
-    if (rc != 0)
+    if (rc != 0 || !nil) {
+        free(spare);
         return rc;
-    if (!nil)
-        return 0;
-    rc = rlock__entry_add_hold(l->entry, tid, lease_ms);
-    return rc == 0 ? 1 : rc;
+    }
+    rlock__entry_add_hold(l->entry, tid, lease_ms, spare);
+    return 1;
 }
 
 /* Counts the calling thread among e's waiters, joining the channel if it

@@ -30,7 +30,7 @@ int rlock__map_init(rlock__map *m)
 {
     m->nbuckets = 16;
     m->count = 0;
-    m->buckets = calloc(m->nbuckets, sizeof(*m->buckets));
+    m->buckets = rlock__calloc(m->nbuckets, sizeof(*m->buckets));
     return m->buckets ? RLOCK_OK : RLOCK_ENOMEM;
 }
 
@@ -70,7 +70,7 @@ void *rlock__map_get(const rlock__map *m, const char *key)
 static void grow(rlock__map *m)
 {
     size_t nb = m->nbuckets * 2;
-    rlock__map_node **b = calloc(nb, sizeof(*b));
+    rlock__map_node **b = rlock__calloc(nb, sizeof(*b));
     if (b == NULL)
         return; /* a longer chain is slower, not wrong */
     for (size_t i = 0; i < m->nbuckets; i++) {
@@ -98,7 +98,7 @@ int rlock__map_put(rlock__map *m, const char *key, void *value)
         return RLOCK_OK;
     }
     size_t klen = strlen(key);
-    rlock__map_node *n = malloc(sizeof(*n) + klen + 1);
+    rlock__map_node *n = rlock__malloc(sizeof(*n) + klen + 1);
     if (n == NULL)
         return RLOCK_ENOMEM;
     n->next = NULL;

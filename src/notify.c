@@ -65,7 +65,7 @@ static void *notifier_main(void *arg)
 /* Starts the notifier thread of a client. Returns 0 or RLOCK_ENOMEM. */
 int rlock__notifier_new(rlock__notifier **out)
 {
-    rlock__notifier *n = calloc(1, sizeof(*n));
+    rlock__notifier *n = rlock__calloc(1, sizeof(*n));
     if (n == NULL)
         return RLOCK_ENOMEM;
     pthread_mutex_init(&n->mu, NULL);
@@ -128,8 +128,8 @@ void rlock__hold_lost(rlock__entry *e, rlock__holder *h, int reason)
         return;
     h->lost = true;
     rlock__notifier *n = e->client->notifier;
-    lost_event *ev = calloc(1, sizeof(*ev));
-    if (ev == NULL || (ev->name = strdup(e->name)) == NULL) {
+    lost_event *ev = rlock__calloc(1, sizeof(*ev));
+    if (ev == NULL || (ev->name = rlock__strdup(e->name)) == NULL) {
         free(ev); /* the hold is still marked: unlock reports RLOCK_ELOST */
         return;
     }

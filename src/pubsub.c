@@ -74,7 +74,7 @@ static void retry_subscriptions(void *arg);
 /* Makes the subscriber (not yet connected). Returns 0 or RLOCK_ENOMEM. */
 int rlock__pubsub_new(rlock__pubsub **out, rlock_client *c)
 {
-    rlock__pubsub *ps = calloc(1, sizeof(*ps));
+    rlock__pubsub *ps = rlock__calloc(1, sizeof(*ps));
     if (ps == NULL)
         return RLOCK_ENOMEM;
     ps->client = c;
@@ -175,8 +175,8 @@ static void join(rlock__pubsub *ps, rlock__entry *e)
 {
     channel *ch = rlock__map_get(&ps->channels, e->channel);
     if (ch == NULL) {
-        ch = calloc(1, sizeof(*ch));
-        if (ch == NULL || (ch->name = strdup(e->channel)) == NULL ||
+        ch = rlock__calloc(1, sizeof(*ch));
+        if (ch == NULL || (ch->name = rlock__strdup(e->channel)) == NULL ||
             rlock__map_put(&ps->channels, ch->name, ch) != 0) {
             if (ch != NULL)
                 free(ch->name);
@@ -186,7 +186,7 @@ static void join(rlock__pubsub *ps, rlock__entry *e)
     }
     if (ch->nentries == ch->cap) {
         int cap = ch->cap ? ch->cap * 2 : 2;
-        rlock__entry **grown = realloc(ch->entries, sizeof(*grown) * cap);
+        rlock__entry **grown = rlock__realloc(ch->entries, sizeof(*grown) * cap);
         if (grown == NULL) {
             if (ch->nentries == 0)
                 free_channel(ps, ch);
@@ -262,7 +262,7 @@ static void run_membership(rlock__task *t, int status)
 int rlock__pubsub_sync(rlock__entry *e)
 {
     rlock_client *c = e->client;
-    membership_task *mt = calloc(1, sizeof(*mt));
+    membership_task *mt = rlock__calloc(1, sizeof(*mt));
     if (mt == NULL)
         return RLOCK_ENOMEM;
     mt->task.run = run_membership;
@@ -324,7 +324,7 @@ static void collect_channel(const char *key, void *value, void *arg)
 static channel **all_channels(rlock__pubsub *ps, size_t *n)
 {
     *n = ps->channels.count;
-    channel **list = malloc(sizeof(*list) * (*n + 1));
+    channel **list = rlock__malloc(sizeof(*list) * (*n + 1));
     channel **cursor = list;
     if (list != NULL)
         rlock__map_foreach(&ps->channels, collect_channel, &cursor);

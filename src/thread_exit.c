@@ -77,7 +77,7 @@ int rlock__thread_watch(rlock_client *c)
 {
     if (pthread_getspecific(c->thread_key) != NULL)
         return RLOCK_OK;
-    rlock__thread_rec *rec = calloc(1, sizeof(*rec));
+    rlock__thread_rec *rec = rlock__calloc(1, sizeof(*rec));
     if (rec == NULL)
         return RLOCK_ENOMEM;
     rec->client = c;

@@ -18,7 +18,7 @@
  * out of memory or an escape is malformed or decodes to NUL. */
 static char *decode(const char *s, size_t n, int *err)
 {
-    char *out = malloc(n + 1);
+    char *out = rlock__malloc(n + 1);
     size_t j = 0;
     if (out == NULL) {
         *err = RLOCK_ENOMEM;
@@ -146,7 +146,7 @@ static int parse_redis(const char *rest, rlock__uri *out)
     if (port != NULL && parse_number(port, hlen - (size_t)(port - host), 1,
                                      65535, &out->port) != 0)
         return RLOCK_EINVAL;
-    out->host = malloc(name_len + 1);
+    out->host = rlock__malloc(name_len + 1);
     if (out->host == NULL)
         return RLOCK_ENOMEM;
     memcpy(out->host, host + name_off, name_len);

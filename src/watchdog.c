@@ -68,7 +68,7 @@ static void run_start(rlock__task *t, int status)
 /* Makes the (stopped) watchdog of client c. Returns 0 or RLOCK_ENOMEM. */
 int rlock__watchdog_new(rlock__watchdog **out, rlock_client *c)
 {
-    rlock__watchdog *wd = calloc(1, sizeof(*wd));
+    rlock__watchdog *wd = rlock__calloc(1, sizeof(*wd));
     if (wd == NULL)
         return RLOCK_ENOMEM;
     wd->client = c;
@@ -121,7 +121,7 @@ static void gather_entry(const char *key, void *value, void *arg)
         }
         if (g->n == g->cap) {
             size_t cap = g->cap ? g->cap * 2 : 64;
-            renewal *grown = realloc(g->items, sizeof(*grown) * cap);
+            renewal *grown = rlock__realloc(g->items, sizeof(*grown) * cap);
             if (grown == NULL)
                 break; /* the rest are renewed next tick */
             g->items = grown;
@@ -166,8 +166,8 @@ static void send_batch(rlock_client *c, const renewal *items, size_t n,
                        int64_t now)
 {
     char lease[24];
-    const char **argv = malloc(sizeof(*argv) * (2 * n + 1));
-    batch *b = malloc(sizeof(*b) + sizeof(renewal) * n);
+    const char **argv = rlock__malloc(sizeof(*argv) * (2 * n + 1));
+    batch *b = rlock__malloc(sizeof(*b) + sizeof(renewal) * n);
     rlock__req *r = NULL;
     snprintf(lease, sizeof(lease), "%lld",
              (long long)c->cfg.watchdog_timeout_ms);
