@@ -464,7 +464,7 @@ static void unlock_done(rlock__aop *op, int rc)
 {
     if (rc >= 0 && rc != RLOCK__UNLOCK_NOT_HELD) {
         const char *del[] = {"DEL", op->latch};
-        rlock__send_ignored(op->client, NULL, 0, 2, del);
+        rlock__send_ignored(op->client, NULL, 0, 2, del); /* sent at once */
     }
     finish(op, rlock__release_settle(op->entry, op->owner, op->epoch, rc));
 }

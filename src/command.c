@@ -84,6 +84,7 @@ void rlock__req_unref(rlock__req *r)
     free(r->argv);
     free(r->argvlen);
     free(r->renewed);
+    free(r->latch_del);
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->cv);
     free(r);
@@ -130,6 +131,13 @@ static void complete(rlock__req *r, int status)
     if (abandoned && r->kind == RLOCK__REPLY_ACQUIRE && r->status == 0 &&
         r->nil)
         rlock__req_give_back(r);
+    /* the latch has done its job once its caller has the reply; a caller
+     * that gave up will retry under the same latch, so it must stay */
+    if (!abandoned && r->latch_del != NULL && r->status == 0 &&
+        r->value != RLOCK__UNLOCK_NOT_HELD) {
+        const char *argv[] = {"DEL", r->latch_del};
+        rlock__send_ignored(r->client, NULL, 0, 2, argv);
+    }
     rlock__req_unref(r);
 }
 
@@ -286,17 +294,22 @@ int rlock__req_call(rlock__req *r, int64_t timeout_ms)
     return rlock__req_wait(r, deadline);
 }
 
-/* Sends a request whose reply nobody needs (a latch DEL, a give-back).
- * Out of memory, it is simply not sent. Thread-safety: any thread. */
+/* Sends a request whose reply nobody needs (a latch DEL, a give-back):
+ * at once on the I/O thread, else through the submit queue. Out of memory,
+ * it is simply not sent. Thread-safety: any thread. */
 void rlock__send_ignored(rlock_client *c, const rlock__script *script,
                          int numkeys, int argc, const char *const *argv)
 {
     rlock__req *r =
         rlock__req_new(c, script, RLOCK__REPLY_IGNORE, numkeys, argc, argv);
-    if (r != NULL) {
-        rlock__req_send(r);
-        rlock__req_unref(r);
+    if (r == NULL)
+        return;
+    if (rlock__loop_on_thread(c->loop)) {
+        rlock__req_dispatch(r); /* takes our reference */
+        return;
     }
+    rlock__req_send(r);
+    rlock__req_unref(r);
 }
 
 /* One blocking round trip with the command timeout: builds, sends and

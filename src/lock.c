@@ -494,16 +494,22 @@ static int release(rlock *l, const char *owner, int64_t lease_ms)
         owner,          "PUBLISH",         latch_ms};
     int64_t value = 0;
     for (int attempt = 0;; attempt++) {
-        rc = rlock__call(c, &rlock__script_lock_release, RLOCK__REPLY_UNLOCK, 3,
-                         8, argv, &value, NULL);
+        rlock__req *r = rlock__req_new(c, &rlock__script_lock_release,
+                                       RLOCK__REPLY_UNLOCK, 3, 8, argv);
+        if (r == NULL) {
+            rc = RLOCK_ENOMEM;
+            break;
+        }
+        /* the I/O thread DELs the latch as soon as the reply is in: no
+         * second hand-off for it (out of memory, it just expires) */
+        r->latch_del = rlock__strdup(latch);
+        rc = rlock__req_call(r, c->cfg.command_timeout_ms);
+        value = r->value;
+        rlock__req_unref(r);
         if ((rc != RLOCK_ECONN && rc != RLOCK_ETIMEDOUT) ||
             attempt >= c->cfg.retry_attempts)
             break;
         sleep_ms(c->cfg.retry_interval_ms);
-    }
-    if (rc == 0 && value != RLOCK__UNLOCK_NOT_HELD) {
-        const char *del[] = {"DEL", latch};
-        rlock__send_ignored(c, NULL, 0, 2, del);
     }
     free(latch);
     return rc == 0 ? (int)value : rc;
