@@ -34,85 +34,17 @@ rlock__conn *rlock__client_pick_conn(rlock_client *c)
     return &c->conns[c->next_conn++ % (unsigned)c->cfg.connections];
 }
 
-static struct timeval to_timeval(int64_t ms)
-{
-    struct timeval tv = {.tv_sec = (time_t)(ms / 1000),
-                         .tv_usec = (suseconds_t)(ms % 1000) * 1000};
-    return tv;
-}
-
-/* Maps a failed synchronous hiredis context to an RLOCK_E* code. */
-static int context_error(const redisContext *ctx)
-{
-    if (ctx == NULL)
-        return RLOCK_ENOMEM;
-    if (ctx->err == REDIS_ERR_PROTOCOL)
-        return RLOCK_EPROTO;
-    if (ctx->err == REDIS_ERR_IO &&
-        (errno == EAGAIN || errno == ETIMEDOUT || errno == EWOULDBLOCK))
-        return RLOCK_ETIMEDOUT;
-    if (ctx->err == REDIS_ERR_OOM)
-        return RLOCK_ENOMEM;
-    return RLOCK_ECONN;
-}
-
-/* Sends one command and checks its reply: returns 0, or the error, with
- * refused as the code for an error reply. */
-static int expect_ok(redisContext *ctx, int argc, const char **argv,
-                     const size_t *lens, int refused, int want_type)
-{
-    redisReply *r = redisCommandArgv(ctx, argc, argv, lens);
-    if (r == NULL)
-        return context_error(ctx);
-    int rc = RLOCK_OK;
-    if (r->type == REDIS_REPLY_ERROR) {
-        int code = rlock__reply_error_code(r);
-        rc = code == RLOCK_EAUTH ? RLOCK_EAUTH : refused;
-    } else if (want_type != 0 && r->type != want_type) {
-        rc = RLOCK_EPROTO;
-    }
-    freeReplyObject(r);
-    return rc;
-}
-
 /* Connects once, synchronously: AUTH, SELECT, PING and SCRIPT LOAD of every
  * script (checking that Redis names it by the SHA-1 we computed). */
 static int check_server(rlock_client *c)
 {
-    const rlock__uri *u = &c->uri;
-    struct timeval ctv = to_timeval(c->cfg.connect_timeout_ms);
-    redisContext *ctx = u->path
-                            ? redisConnectUnixWithTimeout(u->path, ctv)
-                            : redisConnectWithTimeout(u->host, u->port, ctv);
-    if (ctx == NULL || ctx->err != 0) {
-        int rc = context_error(ctx);
-        if (ctx != NULL && ctx->err == REDIS_ERR_IO && errno == EINPROGRESS)
-            rc = RLOCK_ETIMEDOUT;
-        redisFree(ctx);
+    redisContext *ctx = NULL;
+    int rc = rlock__sync_connect(c, c->cfg.connect_timeout_ms, &ctx);
+    if (rc != 0)
         return rc;
-    }
-    redisSetTimeout(ctx, to_timeval(c->cfg.command_timeout_ms));
-    int rc = RLOCK_OK;
-    if (u->password != NULL) {
-        const char *argv[3] = {"AUTH", u->user, u->password};
-        if (u->user == NULL)
-            argv[1] = u->password;
-        rc = expect_ok(ctx, u->user ? 3 : 2, argv, NULL, RLOCK_EAUTH, 0);
-    }
-    if (rc == 0 && u->db != 0) {
-        char db[16];
-        snprintf(db, sizeof(db), "%d", u->db);
-        const char *argv[2] = {"SELECT", db};
-        rc = expect_ok(ctx, 2, argv, NULL, RLOCK_EAUTH, 0);
-    }
-    if (rc == 0 && c->cfg.client_name != NULL) {
-        const char *argv[3] = {"CLIENT", "SETNAME", c->cfg.client_name};
-        rc = expect_ok(ctx, 3, argv, NULL, RLOCK_ESERVER, 0);
-    }
-    if (rc == 0) {
-        const char *argv[1] = {"PING"};
-        rc = expect_ok(ctx, 1, argv, NULL, RLOCK_EPROTO, REDIS_REPLY_STATUS);
-    }
+    const char *ping[1] = {"PING"};
+    rc = rlock__sync_expect(ctx, 1, ping, NULL, RLOCK_EPROTO,
+                            REDIS_REPLY_STATUS);
     const rlock__script *scripts[] = {
         &rlock__script_lock_acquire, &rlock__script_lock_release,
         &rlock__script_lock_force_release, &rlock__script_lock_renew,
@@ -123,7 +55,7 @@ static int check_server(rlock_client *c)
         size_t lens[3] = {6, 4, scripts[i]->len};
         redisReply *r = redisCommandArgv(ctx, 3, argv, lens);
         if (r == NULL)
-            rc = context_error(ctx);
+            rc = rlock__context_error(ctx);
         else if (r->type == REDIS_REPLY_ERROR)
             rc = rlock__reply_error_code(r);
         else if (r->type != REDIS_REPLY_STRING ||
@@ -142,6 +74,7 @@ static void on_loop_stop(void *arg)
     rlock_client *c = arg;
     /* any of these may be missing when connecting failed half-way */
     rlock__async_shutdown(c);
+    rlock__direct_shutdown(c->direct);
     if (c->watchdog != NULL)
         rlock__watchdog_shutdown(c->watchdog);
     if (c->pubsub != NULL)
@@ -159,6 +92,7 @@ static void destroy(rlock_client *c)
     rlock__watchdog_free(c->watchdog);
     rlock__pubsub_free(c->pubsub);
     rlock__loop_free(c->loop);
+    rlock__direct_free(c->direct);
     rlock__notifier_free(c->notifier);
     rlock__threads_destroy(c);
     rlock__async_client_free(c);
@@ -224,6 +158,8 @@ int rlock_client_connect_with(rlock_client **out, const char *uri,
         for (int i = 0; rc == 0 && i < c->cfg.connections; i++)
             rlock__conn_init(&c->conns[i], c);
     }
+    if (rc == 0)
+        rc = rlock__direct_new(&c->direct, c, c->cfg.connections);
     if (rc == 0)
         rc = rlock__pubsub_new(&c->pubsub, c);
     if (rc == 0)

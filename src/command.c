@@ -142,7 +142,7 @@ static void complete(rlock__req *r, int status)
 }
 
 /* Decodes reply into r's result fields by r's kind. */
-static void decode(rlock__req *r, const redisReply *reply)
+void rlock__req_decode(rlock__req *r, const redisReply *reply)
 {
     int rc;
     switch (r->kind) {
@@ -187,51 +187,68 @@ static void on_reply(redisAsyncContext *ac, void *reply_, void *privdata)
             complete(r, RLOCK_ECONN);
         return;
     }
-    decode(r, reply);
+    rlock__req_decode(r, reply);
     complete(r, 0);
+}
+
+/* Lays out r as one command: EVALSHA (or EVAL) sha numkeys args..., or
+ * the plain command. Uses cmd's inline arrays when they are big enough.
+ * Returns the argument count, or -1 when out of memory. */
+int rlock__req_command(const rlock__req *r, rlock__command *cmd)
+{
+    int n = r->argc + (r->script ? 3 : 0);
+    cmd->argv = cmd->inline_argv;
+    cmd->lens = cmd->inline_lens;
+    if (n > RLOCK__COMMAND_INLINE) {
+        cmd->argv = rlock__malloc(sizeof(*cmd->argv) * (size_t)n);
+        cmd->lens = rlock__malloc(sizeof(*cmd->lens) * (size_t)n);
+        if (cmd->argv == NULL || cmd->lens == NULL) {
+            rlock__command_clear(cmd);
+            return -1;
+        }
+    }
+    int k = 0;
+    if (r->script != NULL) {
+        snprintf(cmd->numkeys, sizeof(cmd->numkeys), "%d", r->numkeys);
+        cmd->argv[0] = r->use_eval ? "EVAL" : "EVALSHA";
+        cmd->lens[0] = strlen(cmd->argv[0]);
+        cmd->argv[1] =
+            r->use_eval ? (const char *)r->script->body : r->script->sha1;
+        cmd->lens[1] = r->use_eval ? r->script->len : strlen(r->script->sha1);
+        cmd->argv[2] = cmd->numkeys;
+        cmd->lens[2] = strlen(cmd->numkeys);
+        k = 3;
+    }
+    for (int i = 0; i < r->argc; i++) {
+        cmd->argv[k + i] = r->argv[i];
+        cmd->lens[k + i] = r->argvlen[i];
+    }
+    return n;
+}
+
+/* Frees what rlock__req_command() allocated. */
+void rlock__command_clear(rlock__command *cmd)
+{
+    if (cmd->argv != cmd->inline_argv)
+        free(cmd->argv);
+    if (cmd->lens != cmd->inline_lens)
+        free(cmd->lens);
+    cmd->argv = cmd->inline_argv;
+    cmd->lens = cmd->inline_lens;
 }
 
 /* Writes r onto ac; returns 0 or RLOCK_ECONN. */
 static int issue(rlock__req *r, redisAsyncContext *ac)
 {
-    const char *stack_argv[16];
-    size_t stack_len[16];
-    const char **argv = stack_argv;
-    size_t *lens = stack_len;
-    int n = r->argc + (r->script ? 3 : 0);
-    char numkeys[16];
-    int rc;
-    if (n > 16) {
-        argv = rlock__malloc(sizeof(*argv) * (size_t)n);
-        lens = rlock__malloc(sizeof(*lens) * (size_t)n);
-        if (argv == NULL || lens == NULL) {
-            free(argv);
-            free(lens);
-            return RLOCK_ECONN;
-        }
-    }
-    int k = 0;
-    if (r->script != NULL) {
-        snprintf(numkeys, sizeof(numkeys), "%d", r->numkeys);
-        argv[0] = r->use_eval ? "EVAL" : "EVALSHA";
-        lens[0] = strlen(argv[0]);
-        argv[1] = r->use_eval ? (const char *)r->script->body : r->script->sha1;
-        lens[1] = r->use_eval ? r->script->len : strlen(r->script->sha1);
-        argv[2] = numkeys;
-        lens[2] = strlen(numkeys);
-        k = 3;
-    }
-    for (int i = 0; i < r->argc; i++) {
-        argv[k + i] = r->argv[i];
-        lens[k + i] = r->argvlen[i];
-    }
-    rc = redisAsyncCommandArgv(ac, on_reply, r, n, argv, lens) == REDIS_OK
-             ? RLOCK_OK
-             : RLOCK_ECONN;
-    if (argv != stack_argv) {
-        free(argv);
-        free(lens);
-    }
+    rlock__command cmd;
+    int n = rlock__req_command(r, &cmd);
+    if (n < 0)
+        return RLOCK_ECONN;
+    int rc = redisAsyncCommandArgv(ac, on_reply, r, n, cmd.argv, cmd.lens) ==
+                     REDIS_OK
+                 ? RLOCK_OK
+                 : RLOCK_ECONN;
+    rlock__command_clear(&cmd);
     return rc;
 }
 
@@ -289,6 +306,9 @@ int rlock__req_call(rlock__req *r, int64_t timeout_ms)
 {
     if (rlock__loop_on_thread(r->client->loop))
         return RLOCK_EDEADLK;
+    int rc;
+    if (rlock__direct_call(r->client->direct, r, timeout_ms, &rc))
+        return rc; /* done on this thread, on an idle direct connection */
     int64_t deadline = rlock__now_ms() + timeout_ms;
     rlock__req_send(r);
     return rlock__req_wait(r, deadline);

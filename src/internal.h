@@ -175,6 +175,14 @@ void rlock__timer_start(rlock__timer *t, int64_t after_ms, int64_t repeat_ms);
 void rlock__timer_stop(rlock__timer *t);
 void rlock__timer_free(rlock__timer *t);
 
+typedef struct rlock__fdwatch rlock__fdwatch;
+
+rlock__fdwatch *rlock__fdwatch_new(rlock__loop *loop, int fd,
+                                   void (*fn)(void *), void *arg);
+void rlock__fdwatch_start(rlock__fdwatch *fw);
+void rlock__fdwatch_stop(rlock__fdwatch *fw);
+void rlock__fdwatch_free(rlock__fdwatch *fw);
+
 /* ----------------------------------------------------------------- conn.c */
 
 typedef enum {
@@ -237,6 +245,16 @@ struct rlock__req {
     bool abandoned;
 };
 
+/* One request laid out as a command (rlock__req_command()). */
+#define RLOCK__COMMAND_INLINE 16
+typedef struct rlock__command {
+    const char **argv;
+    size_t *lens;
+    const char *inline_argv[RLOCK__COMMAND_INLINE];
+    size_t inline_lens[RLOCK__COMMAND_INLINE];
+    char numkeys[16];
+} rlock__command;
+
 rlock__req *rlock__req_new(rlock_client *c, const rlock__script *script,
                            rlock__reply_kind kind, int numkeys, int argc,
                            const char *const *argv);
@@ -251,6 +269,9 @@ int rlock__call(rlock_client *c, const rlock__script *script,
                 const char *const *argv, int64_t *value, bool *nil);
 void rlock__req_dispatch(rlock__req *r);
 void rlock__req_give_back(rlock__req *acq);
+void rlock__req_decode(rlock__req *r, const struct redisReply *reply);
+int rlock__req_command(const rlock__req *r, rlock__command *cmd);
+void rlock__command_clear(rlock__command *cmd);
 
 /* ---------------------------------------------------------------- entry */
 
@@ -335,6 +356,22 @@ void rlock__async_kick(rlock__entry *e, bool all);
 void rlock__async_shutdown(rlock_client *c);
 void rlock__async_client_free(rlock_client *c);
 
+/* --------------------------------------------------------------- direct.c */
+
+typedef struct rlock__direct rlock__direct;
+struct redisContext;
+
+int rlock__direct_new(rlock__direct **out, rlock_client *c, int n);
+void rlock__direct_shutdown(rlock__direct *d);
+void rlock__direct_free(rlock__direct *d);
+bool rlock__direct_call(rlock__direct *d, rlock__req *r, int64_t timeout_ms,
+                        int *rc);
+int rlock__context_error(const struct redisContext *ctx);
+int rlock__sync_expect(struct redisContext *ctx, int argc, const char **argv,
+                       const size_t *lens, int refused, int want_type);
+int rlock__sync_connect(rlock_client *c, int64_t connect_ms,
+                        struct redisContext **out);
+
 /* --------------------------------------------------------------- notify.c */
 
 typedef struct rlock__notifier rlock__notifier;
@@ -368,6 +405,7 @@ struct rlock_client {
     unsigned next_conn; /* I/O thread: round robin */
     rlock__pubsub *pubsub;
     rlock__watchdog *watchdog;
+    rlock__direct *direct; /* connections used on the caller's thread */
 
     rlock__notifier *notifier;
     pthread_mutex_t done_mu; /* async completions for the user loop */

@@ -228,3 +228,52 @@ void rlock__timer_free(rlock__timer *t)
 {
     free(t);
 }
+
+struct rlock__fdwatch {
+    ev_io w;
+    rlock__loop *loop;
+    void (*fn)(void *);
+    void *arg;
+};
+
+static void on_readable(struct ev_loop *ev, ev_io *w, int revents)
+{
+    rlock__fdwatch *fw = w->data;
+    (void)ev;
+    (void)revents;
+    fw->fn(fw->arg);
+}
+
+/* Makes a stopped watcher that calls fn(arg) on the I/O thread whenever fd
+ * is readable. Returns NULL when out of memory. */
+rlock__fdwatch *rlock__fdwatch_new(rlock__loop *loop, int fd,
+                                   void (*fn)(void *), void *arg)
+{
+    rlock__fdwatch *fw = rlock__calloc(1, sizeof(*fw));
+    if (fw == NULL)
+        return NULL;
+    fw->loop = loop;
+    fw->fn = fn;
+    fw->arg = arg;
+    ev_io_init(&fw->w, on_readable, fd, EV_READ);
+    fw->w.data = fw;
+    return fw;
+}
+
+/* Starts or stops fw. I/O thread only. */
+void rlock__fdwatch_start(rlock__fdwatch *fw)
+{
+    ev_io_start(fw->loop->ev, &fw->w);
+}
+
+void rlock__fdwatch_stop(rlock__fdwatch *fw)
+{
+    if (fw != NULL)
+        ev_io_stop(fw->loop->ev, &fw->w);
+}
+
+/* Frees a stopped watcher; NULL is ignored. */
+void rlock__fdwatch_free(rlock__fdwatch *fw)
+{
+    free(fw);
+}
