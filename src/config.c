@@ -61,7 +61,7 @@ static int copy_string(char **out, const char *s)
     *out = NULL;
     if (s == NULL)
         return RLOCK_OK;
-    *out = strdup(s);
+    *out = rlock__strdup(s);
     return *out != NULL ? RLOCK_OK : RLOCK_ENOMEM;
 }
 
@@ -116,7 +116,7 @@ int rlock_config_new(rlock_config **out)
 {
     if (out == NULL)
         return RLOCK_EINVAL;
-    *out = calloc(1, sizeof(**out));
+    *out = rlock__calloc(1, sizeof(**out));
     if (*out == NULL)
         return RLOCK_ENOMEM;
     rlock__config_defaults(*out);

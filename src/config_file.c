@@ -142,10 +142,10 @@ static int path_of(const frame *frames, size_t depth, char **buf)
 {
     size_t len = 1;
     for (size_t i = 0; i < depth; i++)
-        len += frames[i].object ? (frames[i].key ? strlen(frames[i].key) + 1
-                                                 : 0)
-                                : 24;
-    char *p = malloc(len);
+        len += frames[i].object
+                   ? (frames[i].key ? strlen(frames[i].key) + 1 : 0)
+                   : 24;
+    char *p = rlock__malloc(len);
     if (p == NULL)
         return RLOCK_ENOMEM;
     size_t at = 0;
@@ -155,14 +155,13 @@ static int path_of(const frame *frames, size_t depth, char **buf)
             at += (size_t)snprintf(p + at, len - at, "%s%s", at ? "." : "",
                                    frames[i].key);
         else if (!frames[i].object)
-            at += (size_t)snprintf(p + at, len - at, "[%zu]",
-                                   frames[i].index);
+            at += (size_t)snprintf(p + at, len - at, "[%zu]", frames[i].index);
     }
     *buf = p;
     return RLOCK_OK;
 }
 
-/* Returns the malloc'd text of a JSON string token tok[0..n) (quotes
+/* Returns the allocated text of a JSON string token tok[0..n) (quotes
  * included), decoded by jansson; an undecodable token gives its raw bytes
  * between the quotes. NULL when out of memory. */
 static char *decode_key(const char *tok, size_t n)
@@ -170,10 +169,16 @@ static char *decode_key(const char *tok, size_t n)
     json_error_t err;
     json_t *s = json_loadb(tok, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
     char *out = NULL;
-    if (s != NULL && json_is_string(s))
-        out = strdup(json_string_value(s));
-    else if (n >= 1)
-        out = strndup(tok + 1, n > 1 && tok[n - 1] == '"' ? n - 2 : n - 1);
+    if (s != NULL && json_is_string(s)) {
+        out = rlock__strdup(json_string_value(s));
+    } else {
+        size_t len = n > 1 && tok[n - 1] == '"' ? n - 2 : n - 1;
+        out = rlock__malloc(len + 1);
+        if (out != NULL) {
+            memcpy(out, tok + 1, len);
+            out[len] = '\0';
+        }
+    }
     json_decref(s);
     return out;
 }
@@ -182,7 +187,7 @@ static int record_key(loader *ld, char *path, int line)
 {
     if (ld->nkeys == ld->cap) {
         size_t cap = ld->cap ? ld->cap * 2 : 32;
-        key_line *grown = realloc(ld->keys, cap * sizeof(*grown));
+        key_line *grown = rlock__realloc(ld->keys, cap * sizeof(*grown));
         if (grown == NULL)
             return RLOCK_ENOMEM;
         ld->keys = grown;
@@ -240,7 +245,7 @@ static int scan(loader *ld, size_t stop, bool record, char **where)
         } else if (ch == '{' || ch == '[') {
             if (depth == cap) {
                 size_t ncap = cap ? cap * 2 : 8;
-                frame *grown = realloc(frames, ncap * sizeof(*grown));
+                frame *grown = rlock__realloc(frames, ncap * sizeof(*grown));
                 if (grown == NULL) {
                     rc = RLOCK_ENOMEM;
                     break;
@@ -334,15 +339,16 @@ typedef struct key_rule {
 
 static int apply_watchdog(loader *ld, const char *path, const json_t *v)
 {
-    int64_t ms;
+    int64_t ms = 0;
     int rc = get_int(ld, path, v, 30, MS_MAX, &ms);
     return rc ? rc
-              : setter(ld, path, rlock_config_set_watchdog_timeout(ld->cfg, ms));
+              : setter(ld, path,
+                       rlock_config_set_watchdog_timeout(ld->cfg, ms));
 }
 
 static int apply_connect_timeout(loader *ld, const char *path, const json_t *v)
 {
-    int64_t ms;
+    int64_t ms = 0;
     int rc = get_int(ld, path, v, 1, MS_MAX, &ms);
     return rc ? rc
               : setter(ld, path, rlock_config_set_connect_timeout(ld->cfg, ms));
@@ -350,7 +356,7 @@ static int apply_connect_timeout(loader *ld, const char *path, const json_t *v)
 
 static int apply_timeout(loader *ld, const char *path, const json_t *v)
 {
-    int64_t ms;
+    int64_t ms = 0;
     int rc = get_int(ld, path, v, 1, MS_MAX, &ms);
     return rc ? rc
               : setter(ld, path, rlock_config_set_command_timeout(ld->cfg, ms));
@@ -358,7 +364,7 @@ static int apply_timeout(loader *ld, const char *path, const json_t *v)
 
 static int apply_retry_attempts(loader *ld, const char *path, const json_t *v)
 {
-    int64_t n;
+    int64_t n = 0;
     int rc = get_int(ld, path, v, 0, 100, &n);
     return rc ? rc
               : setter(ld, path,
@@ -367,7 +373,7 @@ static int apply_retry_attempts(loader *ld, const char *path, const json_t *v)
 
 static int apply_retry_interval(loader *ld, const char *path, const json_t *v)
 {
-    int64_t ms;
+    int64_t ms = 0;
     int rc = get_int(ld, path, v, 0, MS_MAX, &ms);
     return rc ? rc
               : setter(ld, path, rlock_config_set_retry_interval(ld->cfg, ms));
@@ -378,7 +384,7 @@ static int apply_retry_interval(loader *ld, const char *path, const json_t *v)
  * at most 64, so larger pools are capped there. */
 static int apply_pool_size(loader *ld, const char *path, const json_t *v)
 {
-    int64_t n;
+    int64_t n = 0;
     int rc = get_int(ld, path, v, 1, INT32_MAX, &n);
     if (rc == 0 && n > 64)
         n = 64;
@@ -388,9 +394,10 @@ static int apply_pool_size(loader *ld, const char *path, const json_t *v)
 
 static int apply_database(loader *ld, const char *path, const json_t *v)
 {
-    int64_t db;
+    int64_t db = 0;
     int rc = get_int(ld, path, v, 0, INT32_MAX, &db);
-    return rc ? rc : setter(ld, path, rlock_config_set_database(ld->cfg, (int)db));
+    return rc ? rc
+              : setter(ld, path, rlock_config_set_database(ld->cfg, (int)db));
 }
 
 /* address: "redis://host:port" as Redisson writes it. Redisson itself
@@ -405,15 +412,15 @@ static int apply_address(loader *ld, const char *path, const json_t *v)
         return rc;
     if (strncasecmp(s, "rediss://", 9) == 0 ||
         strncasecmp(s, "valkeys://", 10) == 0)
-        return fail(ld, path, "TLS (%.*s) is not supported", 
+        return fail(ld, path, "TLS (%.*s) is not supported",
                     (int)(strchr(s, ':') - s) + 3, s);
     if (strstr(s, "://") == NULL)
-        return fail(ld, path,
-                    "\"%s\" needs a scheme, as in \"redis://%s\"", s, s);
+        return fail(ld, path, "\"%s\" needs a scheme, as in \"redis://%s\"", s,
+                    s);
     char *uri = NULL;
     if (strncasecmp(s, "valkey://", 9) == 0) {
         size_t n = strlen(s) + 1;
-        uri = malloc(n);
+        uri = rlock__malloc(n);
         if (uri == NULL)
             return fail_file(ld, RLOCK_ENOMEM, "out of memory");
         snprintf(uri, n, "redis://%s", s + 9);
@@ -569,8 +576,7 @@ static int apply_key(loader *ld, const key_rule *rules, const char *path,
         return r->apply(ld, path, v);
     case IGNORE_INT:
         if (!json_is_integer(v))
-            return fail(ld, path, "must be an integer (got %s)",
-                        type_word(v));
+            return fail(ld, path, "must be an integer (got %s)", type_word(v));
         return RLOCK_OK;
     case IGNORE_BOOL:
         if (!json_is_boolean(v))
@@ -609,7 +615,7 @@ static int apply_object(loader *ld, const key_rule *rules, const char *prefix,
     json_object_foreach((json_t *)obj, key, v)
     {
         size_t n = strlen(prefix) + strlen(key) + 2;
-        char *path = malloc(n);
+        char *path = rlock__malloc(n);
         if (path == NULL)
             return fail_file(ld, RLOCK_ENOMEM, "out of memory");
         snprintf(path, n, "%s%s%s", prefix, *prefix ? "." : "", key);
@@ -632,8 +638,7 @@ static int apply_single_server(loader *ld, const char *path, const json_t *v)
         return rc;
     /* Redisson sends AUTH only with a password; "" counts as none */
     const char *user = ld->username && *ld->username ? ld->username : NULL;
-    const char *password =
-        ld->password && *ld->password ? ld->password : NULL;
+    const char *password = ld->password && *ld->password ? ld->password : NULL;
     if (password == NULL) {
         if (user != NULL)
             return fail(ld, "singleServerConfig.username",
@@ -655,7 +660,7 @@ static int read_file(loader *ld)
     if (f == NULL)
         return fail_file(ld, RLOCK_EINVAL, "cannot open: %s", strerror(errno));
     size_t cap = 4096;
-    ld->text = malloc(cap);
+    ld->text = rlock__malloc(cap);
     int rc = ld->text ? RLOCK_OK : RLOCK_ENOMEM;
     while (rc == 0) {
         if (ld->len == cap) {
@@ -665,7 +670,7 @@ static int read_file(loader *ld)
                                CONFIG_FILE_MAX);
                 break;
             }
-            char *grown = realloc(ld->text, cap * 2);
+            char *grown = rlock__realloc(ld->text, cap * 2);
             if (grown == NULL) {
                 rc = RLOCK_ENOMEM;
                 break;
@@ -703,8 +708,8 @@ static int fail_parse(loader *ld, const json_error_t *err)
     }
     if (ld->errbuf != NULL && ld->errlen > 0)
         snprintf(ld->errbuf, ld->errlen, "%s:%d: %s%s%smalformed JSON: %s",
-                 ld->file, line, *where ? "in " : "", where,
-                 *where ? ": " : "", err->text);
+                 ld->file, line, *where ? "in " : "", where, *where ? ": " : "",
+                 err->text);
     free(where);
     return RLOCK_EINVAL;
 }
@@ -712,9 +717,8 @@ static int fail_parse(loader *ld, const json_error_t *err)
 int rlock_config_load_file(rlock_config **out, const char *path, char *errbuf,
                            size_t errlen)
 {
-    loader ld = {.file = path ? path : "(null)",
-                 .errbuf = errbuf,
-                 .errlen = errlen};
+    loader ld = {
+        .file = path ? path : "(null)", .errbuf = errbuf, .errlen = errlen};
     json_t *root = NULL;
     int rc;
 

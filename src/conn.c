@@ -56,9 +56,11 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
         cn->on_down(cn);
 }
 
-/* Sends AUTH and SELECT ahead of everything else on a new context. Their
- * replies are not awaited: if AUTH fails, every later command fails with
- * NOAUTH, which the caller sees as RLOCK_EAUTH. */
+/* Sends AUTH, SELECT and CLIENT SETNAME (when the config names the client)
+ * ahead of everything else on a new context. Their replies are not awaited:
+ * if AUTH fails, every later command fails with NOAUTH, which the caller
+ * sees as RLOCK_EAUTH; a refused name only leaves the connection unnamed
+ * (connecting checked that the server takes it). */
 static void send_handshake(rlock__conn *cn)
 {
     const rlock__uri *u = &cn->client->uri;
@@ -76,6 +78,11 @@ static void send_handshake(rlock__conn *cn)
         snprintf(db, sizeof(db), "%d", u->db);
         const char *argv[2] = {"SELECT", db};
         redisAsyncCommandArgv(cn->ac, NULL, NULL, 2, argv, NULL);
+    }
+    if (cn->client->cfg.client_name != NULL) {
+        const char *argv[3] = {"CLIENT", "SETNAME",
+                               cn->client->cfg.client_name};
+        redisAsyncCommandArgv(cn->ac, NULL, NULL, 3, argv, NULL);
     }
 }
 

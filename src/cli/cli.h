@@ -1,0 +1,130 @@
+/*
+ * cli.h: what the files of the rlock command-line tool share.
+ *
+ *   rlock_cli.c   main(), the subcommand table, argument parsing, --help,
+ *                 settings (--url, REDIS_URL, --config) and connecting
+ *   lock_state.c  one consistent read of a lock's Redis state (info, watch
+ *                 and unlock use it)
+ *   cmd_exec.c    rlock exec
+ *   cmd_info.c    rlock info
+ *   cmd_unlock.c  rlock unlock --force
+ *   cmd_watch.c   rlock watch
+ *
+ * The tool links the rlock_objects library, so besides the public API it
+ * reuses the library's own URI parser, config handling and key names
+ * (internal.h) instead of copies of them.
+ */
+#ifndef RLOCK_CLI_H
+#define RLOCK_CLI_H
+
+#include "internal.h"
+
+#include <hiredis/hiredis.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Exit statuses (documented in "rlock --help"). Most follow sysexits.h. */
+#define CLI_OK          0
+#define CLI_FAILURE     1   /* Redis refused a command; not a lock */
+#define CLI_USAGE       64  /* bad arguments */
+#define CLI_UNAVAILABLE 69  /* cannot reach the server, or lost it */
+#define CLI_SOFTWARE    70  /* out of memory and other internal errors */
+#define CLI_TEMPFAIL    75  /* exec: the lock was not had in time */
+#define CLI_LOST        76  /* exec: the lock was lost while CMD ran */
+#define CLI_NOPERM      77  /* the server refused the password/database */
+#define CLI_CONFIG      78  /* bad --config file or URL */
+#define CLI_CANNOT_RUN  126 /* exec: CMD is not executable */
+#define CLI_NOT_FOUND   127 /* exec: CMD was not found */
+
+/* The settings every subcommand takes. */
+typedef struct cli_common {
+    const char *url;    /* --url, or NULL */
+    const char *config; /* --config FILE, or NULL */
+} cli_common;
+
+/* ---------------------------------------------------------- rlock_cli.c */
+
+/* One option of a subcommand: "--name" (with a value when has_value). */
+typedef struct cli_opt {
+    const char *name; /* without the dashes */
+    int id;           /* > 0 */
+    bool has_value;
+} cli_opt;
+
+/* Ids every subcommand's table includes (cli_common_opts). */
+enum { CLI_OPT_HELP = 1, CLI_OPT_URL, CLI_OPT_CONFIG, CLI_OPT_FIRST_OWN };
+
+/* What cli_next() found. */
+enum { CLI_ARG_END = -1, CLI_ARG_ERROR = -2, CLI_ARG_POSITIONAL = 0 };
+
+typedef struct cli_parser {
+    const char *cmd; /* "exec", for messages */
+    int argc;
+    char **argv;
+    int i;
+    int rest; /* index after "--", or -1 */
+} cli_parser;
+
+void cli_parser_init(cli_parser *p, const char *cmd, int argc, char **argv);
+int cli_next(cli_parser *p, const cli_opt *opts, const char **value);
+bool cli_take_common(cli_common *cm, int id, const char *value);
+
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+int cli_parse_ms(const char *cmd, const char *opt, const char *text, int64_t lo,
+                 int64_t hi, int64_t *out);
+
+int cli_make_config(const cli_common *cm, rlock_config **out);
+void cli_server_text(const rlock_config *cfg, char *buf, size_t len);
+int cli_status_of(int rc);
+int cli_connect(const cli_common *cm, rlock_config **cfg_out,
+                rlock_client **out);
+int cli_redis_connect(const rlock_config *cfg, bool timeouts,
+                      redisContext **out);
+redisReply *cli_command(redisContext *ctx, int argc, const char **argv);
+
+/* ---------------------------------------------------------- lock_state.c */
+
+typedef struct cli_holder {
+    char *field; /* the hash field as stored */
+    char client[RLOCK__UUID_LEN + 1];
+    uint64_t thread;
+    bool write; /* a read-write lock's "<uuid>:<tid>:write" */
+    long long count;
+} cli_holder;
+
+typedef enum {
+    CLI_KIND_FREE,       /* no key */
+    CLI_KIND_LOCK,       /* RLock layout: RLock, spin, non-reentrant */
+    CLI_KIND_FAIR,       /* RLock layout with a fair waiting queue */
+    CLI_KIND_FENCED,     /* RLock layout with a fencing token */
+    CLI_KIND_READ_WRITE, /* hash with a "mode" field */
+    CLI_KIND_NOT_A_LOCK, /* another type, or a hash of other fields */
+} cli_kind;
+
+typedef struct cli_lock_state {
+    cli_kind kind;
+    char redis_type[16]; /* TYPE's answer */
+    char mode[8];        /* read-write: "read" or "write" */
+    cli_holder *holders;
+    size_t nholders;
+    long long hold_count; /* sum over holders */
+    long long ttl_ms;     /* PTTL: -2 free, -1 no expiry */
+    long long waiting;    /* clients subscribed to the lock's channel */
+    long long queued;     /* fair queue length */
+    long long token;      /* fencing token, -1 when none */
+} cli_lock_state;
+
+const char *cli_kind_word(cli_kind kind);
+int cli_lock_read(redisContext *ctx, const char *name, cli_lock_state *st);
+void cli_lock_clear(cli_lock_state *st);
+
+/* ------------------------------------------------------------ commands */
+
+int cli_cmd_exec(int argc, char **argv, cli_common *cm);
+int cli_cmd_info(int argc, char **argv, cli_common *cm);
+int cli_cmd_unlock(int argc, char **argv, cli_common *cm);
+int cli_cmd_watch(int argc, char **argv, cli_common *cm);
+
+#endif

@@ -1,0 +1,247 @@
+/*
+ * cmd_info.c: "rlock info [--json] NAME...": what Redis holds for each
+ * lock, as a table for people or as JSON (jansson) for programs.
+ */
+#include "cli.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char info_help[] =
+    "Usage: rlock info [--json] [--url URL] [--config FILE] NAME...\n"
+    "\n"
+    "Shows, for each lock NAME: its kind, whether it is held, by which\n"
+    "client (the holder's client UUID) and thread id, the hold count, the\n"
+    "remaining lease and how many clients wait for it. One consistent read\n"
+    "(MULTI/EXEC) per name; nothing is changed.\n"
+    "\n"
+    "Kinds (from the key's layout, as Redisson writes it):\n"
+    "  free        no key: nobody holds it\n"
+    "  lock        a hash of <client uuid>:<thread id> = hold count (RLock;\n"
+    "              a spin or non-reentrant lock looks the same)\n"
+    "  fair        the same, with threads queued in "
+    "redisson_lock_queue:{NAME}\n"
+    "              (a fair lock nobody waits for shows as \"lock\")\n"
+    "  fenced      the same, with a fencing token redisson_lock_token:{NAME}\n"
+    "  read-write  a hash with a \"mode\" field (read or write); write holds\n"
+    "              are fields ending in \":write\"\n"
+    "  not-a-lock  the key holds something else\n"
+    "\n"
+    "WAITING counts the client connections subscribed to the lock's unlock\n"
+    "channel (redisson_lock__channel:{NAME}, or redisson_rwlock:{NAME}):\n"
+    "one per waiting client process, however many of its threads wait. A\n"
+    "fair lock's QUEUED counts waiting threads.\n"
+    "\n"
+    "Options:\n"
+    "  --json         print a JSON array, one object per NAME:\n"
+    "                 {\"name\", \"kind\", \"held\", \"holders\": "
+    "[{\"client\",\n"
+    "                 \"thread\", \"count\", \"write\"}], \"hold_count\",\n"
+    "                 \"ttl_ms\" (-1: no expiry, -2: free), \"waiting\",\n"
+    "                 \"queued\", \"token\" (null: none), \"mode\" (null "
+    "unless\n"
+    "                 read-write), \"type\" (the Redis type)}\n"
+    "  --url URL, --config FILE, -h/--help: see 'rlock --help'\n"
+    "\n"
+    "Exit status: 0, or as 'rlock --help' lists (64, 69, 77, 78...).\n";
+
+enum { OPT_JSON = CLI_OPT_FIRST_OWN };
+
+/* Returns a description of st's kind for the table: "fair (3 queued)". */
+static void kind_text(const cli_lock_state *st, char *buf, size_t len)
+{
+    if (st->kind == CLI_KIND_FAIR)
+        snprintf(buf, len, "fair(%lld queued)", st->queued);
+    else if (st->kind == CLI_KIND_FENCED)
+        snprintf(buf, len, "fenced(token %lld)", st->token);
+    else if (st->kind == CLI_KIND_READ_WRITE)
+        snprintf(buf, len, "read-write(%s)", st->mode);
+    else if (st->kind == CLI_KIND_NOT_A_LOCK)
+        snprintf(buf, len, "not-a-lock(%s)", st->redis_type);
+    else
+        snprintf(buf, len, "%s", cli_kind_word(st->kind));
+}
+
+static int width(int w, const char *s)
+{
+    int n = (int)strlen(s);
+    return n > w ? n : w;
+}
+
+typedef struct row {
+    const char *name;
+    cli_lock_state st;
+} row;
+
+/* Prints the rows as an aligned table. */
+static void print_table(const row *rows, size_t n)
+{
+    int wname = 4, wkind = 4, wclient = 6;
+    char buf[64];
+    for (size_t i = 0; i < n; i++) {
+        wname = width(wname, rows[i].name);
+        kind_text(&rows[i].st, buf, sizeof(buf));
+        wkind = width(wkind, buf);
+        if (rows[i].st.nholders > 0)
+            wclient = RLOCK__UUID_LEN + 6; /* ":write" */
+    }
+    printf("%-*s  %-*s  %-5s  %-*s  %-6s  %5s  %8s  %7s\n", wname, "NAME",
+           wkind, "KIND", "STATE", wclient, "CLIENT", "THREAD", "HOLDS",
+           "TTL_MS", "WAITING");
+    for (size_t i = 0; i < n; i++) {
+        const cli_lock_state *st = &rows[i].st;
+        char ttl[24];
+        kind_text(st, buf, sizeof(buf));
+        if (st->ttl_ms >= 0)
+            snprintf(ttl, sizeof(ttl), "%lld", st->ttl_ms);
+        else
+            snprintf(ttl, sizeof(ttl), st->ttl_ms == -1 ? "none" : "-");
+        const char *state = st->kind == CLI_KIND_FREE         ? "free"
+                            : st->kind == CLI_KIND_NOT_A_LOCK ? "-"
+                            : st->nholders > 0                ? "held"
+                                                              : "free";
+        if (st->nholders == 0) {
+            printf("%-*s  %-*s  %-5s  %-*s  %-6s  %5d  %8s  %7lld\n", wname,
+                   rows[i].name, wkind, buf, state, wclient, "-", "-", 0, ttl,
+                   st->waiting);
+            continue;
+        }
+        for (size_t h = 0; h < st->nholders; h++) {
+            const cli_holder *ho = &st->holders[h];
+            char client[RLOCK__UUID_LEN + 8], thread[24];
+            snprintf(client, sizeof(client), "%s%s", ho->client,
+                     ho->write ? ":write" : "");
+            snprintf(thread, sizeof(thread), "%llu",
+                     (unsigned long long)ho->thread);
+            if (h == 0)
+                printf("%-*s  %-*s  %-5s  %-*s  %-6s  %5lld  %8s  %7lld\n",
+                       wname, rows[i].name, wkind, buf, state, wclient, client,
+                       thread, ho->count, ttl, st->waiting);
+            else
+                printf("%-*s  %-*s  %-5s  %-*s  %-6s  %5lld\n", wname, "",
+                       wkind, "", "", wclient, client, thread, ho->count);
+        }
+    }
+}
+
+/* Returns a new JSON object for one row, or NULL when out of memory. */
+static json_t *row_json(const row *r)
+{
+    const cli_lock_state *st = &r->st;
+    json_t *holders = json_array();
+    for (size_t h = 0; holders != NULL && h < st->nholders; h++) {
+        const cli_holder *ho = &st->holders[h];
+        json_t *o = json_pack("{s:s, s:I, s:I, s:b}", "client", ho->client,
+                              "thread", (json_int_t)ho->thread, "count",
+                              (json_int_t)ho->count, "write", ho->write);
+        if (o == NULL || json_array_append_new(holders, o) != 0) {
+            json_decref(holders);
+            return NULL;
+        }
+    }
+    if (holders == NULL)
+        return NULL;
+    return json_pack(
+        "{s:s, s:s, s:b, s:o, s:I, s:I, s:I, s:I, s:o, s:o, "
+        "s:s}",
+        "name", r->name, "kind", cli_kind_word(st->kind), "held",
+        st->nholders > 0, "holders", holders, "hold_count",
+        (json_int_t)st->hold_count, "ttl_ms", (json_int_t)st->ttl_ms, "waiting",
+        (json_int_t)st->waiting, "queued", (json_int_t)st->queued, "token",
+        st->token >= 0 ? json_integer(st->token) : json_null(), "mode",
+        st->kind == CLI_KIND_READ_WRITE ? json_string(st->mode) : json_null(),
+        "type", st->redis_type);
+}
+
+/* Prints the rows as a JSON array; returns 0 or CLI_SOFTWARE. */
+static int print_json(const row *rows, size_t n)
+{
+    json_t *all = json_array();
+    for (size_t i = 0; all != NULL && i < n; i++) {
+        json_t *o = row_json(&rows[i]);
+        if (o == NULL || json_array_append_new(all, o) != 0) {
+            json_decref(all);
+            all = NULL;
+        }
+    }
+    char *text =
+        all ? json_dumps(all, JSON_PRESERVE_ORDER | JSON_INDENT(2)) : NULL;
+    json_decref(all);
+    if (text == NULL) {
+        cli_error("out of memory");
+        return CLI_SOFTWARE;
+    }
+    puts(text);
+    free(text);
+    return CLI_OK;
+}
+
+int cli_cmd_info(int argc, char **argv, cli_common *cm)
+{
+    static const cli_opt opts[] = {{"json", OPT_JSON, false}, {NULL, 0, false}};
+    cli_parser p;
+    const char *value;
+    bool json = false;
+    row *rows = calloc((size_t)argc + 1, sizeof(*rows));
+    size_t n = 0;
+    int st = CLI_OK;
+
+    if (rows == NULL) {
+        cli_error("out of memory");
+        return CLI_SOFTWARE;
+    }
+    cli_parser_init(&p, "info", argc, argv);
+    for (int id; (id = cli_next(&p, opts, &value)) != CLI_ARG_END;) {
+        if (id == CLI_ARG_ERROR) {
+            free(rows);
+            return CLI_USAGE;
+        }
+        if (id == CLI_OPT_HELP) {
+            fputs(info_help, stdout);
+            free(rows);
+            return CLI_OK;
+        }
+        if (id == OPT_JSON)
+            json = true;
+        else if (id == CLI_ARG_POSITIONAL)
+            rows[n++].name = value;
+        else
+            cli_take_common(cm, id, value);
+    }
+    for (int i = p.rest; i >= 0 && i < argc; i++)
+        rows[n++].name = argv[i]; /* names after "--" */
+    if (n == 0) {
+        free(rows);
+        return cli_usage_error("info", "missing the lock NAME");
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (rows[i].name[0] == '\0') {
+            free(rows);
+            return cli_usage_error("info", "a lock NAME cannot be empty");
+        }
+    }
+
+    rlock_config *cfg;
+    redisContext *ctx = NULL;
+    st = cli_make_config(cm, &cfg);
+    if (st == 0) {
+        st = cli_redis_connect(cfg, true, &ctx);
+        rlock_config_free(cfg);
+    }
+    size_t done = 0;
+    for (; st == 0 && done < n; done++)
+        st = cli_lock_read(ctx, rows[done].name, &rows[done].st);
+    if (st == 0) {
+        if (json)
+            st = print_json(rows, n);
+        else
+            print_table(rows, n);
+    }
+    for (size_t i = 0; i < done; i++)
+        cli_lock_clear(&rows[i].st);
+    redisFree(ctx);
+    free(rows);
+    return st;
+}

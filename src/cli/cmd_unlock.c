@@ -1,0 +1,239 @@
+/*
+ * cmd_unlock.c: "rlock unlock --force NAME...": deletes locks whoever
+ * holds them and wakes their waiters.
+ *
+ * A lock can only be released by its owner, so the one unlock an operator
+ * can do from outside is Redisson's forceUnlock, and --force is required to
+ * say so. The key's layout is read first (lock_state.c): a key that is not
+ * a lock is left alone, so a typo cannot delete someone's data.
+ *   - RLock layout (lock, fair, fenced): rlock_force_unlock(), which deletes
+ *     the hash and publishes "0" on the lock channel; for a fair lock the
+ *     head of its queue is also told on its own channel, as Redisson's fair
+ *     forceUnlock does.
+ *   - read-write: the library's force-release script with the read-write
+ *     channel and Redisson's message for the mode ("1" for write, which
+ *     wakes every waiter; "0" for read).
+ */
+#include "cli.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char unlock_help[] =
+    "Usage: rlock unlock --force [--url URL] [--config FILE] NAME...\n"
+    "\n"
+    "Deletes each lock NAME whoever holds it and wakes the clients waiting\n"
+    "for it (Redisson's forceUnlock). The holder is not told: its next\n"
+    "renewal finds the lock gone (an 'rlock exec' holding it then stops its\n"
+    "command and exits 76). A NAME that is free is reported and skipped; a\n"
+    "key that is not a lock is left alone (exit status 1).\n"
+    "\n"
+    "Options:\n"
+    "  --force        required: a lock is normally released by its owner\n"
+    "  --url URL, --config FILE, -h/--help: see 'rlock --help'\n"
+    "\n"
+    "Exit status: 0 when every NAME is now free; 1 when a NAME is not a\n"
+    "lock; otherwise as 'rlock --help' lists (64, 69, 77, 78...).\n";
+
+enum { OPT_FORCE = CLI_OPT_FIRST_OWN };
+
+/* Tells the head of a fair lock's queue, on its own channel, that the lock
+ * is free. Returns 0 or an exit status. */
+static int wake_fair_head(redisContext *ctx, const char *name)
+{
+    char *queue = rlock__prefixed_name("redisson_lock_queue", name);
+    char *channel = rlock__channel_name(name);
+    int st = CLI_OK;
+    if (queue == NULL || channel == NULL) {
+        cli_error("out of memory");
+        st = CLI_SOFTWARE;
+        goto out;
+    }
+    const char *lindex[] = {"LINDEX", queue, "0"};
+    redisReply *head = cli_command(ctx, 3, lindex);
+    if (head == NULL) {
+        cli_error("lost the connection to Redis: %s", ctx->errstr);
+        st = CLI_UNAVAILABLE;
+        goto out;
+    }
+    if (head->type == REDIS_REPLY_STRING) {
+        size_t n = strlen(channel) + head->len + 2;
+        char *own = malloc(n);
+        if (own != NULL) {
+            snprintf(own, n, "%s:%s", channel, head->str);
+            const char *publish[] = {"PUBLISH", own, "0"};
+            freeReplyObject(cli_command(ctx, 3, publish));
+            free(own);
+        }
+    }
+    freeReplyObject(head);
+out:
+    free(queue);
+    free(channel);
+    return st;
+}
+
+/* Force-unlocks a read-write lock with the library's force script. */
+static int force_read_write(redisContext *ctx, const char *name,
+                            const char *mode)
+{
+    char *channel = rlock__prefixed_name("redisson_rwlock", name);
+    if (channel == NULL) {
+        cli_error("out of memory");
+        return CLI_SOFTWARE;
+    }
+    const rlock__script *s = &rlock__script_lock_force_release;
+    const char *argv[] = {"EVAL",   (const char *)s->body,
+                          "2",      name,
+                          channel,  strcmp(mode, "write") == 0 ? "1" : "0",
+                          "PUBLISH"};
+    size_t lens[7];
+    for (int i = 0; i < 7; i++) /* the body is not NUL-terminated */
+        lens[i] = i == 1 ? s->len : strlen(argv[i]);
+    redisReply *r = redisCommandArgv(ctx, 7, argv, lens);
+    free(channel);
+    if (r == NULL) {
+        cli_error("lost the connection to Redis: %s", ctx->errstr);
+        return CLI_UNAVAILABLE;
+    }
+    int st = CLI_OK;
+    if (r->type == REDIS_REPLY_ERROR) {
+        cli_error("Redis refused to unlock '%s': %s", name, r->str);
+        st = CLI_FAILURE;
+    }
+    freeReplyObject(r);
+    return st;
+}
+
+/* Describes st's holders as "uuid:tid (holds n), ..." into buf. */
+static void holders_text(const cli_lock_state *st, char *buf, size_t len)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < st->nholders && at < len; i++)
+        at += (size_t)snprintf(buf + at, len - at, "%s%s (holds %lld)",
+                               i ? ", " : "", st->holders[i].field,
+                               st->holders[i].count);
+}
+
+/* Force-unlocks one name. Returns 0 or an exit status. */
+static int force_one(rlock_client *c, redisContext *ctx, const char *name)
+{
+    cli_lock_state st;
+    int code = cli_lock_read(ctx, name, &st);
+    if (code != 0)
+        return code;
+    char who[512];
+    holders_text(&st, who, sizeof(who));
+    switch (st.kind) {
+    case CLI_KIND_FREE:
+        printf("%s: not locked\n", name);
+        break;
+    case CLI_KIND_NOT_A_LOCK:
+        cli_error("'%s' is not a lock (a Redis %s); left alone", name,
+                  st.redis_type);
+        code = CLI_FAILURE;
+        break;
+    case CLI_KIND_READ_WRITE:
+        code = force_read_write(ctx, name, st.mode);
+        if (code == 0)
+            printf("%s: force-unlocked (read-write lock, %s mode, held by "
+                   "%s)\n",
+                   name, st.mode, who);
+        break;
+    case CLI_KIND_LOCK:
+    case CLI_KIND_FAIR:
+    case CLI_KIND_FENCED: {
+        rlock *l;
+        int rc = rlock_get(c, name, &l);
+        if (rc == 0) {
+            rc = rlock_force_unlock(l);
+            rlock_free(l);
+        }
+        if (rc != 0) {
+            cli_error("cannot force-unlock '%s': %s", name, rlock_strerror(rc));
+            code = cli_status_of(rc);
+            break;
+        }
+        if (st.kind == CLI_KIND_FAIR)
+            code = wake_fair_head(ctx, name);
+        if (code == 0)
+            printf("%s: force-unlocked (was held by %s)\n", name, who);
+        break;
+    }
+    }
+    cli_lock_clear(&st);
+    return code;
+}
+
+int cli_cmd_unlock(int argc, char **argv, cli_common *cm)
+{
+    static const cli_opt opts[] = {{"force", OPT_FORCE, false},
+                                   {NULL, 0, false}};
+    cli_parser p;
+    const char *value;
+    bool force = false;
+    const char **names = calloc((size_t)argc + 1, sizeof(*names));
+    size_t n = 0;
+
+    if (names == NULL) {
+        cli_error("out of memory");
+        return CLI_SOFTWARE;
+    }
+    cli_parser_init(&p, "unlock", argc, argv);
+    for (int id; (id = cli_next(&p, opts, &value)) != CLI_ARG_END;) {
+        if (id == CLI_ARG_ERROR) {
+            free(names);
+            return CLI_USAGE;
+        }
+        if (id == CLI_OPT_HELP) {
+            fputs(unlock_help, stdout);
+            free(names);
+            return CLI_OK;
+        }
+        if (id == OPT_FORCE)
+            force = true;
+        else if (id == CLI_ARG_POSITIONAL)
+            names[n++] = value;
+        else
+            cli_take_common(cm, id, value);
+    }
+    for (int i = p.rest; i >= 0 && i < argc; i++)
+        names[n++] = argv[i];
+    int st = CLI_OK;
+    if (n == 0)
+        st = cli_usage_error("unlock", "missing the lock NAME");
+    else if (!force)
+        st = cli_usage_error("unlock",
+                             "only --force is supported: a lock is released "
+                             "by its owner, and --force deletes it whoever "
+                             "holds it");
+    for (size_t i = 0; st == 0 && i < n; i++)
+        if (names[i][0] == '\0')
+            st = cli_usage_error("unlock", "a lock NAME cannot be empty");
+    if (st != 0) {
+        free(names);
+        return st;
+    }
+
+    rlock_config *cfg = NULL;
+    rlock_client *c = NULL;
+    redisContext *ctx = NULL;
+    st = cli_connect(cm, &cfg, &c);
+    if (st == 0)
+        st = cli_redis_connect(cfg, true, &ctx);
+    int worst = st;
+    for (size_t i = 0; st == 0 && i < n; i++) {
+        int one = force_one(c, ctx, names[i]);
+        if (one != 0 && worst == 0)
+            worst = one;
+        if (one != 0 && one != CLI_FAILURE)
+            break; /* the connection or memory is gone: stop */
+    }
+    redisFree(ctx);
+    rlock_client_free(c);
+    rlock_config_free(cfg);
+    free(names);
+    return worst;
+}

@@ -1,0 +1,558 @@
+/*
+ * cmd_watch.c: "rlock watch NAME...": prints lock and unlock events as they
+ * happen, one timestamped line each, until SIGINT or SIGTERM (exit 0).
+ *
+ * Unlock events come from the lock channels every lock kind publishes on
+ * (REDISSON-PROTOCOL.md): "redisson_lock__channel:{N}" ("0" wakes one
+ * waiter, "1" all), "redisson_rwlock:{N}" (read-write: "0" after the last
+ * reader, "1" after a writer) and a fair lock's per-thread channels
+ * "redisson_lock__channel:{N}:<owner>" (pattern subscription), whose
+ * suffix names the thread that is next in line.
+ *
+ * Lock events publish nothing, so they come from keyspace notifications
+ * ("__keyspace@<db>__:N"), when the server sends them: a hash event
+ * (hincrby, hset, hdel) makes us read the lock's holders (lock_state.c)
+ * and print what changed since the last read: locked by, re-entered by,
+ * released once by, released by. "expired" means the lease ran out with
+ * no unlock. A final unlock's "del" prints nothing itself: its unlock
+ * message follows. Notifications are off by default in Redis; watch says
+ * so once on stderr and shows unlock events only, unless
+ * --enable-notifications turned them on (CONFIG SET, server-wide).
+ *
+ * The subscriber connection is read with ppoll(), whose mask lets SIGINT
+ * and SIGTERM in only while it waits, so a signal can never be lost
+ * between checking the flag and blocking.
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char watch_help[] =
+    "Usage: rlock watch [--enable-notifications] [--url URL] [--config "
+    "FILE]\n"
+    "                   NAME...\n"
+    "\n"
+    "Prints, one line each with a timestamp, the lock and unlock events of\n"
+    "each lock NAME as they happen, until interrupted (SIGINT or SIGTERM:\n"
+    "exit status 0). It starts with one 'watching' line per NAME giving\n"
+    "its current state.\n"
+    "\n"
+    "Unlock events come from the locks' unlock channels. Lock events\n"
+    "(locked by, re-entered by, released once by, expired) need Redis's\n"
+    "keyspace notifications (notify-keyspace-events with K and h, g, x, or\n"
+    "K and A); they are off by default, and then watch says so once on\n"
+    "stderr and prints unlock events only.\n"
+    "\n"
+    "Options:\n"
+    "  --enable-notifications  turn the missing keyspace notification\n"
+    "                    flags on with CONFIG SET (this changes the server's\n"
+    "                    setting for every client, and stays after watch\n"
+    "                    exits)\n"
+    "  --url URL, --config FILE, -h/--help: see 'rlock --help'\n"
+    "\n"
+    "Exit status: 0 when interrupted; 69 when the connection is lost;\n"
+    "otherwise as 'rlock --help' lists.\n";
+
+enum { OPT_ENABLE = CLI_OPT_FIRST_OWN };
+
+typedef struct watched {
+    const char *name;
+    char *lock_channel;   /* redisson_lock__channel:{N} */
+    char *rw_channel;     /* redisson_rwlock:{N} */
+    char *fair_pattern;   /* redisson_lock__channel:{N}:*, glob-escaped */
+    char *keyspace;       /* __keyspace@<db>__:N */
+    cli_lock_state known; /* the holders last printed */
+} watched;
+
+static volatile sig_atomic_t stop_requested;
+static int output_errno; /* set when stdout could not be written */
+
+static void on_stop(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
+
+/* Prints "<time> <name> <message>" and flushes it. */
+static void emit(const char *name, const char *fmt, ...)
+{
+    struct timespec ts;
+    struct tm tm;
+    char when[40], zone[8];
+    clock_gettime(CLOCK_REALTIME, &ts);
+    localtime_r(&ts.tv_sec, &tm);
+    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+    strftime(zone, sizeof(zone), "%z", &tm);
+    printf("%s.%03ld%s %s ", when, ts.tv_nsec / 1000000, zone, name);
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    putchar('\n');
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        output_errno = errno ? errno : EIO;
+        stop_requested = 1; /* nobody reads us any more */
+    }
+}
+
+/* Returns a malloc'd copy of s with Redis glob characters escaped. */
+static char *glob_escape(const char *s)
+{
+    char *out = malloc(strlen(s) * 2 + 1), *o = out;
+    if (out == NULL)
+        return NULL;
+    for (; *s; s++) {
+        if (strchr("*?[]\\^", *s) != NULL)
+            *o++ = '\\';
+        *o++ = *s;
+    }
+    *o = '\0';
+    return out;
+}
+
+/* Fills w's channel names; returns false when out of memory. */
+static bool watched_init(watched *w, const char *name, int db)
+{
+    memset(w, 0, sizeof(*w));
+    w->name = name;
+    w->lock_channel = rlock__channel_name(name);
+    w->rw_channel = rlock__prefixed_name("redisson_rwlock", name);
+    if (w->lock_channel == NULL || w->rw_channel == NULL)
+        return false;
+    char *escaped = glob_escape(w->lock_channel);
+    size_t n = (escaped ? strlen(escaped) : 0) + 3;
+    w->fair_pattern = escaped ? malloc(n) : NULL;
+    if (w->fair_pattern != NULL)
+        snprintf(w->fair_pattern, n, "%s:*", escaped);
+    free(escaped);
+    n = strlen(name) + 40;
+    w->keyspace = malloc(n);
+    if (w->keyspace != NULL)
+        snprintf(w->keyspace, n, "__keyspace@%d__:%s", db, name);
+    return w->fair_pattern != NULL && w->keyspace != NULL;
+}
+
+static void watched_clear(watched *w)
+{
+    free(w->lock_channel);
+    free(w->rw_channel);
+    free(w->fair_pattern);
+    free(w->keyspace);
+    cli_lock_clear(&w->known);
+}
+
+/* "read-" or "write-" for a read-write lock's holder, else "". */
+static const char *side(const cli_lock_state *st, const cli_holder *h)
+{
+    if (st->kind != CLI_KIND_READ_WRITE)
+        return "";
+    return h->write ? "write-" : "read-";
+}
+
+static const cli_holder *find_holder(const cli_lock_state *st,
+                                     const char *field)
+{
+    for (size_t i = 0; i < st->nholders; i++)
+        if (strcmp(st->holders[i].field, field) == 0)
+            return &st->holders[i];
+    return NULL;
+}
+
+/* Prints the state a watch starts from. */
+static void print_start(const watched *w)
+{
+    const cli_lock_state *st = &w->known;
+    if (st->kind == CLI_KIND_FREE) {
+        emit(w->name, "watching: free");
+        return;
+    }
+    if (st->kind == CLI_KIND_NOT_A_LOCK) {
+        emit(w->name, "watching: not a lock (a Redis %s)", st->redis_type);
+        return;
+    }
+    for (size_t i = 0; i < st->nholders; i++) {
+        const cli_holder *h = &st->holders[i];
+        emit(w->name, "watching: %s lock %slocked by %s:%llu (holds %lld)",
+             cli_kind_word(st->kind), side(st, h), h->client,
+             (unsigned long long)h->thread, h->count);
+    }
+}
+
+/* Reads w's holders again and prints what changed. Returns 0 or an exit
+ * status. */
+static int refresh(redisContext *query, watched *w)
+{
+    cli_lock_state now;
+    int st = cli_lock_read(query, w->name, &now);
+    if (st != 0)
+        return st;
+    if (now.kind == CLI_KIND_FREE || now.kind == CLI_KIND_NOT_A_LOCK) {
+        /* gone already: its unlock or expiry event says so */
+        cli_lock_clear(&w->known);
+        w->known = now;
+        return CLI_OK;
+    }
+    for (size_t i = 0; i < now.nholders; i++) {
+        const cli_holder *h = &now.holders[i];
+        const cli_holder *was = find_holder(&w->known, h->field);
+        unsigned long long tid = (unsigned long long)h->thread;
+        if (was == NULL)
+            emit(w->name, "%slocked by %s:%llu (holds %lld)", side(&now, h),
+                 h->client, tid, h->count);
+        else if (h->count > was->count)
+            emit(w->name, "%sre-entered by %s:%llu (holds %lld)", side(&now, h),
+                 h->client, tid, h->count);
+        else if (h->count < was->count)
+            emit(w->name, "%sreleased once by %s:%llu (holds %lld)",
+                 side(&now, h), h->client, tid, h->count);
+    }
+    for (size_t i = 0; i < w->known.nholders; i++) {
+        const cli_holder *h = &w->known.holders[i];
+        if (find_holder(&now, h->field) == NULL)
+            emit(w->name, "%sreleased by %s:%llu", side(&w->known, h),
+                 h->client, (unsigned long long)h->thread);
+    }
+    cli_lock_clear(&w->known);
+    w->known = now;
+    return CLI_OK;
+}
+
+/* Forgets w's holders: the lock is free. */
+static void forget(watched *w)
+{
+    cli_lock_clear(&w->known);
+    w->known.kind = CLI_KIND_FREE;
+}
+
+/* Handles one message of the subscriber. Returns 0 or an exit status. */
+static int on_message(redisContext *query, watched *ws, size_t n,
+                      const redisReply *r, bool keyspace)
+{
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 3)
+        return CLI_OK;
+    const char *kind = r->element[0]->str;
+    const char *channel, *payload, *pattern = NULL;
+    if (kind != NULL && strcmp(kind, "message") == 0) {
+        channel = r->element[1]->str;
+        payload = r->element[2]->str;
+    } else if (kind != NULL && strcmp(kind, "pmessage") == 0 &&
+               r->elements == 4) {
+        pattern = r->element[1]->str;
+        channel = r->element[2]->str;
+        payload = r->element[3]->str;
+    } else {
+        return CLI_OK; /* subscription confirmations */
+    }
+    if (channel == NULL || payload == NULL)
+        return CLI_OK;
+    for (size_t i = 0; i < n; i++) {
+        watched *w = &ws[i];
+        if (pattern != NULL) {
+            if (strcmp(pattern, w->fair_pattern) != 0)
+                continue;
+            emit(w->name, "unlocked (fair lock; next in line: %s)",
+                 channel + strlen(w->lock_channel) + 1);
+            forget(w);
+        } else if (strcmp(channel, w->lock_channel) == 0) {
+            if (strcmp(payload, "0") == 0)
+                emit(w->name, "unlocked");
+            else if (strcmp(payload, "1") == 0)
+                emit(w->name, "unlocked (every waiter woken)");
+            else
+                emit(w->name, "message '%s' on %s", payload, channel);
+            forget(w);
+        } else if (strcmp(channel, w->rw_channel) == 0) {
+            emit(w->name, "unlocked (read-write lock, %s side)",
+                 strcmp(payload, "1") == 0 ? "write" : "read");
+            forget(w);
+        } else if (keyspace && strcmp(channel, w->keyspace) == 0) {
+            if (strcmp(payload, "expired") == 0) {
+                emit(w->name, "expired (the lease ran out; no unlock was "
+                              "published)");
+                forget(w);
+            } else if (strcmp(payload, "del") == 0) {
+                forget(w); /* the unlock message tells */
+            } else if (strncmp(payload, "h", 1) == 0) {
+                return refresh(query, w); /* hincrby, hset, hdel... */
+            }
+        } else {
+            continue;
+        }
+        return CLI_OK;
+    }
+    return CLI_OK;
+}
+
+/* Returns true when flags (notify-keyspace-events) include what watch
+ * needs: keyspace events (K) for hash (h), generic (g) and expired (x)
+ * commands, A meaning all classes. */
+static bool has_flags(const char *flags)
+{
+    bool all = strchr(flags, 'A') != NULL;
+    return strchr(flags, 'K') != NULL &&
+           (all ||
+            (strchr(flags, 'h') && strchr(flags, 'g') && strchr(flags, 'x')));
+}
+
+/* Checks (and with enable, turns on) keyspace notifications. Returns true
+ * when they are on. */
+static bool keyspace_on(redisContext *query, bool enable)
+{
+    const char *get[] = {"CONFIG", "GET", "notify-keyspace-events"};
+    redisReply *r = cli_command(query, 3, get);
+    char flags[64] = "";
+    bool ok = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+              r->element[1]->type == REDIS_REPLY_STRING;
+    if (ok)
+        snprintf(flags, sizeof(flags), "%s", r->element[1]->str);
+    else
+        cli_error("cannot read notify-keyspace-events (%s); showing "
+                  "unlock events only",
+                  r && r->type == REDIS_REPLY_ERROR ? r->str : "no answer");
+    freeReplyObject(r);
+    if (!ok)
+        return false;
+    if (has_flags(flags))
+        return true;
+    if (!enable) {
+        cli_error("keyspace notifications are off on this server "
+                  "(notify-keyspace-events=\"%s\"), so only unlock events "
+                  "are shown; --enable-notifications turns them on",
+                  flags);
+        return false;
+    }
+    char want[80];
+    snprintf(want, sizeof(want), "%s", flags);
+    size_t len = strlen(want);
+    for (const char *c = strchr(flags, 'A') ? "K" : "Khgx"; *c; c++)
+        if (strchr(want, *c) == NULL && len + 1 < sizeof(want)) {
+            want[len++] = *c;
+            want[len] = '\0';
+        }
+    const char *set[] = {"CONFIG", "SET", "notify-keyspace-events", want};
+    r = cli_command(query, 4, set);
+    ok = r != NULL && r->type == REDIS_REPLY_STATUS;
+    if (ok)
+        cli_error("set notify-keyspace-events to \"%s\" (was \"%s\")", want,
+                  flags);
+    else
+        cli_error("cannot turn on keyspace notifications (%s); showing "
+                  "unlock events only",
+                  r && r->type == REDIS_REPLY_ERROR ? r->str : "no answer");
+    freeReplyObject(r);
+    return ok;
+}
+
+/* Subscribes sub to every channel of ws. Returns 0 or an exit status. */
+static int subscribe_all(redisContext *sub, watched *ws, size_t n,
+                         bool keyspace)
+{
+    size_t per = keyspace ? 3 : 2;
+    const char **argv = calloc(n * per + 1, sizeof(*argv));
+    const char **pargv = calloc(n + 1, sizeof(*pargv));
+    int st = CLI_OK;
+    if (argv == NULL || pargv == NULL) {
+        cli_error("out of memory");
+        st = CLI_SOFTWARE;
+        goto out;
+    }
+    argv[0] = "SUBSCRIBE";
+    pargv[0] = "PSUBSCRIBE";
+    size_t k = 1;
+    for (size_t i = 0; i < n; i++) {
+        argv[k++] = ws[i].lock_channel;
+        argv[k++] = ws[i].rw_channel;
+        if (keyspace)
+            argv[k++] = ws[i].keyspace;
+        pargv[i + 1] = ws[i].fair_pattern;
+    }
+    redisAppendCommandArgv(sub, (int)k, argv, NULL);
+    redisAppendCommandArgv(sub, (int)n + 1, pargv, NULL);
+    /* one confirmation per channel and per pattern */
+    for (size_t i = 0; i < k - 1 + n; i++) {
+        redisReply *r;
+        if (redisGetReply(sub, (void **)&r) != REDIS_OK) {
+            cli_error("lost the connection to Redis: %s", sub->errstr);
+            st = CLI_UNAVAILABLE;
+            goto out;
+        }
+        bool refused = r->type == REDIS_REPLY_ERROR;
+        if (refused)
+            cli_error("Redis refused to subscribe: %s", r->str);
+        freeReplyObject(r);
+        if (refused) {
+            st = CLI_FAILURE;
+            goto out;
+        }
+    }
+out:
+    free(argv);
+    free(pargv);
+    return st;
+}
+
+/* Reads and handles messages until a stop signal or an error. */
+static int watch_loop(redisContext *sub, redisContext *query, watched *ws,
+                      size_t n, bool keyspace, const sigset_t *wait_mask)
+{
+    for (;;) {
+        void *reply = NULL;
+        if (redisGetReplyFromReader(sub, &reply) != REDIS_OK) {
+            cli_error("bad reply from Redis: %s", sub->errstr);
+            return CLI_UNAVAILABLE;
+        }
+        if (reply != NULL) {
+            int st = on_message(query, ws, n, reply, keyspace);
+            freeReplyObject(reply);
+            if (st != 0)
+                return st;
+            continue;
+        }
+        if (output_errno == EPIPE)
+            return CLI_OK; /* the reader went away, as with "| head -1" */
+        if (output_errno != 0) {
+            cli_error("cannot write to standard output: %s",
+                      strerror(output_errno));
+            return CLI_FAILURE;
+        }
+        if (stop_requested)
+            return CLI_OK;
+        struct pollfd pfd = {.fd = sub->fd, .events = POLLIN};
+        int got = ppoll(&pfd, 1, NULL, wait_mask);
+        if (got < 0) {
+            if (errno == EINTR)
+                continue;
+            cli_error("poll: %s", strerror(errno));
+            return CLI_SOFTWARE;
+        }
+        if (redisBufferRead(sub) != REDIS_OK) {
+            cli_error("lost the connection to Redis: %s",
+                      sub->errstr[0] ? sub->errstr : "closed");
+            return CLI_UNAVAILABLE;
+        }
+    }
+}
+
+/* Returns the database cfg's connections select. */
+static int database_of(const rlock_config *cfg)
+{
+    rlock__uri u;
+    if (cfg->database_set)
+        return cfg->database;
+    if (rlock__uri_parse(cfg->server, &u) != 0)
+        return 0;
+    int db = u.db;
+    rlock__uri_clear(&u);
+    return db;
+}
+
+int cli_cmd_watch(int argc, char **argv, cli_common *cm)
+{
+    static const cli_opt opts[] = {{"enable-notifications", OPT_ENABLE, false},
+                                   {NULL, 0, false}};
+    cli_parser p;
+    const char *value;
+    bool enable = false;
+    const char **names = calloc((size_t)argc + 1, sizeof(*names));
+    size_t n = 0;
+
+    if (names == NULL) {
+        cli_error("out of memory");
+        return CLI_SOFTWARE;
+    }
+    cli_parser_init(&p, "watch", argc, argv);
+    for (int id; (id = cli_next(&p, opts, &value)) != CLI_ARG_END;) {
+        if (id == CLI_ARG_ERROR) {
+            free(names);
+            return CLI_USAGE;
+        }
+        if (id == CLI_OPT_HELP) {
+            fputs(watch_help, stdout);
+            free(names);
+            return CLI_OK;
+        }
+        if (id == OPT_ENABLE)
+            enable = true;
+        else if (id == CLI_ARG_POSITIONAL)
+            names[n++] = value;
+        else
+            cli_take_common(cm, id, value);
+    }
+    for (int i = p.rest; i >= 0 && i < argc; i++)
+        names[n++] = argv[i];
+    int st = CLI_OK;
+    if (n == 0)
+        st = cli_usage_error("watch", "missing the lock NAME");
+    for (size_t i = 0; st == 0 && i < n; i++)
+        if (names[i][0] == '\0')
+            st = cli_usage_error("watch", "a lock NAME cannot be empty");
+    if (st != 0) {
+        free(names);
+        return st;
+    }
+
+    /* SIGINT/SIGTERM are let in only inside ppoll() */
+    sigset_t stop_set, wait_mask;
+    sigemptyset(&stop_set);
+    sigaddset(&stop_set, SIGINT);
+    sigaddset(&stop_set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop_set, &wait_mask);
+    sigdelset(&wait_mask, SIGINT);
+    sigdelset(&wait_mask, SIGTERM);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_stop;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+
+    rlock_config *cfg = NULL;
+    redisContext *sub = NULL, *query = NULL;
+    watched *ws = calloc(n, sizeof(*ws));
+    size_t ready = 0;
+    if (ws == NULL) {
+        cli_error("out of memory");
+        st = CLI_SOFTWARE;
+    }
+    if (st == 0)
+        st = cli_make_config(cm, &cfg);
+    if (st == 0)
+        st = cli_redis_connect(cfg, true, &query);
+    if (st == 0)
+        st = cli_redis_connect(cfg, false, &sub);
+    int db = st == 0 ? database_of(cfg) : 0;
+    for (; st == 0 && ready < n; ready++) {
+        if (!watched_init(&ws[ready], names[ready], db)) {
+            cli_error("out of memory");
+            st = CLI_SOFTWARE;
+        }
+    }
+    bool keyspace = st == 0 && keyspace_on(query, enable);
+    if (st == 0)
+        st = subscribe_all(sub, ws, n, keyspace);
+    for (size_t i = 0; st == 0 && i < n; i++) {
+        st = cli_lock_read(query, ws[i].name, &ws[i].known);
+        if (st == 0)
+            print_start(&ws[i]);
+    }
+    if (st == 0)
+        st = watch_loop(sub, query, ws, n, keyspace, &wait_mask);
+
+    for (size_t i = 0; i < ready; i++)
+        watched_clear(&ws[i]);
+    free(ws);
+    redisFree(sub);
+    redisFree(query);
+    rlock_config_free(cfg);
+    free(names);
+    return st;
+}

@@ -1,0 +1,233 @@
+/*
+ * lock_state.c: one consistent read of everything Redis says about a lock
+ * name, for info, watch and unlock.
+ *
+ * The reads go in one MULTI/EXEC, so they describe a single moment: the
+ * key's TYPE, its hash fields, its PTTL, the fair queue's length, the
+ * fencing token, and how many connections are subscribed to the lock's
+ * channels. The kind of lock follows from the layouts in
+ * REDISSON-PROTOCOL.md: a hash of "<uuid>:<tid>" fields is an RLock (a spin
+ * or non-reentrant lock looks the same), with a waiting queue it is a fair
+ * lock (a fair lock nobody waits for looks like an RLock), with a token
+ * counter a fenced lock; a hash with a "mode" field is a read-write lock.
+ */
+#include "cli.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *cli_kind_word(cli_kind kind)
+{
+    switch (kind) {
+    case CLI_KIND_FREE:
+        return "free";
+    case CLI_KIND_LOCK:
+        return "lock";
+    case CLI_KIND_FAIR:
+        return "fair";
+    case CLI_KIND_FENCED:
+        return "fenced";
+    case CLI_KIND_READ_WRITE:
+        return "read-write";
+    case CLI_KIND_NOT_A_LOCK:
+        return "not-a-lock";
+    }
+    return "?";
+}
+
+/* Parses a hash field "<uuid>:<tid>" or "<uuid>:<tid>:write" into h.
+ * Returns false when the field is not an owner tag. */
+static bool parse_owner(const char *field, size_t len, cli_holder *h)
+{
+    if (len < RLOCK__UUID_LEN + 2 || field[RLOCK__UUID_LEN] != ':')
+        return false;
+    for (size_t i = 0; i < RLOCK__UUID_LEN; i++) {
+        bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+        if (dash ? field[i] != '-' : !isxdigit((unsigned char)field[i]))
+            return false;
+    }
+    const char *tid = field + RLOCK__UUID_LEN + 1;
+    const char *end = field + len;
+    size_t digits = 0;
+    uint64_t n = 0;
+    while (tid + digits < end && isdigit((unsigned char)tid[digits])) {
+        if (n > (UINT64_MAX - 9) / 10)
+            return false;
+        n = n * 10 + (uint64_t)(tid[digits] - '0');
+        digits++;
+    }
+    if (digits == 0)
+        return false;
+    const char *rest = tid + digits;
+    if (rest == end)
+        h->write = false;
+    else if ((size_t)(end - rest) == 6 && memcmp(rest, ":write", 6) == 0)
+        h->write = true;
+    else
+        return false;
+    memcpy(h->client, field, RLOCK__UUID_LEN);
+    h->client[RLOCK__UUID_LEN] = '\0';
+    h->thread = n;
+    return true;
+}
+
+/* Parses a decimal hold count. */
+static bool parse_count(const redisReply *v, long long *out)
+{
+    if (v->type != REDIS_REPLY_STRING || v->len == 0 || v->len > 18)
+        return false;
+    long long n = 0;
+    for (size_t i = 0; i < v->len; i++) {
+        if (!isdigit((unsigned char)v->str[i]))
+            return false;
+        n = n * 10 + (v->str[i] - '0');
+    }
+    *out = n;
+    return true;
+}
+
+/* Fills st's holders from an HGETALL reply; returns false when the hash is
+ * not a lock's (a field is neither an owner tag nor "mode"). */
+static bool read_fields(const redisReply *all, cli_lock_state *st)
+{
+    bool has_mode = false;
+    if (all->type != REDIS_REPLY_ARRAY || all->elements % 2 != 0)
+        return false;
+    st->holders = calloc(all->elements / 2 + 1, sizeof(*st->holders));
+    if (st->holders == NULL)
+        return false;
+    for (size_t i = 0; i + 1 < all->elements; i += 2) {
+        const redisReply *f = all->element[i], *v = all->element[i + 1];
+        if (f->type != REDIS_REPLY_STRING)
+            return false;
+        if (strcmp(f->str, "mode") == 0 && v->type == REDIS_REPLY_STRING) {
+            has_mode = true;
+            snprintf(st->mode, sizeof(st->mode), "%s", v->str);
+            continue;
+        }
+        cli_holder *h = &st->holders[st->nholders];
+        if (!parse_owner(f->str, f->len, h) || !parse_count(v, &h->count))
+            return false;
+        h->field = strdup(f->str);
+        if (h->field == NULL)
+            return false;
+        st->nholders++;
+        st->hold_count += h->count;
+    }
+    for (size_t i = 0; i < st->nholders; i++)
+        if (st->holders[i].write && !has_mode)
+            return false;
+    st->kind = has_mode ? CLI_KIND_READ_WRITE : CLI_KIND_LOCK;
+    return true;
+}
+
+/* Returns an integer reply's value, or dflt for anything else. */
+static long long int_or(const redisReply *r, long long dflt)
+{
+    return r != NULL && r->type == REDIS_REPLY_INTEGER ? r->integer : dflt;
+}
+
+/* Frees what cli_lock_read() allocated in st. */
+void cli_lock_clear(cli_lock_state *st)
+{
+    for (size_t i = 0; i < st->nholders; i++)
+        free(st->holders[i].field);
+    free(st->holders);
+    memset(st, 0, sizeof(*st));
+}
+
+/* Reads the state of lock name. Returns 0, or an exit status after
+ * printing why. */
+int cli_lock_read(redisContext *ctx, const char *name, cli_lock_state *st)
+{
+    char *queue = rlock__prefixed_name("redisson_lock_queue", name);
+    char *token = rlock__prefixed_name("redisson_lock_token", name);
+    char *channel = rlock__channel_name(name);
+    char *rw_channel = rlock__prefixed_name("redisson_rwlock", name);
+    redisReply *replies[8] = {NULL};
+    int st_code = CLI_OK;
+
+    memset(st, 0, sizeof(*st));
+    st->token = -1;
+    if (queue == NULL || token == NULL || channel == NULL ||
+        rw_channel == NULL) {
+        cli_error("out of memory");
+        st_code = CLI_SOFTWARE;
+        goto out;
+    }
+    const char *multi[] = {"MULTI"};
+    const char *type[] = {"TYPE", name};
+    const char *hgetall[] = {"HGETALL", name};
+    const char *pttl[] = {"PTTL", name};
+    const char *llen[] = {"LLEN", queue};
+    const char *get[] = {"GET", token};
+    const char *numsub[] = {"PUBSUB", "NUMSUB", channel, rw_channel};
+    const char *exec[] = {"EXEC"};
+    redisAppendCommandArgv(ctx, 1, multi, NULL);
+    redisAppendCommandArgv(ctx, 2, type, NULL);
+    redisAppendCommandArgv(ctx, 2, hgetall, NULL);
+    redisAppendCommandArgv(ctx, 2, pttl, NULL);
+    redisAppendCommandArgv(ctx, 2, llen, NULL);
+    redisAppendCommandArgv(ctx, 2, get, NULL);
+    redisAppendCommandArgv(ctx, 4, numsub, NULL);
+    redisAppendCommandArgv(ctx, 1, exec, NULL);
+    for (int i = 0; i < 8; i++) {
+        if (redisGetReply(ctx, (void **)&replies[i]) != REDIS_OK) {
+            cli_error("lost the connection to Redis: %s", ctx->errstr);
+            st_code = CLI_UNAVAILABLE;
+            goto out;
+        }
+    }
+    const redisReply *r = replies[7];
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 6) {
+        cli_error("Redis refused to read lock '%s': %s", name,
+                  r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+        st_code = CLI_FAILURE;
+        goto out;
+    }
+    const redisReply *t = r->element[0];
+    snprintf(st->redis_type, sizeof(st->redis_type), "%s",
+             t->type == REDIS_REPLY_STATUS ? t->str : "?");
+    st->ttl_ms = int_or(r->element[2], -2);
+    st->queued = int_or(r->element[3], 0);
+    if (r->element[4]->type == REDIS_REPLY_STRING)
+        st->token = strtoll(r->element[4]->str, NULL, 10);
+    const redisReply *subs = r->element[5];
+    long long lock_waiting = 0, rw_waiting = 0;
+    if (subs->type == REDIS_REPLY_ARRAY && subs->elements == 4) {
+        lock_waiting = int_or(subs->element[1], 0);
+        rw_waiting = int_or(subs->element[3], 0);
+    }
+
+    if (strcmp(st->redis_type, "none") == 0) {
+        st->kind = CLI_KIND_FREE;
+        st->waiting = lock_waiting + rw_waiting;
+    } else if (strcmp(st->redis_type, "hash") != 0 ||
+               !read_fields(r->element[1], st)) {
+        for (size_t i = 0; i < st->nholders; i++)
+            free(st->holders[i].field);
+        free(st->holders);
+        st->holders = NULL;
+        st->nholders = 0;
+        st->hold_count = 0;
+        st->kind = CLI_KIND_NOT_A_LOCK;
+    } else if (st->kind == CLI_KIND_READ_WRITE) {
+        st->waiting = rw_waiting;
+    } else {
+        st->waiting = lock_waiting;
+        if (st->queued > 0)
+            st->kind = CLI_KIND_FAIR;
+        else if (st->token >= 0)
+            st->kind = CLI_KIND_FENCED;
+    }
+out:
+    for (int i = 0; i < 8; i++)
+        freeReplyObject(replies[i]);
+    free(queue);
+    free(token);
+    free(channel);
+    free(rw_channel);
+    return st_code;
+}

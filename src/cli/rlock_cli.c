@@ -1,0 +1,564 @@
+/*
+ * rlock_cli.c: the rlock command-line tool's main(): subcommands, argument
+ * parsing, help, where the server comes from, and connecting.
+ *
+ * Arguments are parsed by hand rather than with getopt_long(): exec's
+ * command line after "--" (or after NAME) must reach the command untouched,
+ * and GNU getopt's permutation would move NAME past the "--". Options are
+ * "--name VALUE" or "--name=VALUE", anywhere before the command; -h is the
+ * one short option.
+ *
+ * The server is, first found: --url; the --config file's address;
+ * $REDIS_URL; redis://127.0.0.1:6379 (as redis-cli). A user, password or
+ * /db written in --url beats the config file's; what the URL leaves out
+ * comes from the file.
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/time.h>
+
+#define DEFAULT_URL "redis://127.0.0.1:6379"
+
+static const char global_help[] =
+    "Usage: rlock [--url URL] [--config FILE] COMMAND [ARGS...]\n"
+    "\n"
+    "Distributed reentrant locks on Redis, kept exactly as Java's Redisson\n"
+    "keeps its RLock, so shell scripts, C programs and Java services can\n"
+    "share lock names.\n"
+    "\n"
+    "Commands:\n"
+    "  exec NAME [OPTIONS] -- CMD [ARGS...]\n"
+    "                     run CMD while holding lock NAME (like flock(1),\n"
+    "                     across machines)\n"
+    "  info [--json] NAME...\n"
+    "                     who holds each lock, how often, for how long, what\n"
+    "                     kind of lock it is and how many clients wait\n"
+    "  unlock --force NAME...\n"
+    "                     delete each lock whoever holds it; wake its "
+    "waiters\n"
+    "  watch [--enable-notifications] NAME...\n"
+    "                     print lock and unlock events until interrupted\n"
+    "  help [COMMAND]     this text, or a command's own\n"
+    "\n"
+    "Options (every command takes them, before or after its name):\n"
+    "  --url URL          redis://[[user]:password@]host[:port][/db] or\n"
+    "                     unix:///path/to/redis.sock[?db=N]\n"
+    "  --config FILE      a Redisson JSON config file (singleServerConfig\n"
+    "                     and lockWatchdogTimeout; see the README)\n"
+    "  -h, --help         show help\n"
+    "  --version          print the version\n"
+    "\n"
+    "The server is, first found: --url; the config file's address;\n"
+    "$REDIS_URL; " DEFAULT_URL ". A user, password or /db in\n"
+    "--url beats the config file's.\n"
+    "\n"
+    "Exit status:\n"
+    "  0      success (exec: the status of CMD)\n"
+    "  1      Redis refused a command, or NAME is not a lock\n"
+    "  64     bad arguments\n"
+    "  69     cannot reach the server, or the connection was lost\n"
+    "  70     internal error (out of memory)\n"
+    "  75     exec: the lock was not acquired within --wait\n"
+    "  76     exec: the lock was lost while CMD ran\n"
+    "  77     the server refused the password or the database\n"
+    "  78     bad config file or URL\n"
+    "  126    exec: CMD could not be run\n"
+    "  127    exec: CMD was not found\n"
+    "  128+N  exec: CMD was killed by signal N\n";
+
+/* ------------------------------------------------------------------------ */
+/* Messages                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* Prints "rlock: <message>" on stderr. */
+void cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    fputs("rlock: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+/* Prints a usage error for subcommand cmd (NULL: none) and returns
+ * CLI_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "rlock%s%s: ", cmd ? " " : "", cmd ? cmd : "");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nTry 'rlock%s%s --help'.\n", cmd ? " " : "",
+            cmd ? cmd : "");
+    return CLI_USAGE;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Arguments                                                                */
+/* ------------------------------------------------------------------------ */
+
+static const cli_opt common_opts[] = {
+    {"help", CLI_OPT_HELP, false},
+    {"url", CLI_OPT_URL, true},
+    {"config", CLI_OPT_CONFIG, true},
+    {NULL, 0, false},
+};
+
+void cli_parser_init(cli_parser *p, const char *cmd, int argc, char **argv)
+{
+    p->cmd = cmd;
+    p->argc = argc;
+    p->argv = argv;
+    p->i = 0;
+    p->rest = -1;
+}
+
+/* Finds the option called name[0..n) in opts. */
+static const cli_opt *find_opt(const cli_opt *opts, const char *name, size_t n)
+{
+    for (; opts != NULL && opts->name != NULL; opts++)
+        if (strlen(opts->name) == n && strncmp(opts->name, name, n) == 0)
+            return opts;
+    return NULL;
+}
+
+/* Returns the next argument: an option id (> 0; *value holds its value if
+ * it takes one), CLI_ARG_POSITIONAL (*value is the argument), CLI_ARG_END
+ * (no more; after "--", p->rest indexes what follows it) or CLI_ARG_ERROR
+ * (a message was printed). opts adds to the common options. */
+int cli_next(cli_parser *p, const cli_opt *opts, const char **value)
+{
+    *value = NULL;
+    if (p->i >= p->argc)
+        return CLI_ARG_END;
+    const char *a = p->argv[p->i++];
+    if (strcmp(a, "--") == 0) {
+        p->rest = p->i;
+        p->i = p->argc;
+        return CLI_ARG_END;
+    }
+    if (strcmp(a, "-h") == 0)
+        return CLI_OPT_HELP;
+    if (a[0] != '-' || a[1] == '\0') {
+        *value = a;
+        return CLI_ARG_POSITIONAL;
+    }
+    if (a[1] != '-') {
+        cli_usage_error(p->cmd, "unknown option '%s'", a);
+        return CLI_ARG_ERROR;
+    }
+    const char *name = a + 2;
+    const char *eq = strchr(name, '=');
+    size_t n = eq ? (size_t)(eq - name) : strlen(name);
+    const cli_opt *o = find_opt(common_opts, name, n);
+    if (o == NULL)
+        o = find_opt(opts, name, n);
+    if (o == NULL) {
+        cli_usage_error(p->cmd, "unknown option '--%.*s'", (int)n, name);
+        return CLI_ARG_ERROR;
+    }
+    if (!o->has_value) {
+        if (eq != NULL) {
+            cli_usage_error(p->cmd, "option '--%s' takes no value", o->name);
+            return CLI_ARG_ERROR;
+        }
+        return o->id;
+    }
+    if (eq != NULL) {
+        *value = eq + 1;
+    } else if (p->i < p->argc) {
+        *value = p->argv[p->i++];
+    } else {
+        cli_usage_error(p->cmd, "option '--%s' needs a value", o->name);
+        return CLI_ARG_ERROR;
+    }
+    return o->id;
+}
+
+/* Stores a common option (--url, --config); returns false for any other
+ * id. */
+bool cli_take_common(cli_common *cm, int id, const char *value)
+{
+    if (id == CLI_OPT_URL)
+        cm->url = value;
+    else if (id == CLI_OPT_CONFIG)
+        cm->config = value;
+    else
+        return false;
+    return true;
+}
+
+/* Parses a decimal number of milliseconds in [lo, hi] for option opt of
+ * subcommand cmd. Returns 0, or CLI_USAGE after printing why. */
+int cli_parse_ms(const char *cmd, const char *opt, const char *text, int64_t lo,
+                 int64_t hi, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (*text == '\0' || *end != '\0' || errno != 0 || v < lo || v > hi)
+        return cli_usage_error(cmd,
+                               "--%s wants milliseconds from %lld to %lld, "
+                               "not '%s'",
+                               opt, (long long)lo, (long long)hi, text);
+    *out = v;
+    return CLI_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Settings and connections                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* True when the URL spells out a database ("/N", "?db=N"). */
+static bool url_names_db(const char *url)
+{
+    if (strncasecmp(url, "unix://", 7) == 0)
+        return strstr(url, "?db=") != NULL;
+    const char *slash = strchr(url + 8, '/'); /* after "redis://" */
+    return slash != NULL && slash[1] != '\0';
+}
+
+/* Builds the config every subcommand connects with: the --config file (or
+ * the defaults) and the server as the file header says. Returns 0, or an
+ * exit status after printing why. */
+int cli_make_config(const cli_common *cm, rlock_config **out)
+{
+    rlock_config *cfg = NULL;
+    char err[512];
+    int rc;
+
+    *out = NULL;
+    if (cm->config != NULL) {
+        rc = rlock_config_load_file(&cfg, cm->config, err, sizeof(err));
+        if (rc != 0) {
+            cli_error("%s", err);
+            return rc == RLOCK_ENOMEM ? CLI_SOFTWARE : CLI_CONFIG;
+        }
+    } else if (rlock_config_new(&cfg) != 0) {
+        cli_error("out of memory");
+        return CLI_SOFTWARE;
+    }
+
+    const char *url = cm->url, *source = "--url";
+    const char *env = getenv("REDIS_URL");
+    if (url == NULL && cfg->server == NULL) {
+        if (env != NULL && *env != '\0') {
+            url = env;
+            source = "REDIS_URL";
+        } else {
+            url = DEFAULT_URL;
+        }
+    }
+    if (url != NULL) {
+        rlock__uri u;
+        rc = rlock__uri_parse(url, &u);
+        if (rc == 0) {
+            /* what the URL spells out beats the file */
+            if (cm->config != NULL && u.password != NULL)
+                rc = rlock_config_set_credentials(cfg, u.user, u.password);
+            if (rc == 0 && cm->config != NULL && url_names_db(url))
+                rc = rlock_config_set_database(cfg, u.db);
+            if (rc == 0)
+                rc = rlock_config_set_server(cfg, url);
+            rlock__uri_clear(&u);
+        }
+        if (rc != 0) {
+            rlock_config_free(cfg);
+            if (rc == RLOCK_ENOMEM) {
+                cli_error("out of memory");
+                return CLI_SOFTWARE;
+            }
+            cli_error("%s is not a valid URL: expected "
+                      "redis://[[user]:password@]host[:port][/db] or "
+                      "unix:///path/to/redis.sock[?db=N]",
+                      source);
+            return CLI_CONFIG;
+        }
+    }
+    *out = cfg;
+    return CLI_OK;
+}
+
+/* Writes the server of cfg as a URL without its credentials, for
+ * messages. */
+void cli_server_text(const rlock_config *cfg, char *buf, size_t len)
+{
+    rlock__uri u;
+    if (cfg->server == NULL || rlock__uri_parse(cfg->server, &u) != 0) {
+        snprintf(buf, len, "(no server)");
+        return;
+    }
+    int db = cfg->database_set ? cfg->database : u.db;
+    if (u.path != NULL)
+        snprintf(buf, len, "unix://%s%s", u.path, db ? "?db=" : "");
+    else
+        snprintf(buf, len,
+                 strchr(u.host, ':') ? "redis://[%s]:%d" : "redis://%s:%d",
+                 u.host, u.port);
+    if (db != 0) {
+        size_t n = strlen(buf);
+        snprintf(buf + n, len - n, u.path ? "%d" : "/%d", db);
+    }
+    rlock__uri_clear(&u);
+}
+
+/* Maps an RLOCK_E* code to an exit status. */
+int cli_status_of(int rc)
+{
+    switch (rc) {
+    case RLOCK_OK:
+        return CLI_OK;
+    case RLOCK_ECONN:
+    case RLOCK_ETIMEDOUT:
+    case RLOCK_EPROTO:
+    case RLOCK_ECLOSED:
+        return CLI_UNAVAILABLE;
+    case RLOCK_EAUTH:
+        return CLI_NOPERM;
+    case RLOCK_ENOMEM:
+        return CLI_SOFTWARE;
+    case RLOCK_EINVAL:
+        return CLI_USAGE;
+    default:
+        return CLI_FAILURE;
+    }
+}
+
+/* Prints why connecting to cfg's server failed with rc. */
+static void connect_failed(const rlock_config *cfg, int rc)
+{
+    char server[300];
+    cli_server_text(cfg, server, sizeof(server));
+    switch (rc) {
+    case RLOCK_ECONN:
+        cli_error("cannot reach Redis at %s", server);
+        break;
+    case RLOCK_ETIMEDOUT:
+        cli_error("Redis at %s did not answer in time", server);
+        break;
+    case RLOCK_EAUTH:
+        cli_error("Redis at %s refused the password or the database "
+                  "(see the URL's user:password@ and /db, or the config "
+                  "file's username, password and database)",
+                  server);
+        break;
+    case RLOCK_EPROTO:
+        cli_error("the server at %s does not answer as Redis does", server);
+        break;
+    default:
+        cli_error("cannot connect to Redis at %s: %s", server,
+                  rlock_strerror(rc));
+        break;
+    }
+}
+
+/* Makes the config (kept in *cfg_out when not NULL) and connects an rlock
+ * client. Returns 0, or an exit status after printing why. */
+int cli_connect(const cli_common *cm, rlock_config **cfg_out,
+                rlock_client **out)
+{
+    rlock_config *cfg;
+    *out = NULL;
+    if (cfg_out != NULL)
+        *cfg_out = NULL;
+    int st = cli_make_config(cm, &cfg);
+    if (st != 0)
+        return st;
+    int rc = rlock_client_connect_with(out, NULL, cfg);
+    if (rc != 0) {
+        connect_failed(cfg, rc);
+        rlock_config_free(cfg);
+        return cli_status_of(rc);
+    }
+    if (cfg_out != NULL)
+        *cfg_out = cfg;
+    else
+        rlock_config_free(cfg);
+    return CLI_OK;
+}
+
+/* Runs one command; argv strings are NUL-terminated. */
+redisReply *cli_command(redisContext *ctx, int argc, const char **argv)
+{
+    return redisCommandArgv(ctx, argc, argv, NULL);
+}
+
+static struct timeval ms_timeval(int64_t ms)
+{
+    struct timeval tv = {.tv_sec = (time_t)(ms / 1000),
+                         .tv_usec = (suseconds_t)(ms % 1000) * 1000};
+    return tv;
+}
+
+/* Sends one handshake command; returns 0, or an exit status after printing
+ * what the server said. */
+static int handshake(redisContext *ctx, const char *server, int argc,
+                     const char **argv, const char *what, int refused)
+{
+    redisReply *r = cli_command(ctx, argc, argv);
+    if (r == NULL) {
+        cli_error("lost the connection to Redis at %s: %s", server,
+                  ctx->errstr);
+        return CLI_UNAVAILABLE;
+    }
+    int st = CLI_OK;
+    if (r->type == REDIS_REPLY_ERROR) {
+        bool noauth = strncmp(r->str, "NOAUTH", 6) == 0;
+        cli_error("Redis at %s %s: %s", server,
+                  noauth ? "needs a password" : what, r->str);
+        st = noauth ? CLI_NOPERM : refused;
+    }
+    freeReplyObject(r);
+    return st;
+}
+
+/* Opens a plain hiredis connection to cfg's server with its credentials,
+ * database and client name; with timeouts, replies are awaited at most the
+ * command timeout (a subscriber passes false). Returns 0, or an exit
+ * status after printing why. */
+int cli_redis_connect(const rlock_config *cfg, bool timeouts,
+                      redisContext **out)
+{
+    rlock__uri u;
+    char server[300];
+
+    *out = NULL;
+    cli_server_text(cfg, server, sizeof(server));
+    int rc = rlock__uri_parse(cfg->server, &u);
+    if (rc == 0)
+        rc = rlock__config_apply_uri(cfg, &u);
+    if (rc != 0) {
+        rlock__uri_clear(&u);
+        cli_error(rc == RLOCK_ENOMEM ? "out of memory" : "bad server URL");
+        return rc == RLOCK_ENOMEM ? CLI_SOFTWARE : CLI_CONFIG;
+    }
+    struct timeval ctv = ms_timeval(cfg->connect_timeout_ms);
+    redisContext *ctx = u.path ? redisConnectUnixWithTimeout(u.path, ctv)
+                               : redisConnectWithTimeout(u.host, u.port, ctv);
+    int st = CLI_OK;
+    if (ctx == NULL || ctx->err != 0) {
+        cli_error("cannot reach Redis at %s: %s", server,
+                  ctx ? ctx->errstr : "out of memory");
+        st = ctx ? CLI_UNAVAILABLE : CLI_SOFTWARE;
+    }
+    if (st == 0 && timeouts)
+        redisSetTimeout(ctx, ms_timeval(cfg->command_timeout_ms));
+    if (st == 0 && u.password != NULL) {
+        const char *argv[3] = {"AUTH", u.user ? u.user : u.password,
+                               u.password};
+        st = handshake(ctx, server, u.user ? 3 : 2, argv,
+                       "refused the password", CLI_NOPERM);
+    }
+    if (st == 0 && u.db != 0) {
+        char db[16];
+        snprintf(db, sizeof(db), "%d", u.db);
+        const char *argv[2] = {"SELECT", db};
+        st =
+            handshake(ctx, server, 2, argv, "refused the database", CLI_NOPERM);
+    }
+    if (st == 0 && cfg->client_name != NULL) {
+        const char *argv[3] = {"CLIENT", "SETNAME", cfg->client_name};
+        st = handshake(ctx, server, 3, argv, "refused the client name",
+                       CLI_FAILURE);
+    }
+    if (st == 0) {
+        const char *argv[1] = {"PING"};
+        st = handshake(ctx, server, 1, argv, "refused PING", CLI_FAILURE);
+    }
+    rlock__uri_clear(&u);
+    if (st != 0) {
+        redisFree(ctx);
+        return st;
+    }
+    *out = ctx;
+    return CLI_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* main                                                                     */
+/* ------------------------------------------------------------------------ */
+
+typedef struct subcommand {
+    const char *name;
+    int (*run)(int argc, char **argv, cli_common *cm);
+} subcommand;
+
+static const subcommand subcommands[] = {
+    {"exec", cli_cmd_exec},
+    {"info", cli_cmd_info},
+    {"unlock", cli_cmd_unlock},
+    {"watch", cli_cmd_watch},
+    {NULL, NULL},
+};
+
+static const subcommand *find_subcommand(const char *name)
+{
+    for (const subcommand *s = subcommands; s->name != NULL; s++)
+        if (strcmp(s->name, name) == 0)
+            return s;
+    return NULL;
+}
+
+enum { OPT_VERSION = CLI_OPT_FIRST_OWN };
+
+int main(int argc, char **argv)
+{
+    static const cli_opt global_opts[] = {
+        {"version", OPT_VERSION, false},
+        {NULL, 0, false},
+    };
+    cli_common cm = {NULL, NULL};
+    cli_parser p;
+    const char *value;
+
+    cli_parser_init(&p, NULL, argc - 1, argv + 1);
+    for (;;) {
+        int id = cli_next(&p, global_opts, &value);
+        if (id == CLI_ARG_ERROR)
+            return CLI_USAGE;
+        if (id == CLI_ARG_END)
+            return cli_usage_error(NULL, "missing a command (exec, info, "
+                                         "unlock or watch)");
+        if (id == CLI_OPT_HELP) {
+            fputs(global_help, stdout);
+            return CLI_OK;
+        }
+        if (id == OPT_VERSION) {
+            printf("rlock %s\n", rlock_version_string());
+            return CLI_OK;
+        }
+        if (id == CLI_ARG_POSITIONAL)
+            break;
+        cli_take_common(&cm, id, value);
+    }
+
+    int rest_argc = p.argc - p.i;
+    char **rest = p.argv + p.i;
+    if (strcmp(value, "help") == 0) {
+        if (rest_argc == 0) {
+            fputs(global_help, stdout);
+            return CLI_OK;
+        }
+        const subcommand *s = find_subcommand(rest[0]);
+        if (s == NULL)
+            return cli_usage_error(NULL, "unknown command '%s'", rest[0]);
+        char *help_argv[] = {"--help", NULL};
+        return s->run(1, help_argv, &cm);
+    }
+    const subcommand *s = find_subcommand(value);
+    if (s == NULL)
+        return cli_usage_error(NULL,
+                               "unknown command '%s' (exec, info, unlock "
+                               "or watch)",
+                               value);
+    return s->run(rest_argc, rest, &cm);
+}

@@ -1,0 +1,568 @@
+/*
+ * test_config_file.c: rlock_config_load_file() on Redisson JSON configs
+ * written to temporary files, and the server setters it relies on.
+ *
+ * Accepted files: every honoured key lands in the config (read through
+ * internal.h), ignored keys change nothing, defaults stay where the file is
+ * silent. Refused files: each case names the line and the key the message
+ * must carry ("FILE:LINE: KEY: ..."), and a phrase saying why; the result
+ * pointer must come back NULL (ASan/LSan would catch a leak). No network.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static char dir[64];
+static char path[128];
+
+static int group_setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof(dir), "/tmp/rlock-config-test-XXXXXX");
+    if (mkdtemp(dir) == NULL)
+        return -1;
+    snprintf(path, sizeof(path), "%s/redisson.json", dir);
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    unlink(path);
+    return rmdir(dir);
+}
+
+/* Writes text to the test file. */
+static void write_file(const char *text)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(text, 1, strlen(text), f), strlen(text));
+    assert_int_equal(fclose(f), 0);
+}
+
+/* Loads text and asserts success. */
+static rlock_config *load_ok(const char *text)
+{
+    rlock_config *cfg = NULL;
+    char err[512] = "untouched";
+
+    write_file(text);
+    int rc = rlock_config_load_file(&cfg, path, err, sizeof(err));
+    if (rc != 0)
+        fail_msg("refused: %s", err);
+    assert_non_null(cfg);
+    assert_string_equal(err, "");
+    return cfg;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Accepted files                                                           */
+/* ------------------------------------------------------------------------ */
+
+static void test_every_honoured_key(void **state)
+{
+    (void)state;
+    rlock_config *cfg = load_ok("{\n"
+                                "  \"singleServerConfig\": {\n"
+                                "    \"address\": \"redis://10.1.2.3:6390\",\n"
+                                "    \"username\": \"app\",\n"
+                                "    \"password\": \"s3cret\",\n"
+                                "    \"database\": 7,\n"
+                                "    \"connectTimeout\": 1234,\n"
+                                "    \"timeout\": 2345,\n"
+                                "    \"retryAttempts\": 5,\n"
+                                "    \"retryInterval\": 678,\n"
+                                "    \"clientName\": \"billing-worker\",\n"
+                                "    \"connectionPoolSize\": 8,\n"
+                                "    \"subscriptionsPerConnection\": 5\n"
+                                "  },\n"
+                                "  \"lockWatchdogTimeout\": 45000\n"
+                                "}\n");
+    assert_string_equal(cfg->server, "redis://10.1.2.3:6390");
+    assert_true(cfg->credentials_set);
+    assert_string_equal(cfg->user, "app");
+    assert_string_equal(cfg->password, "s3cret");
+    assert_true(cfg->database_set);
+    assert_int_equal(cfg->database, 7);
+    assert_int_equal(cfg->connect_timeout_ms, 1234);
+    assert_int_equal(cfg->command_timeout_ms, 2345);
+    assert_int_equal(cfg->retry_attempts, 5);
+    assert_int_equal(cfg->retry_interval_ms, 678);
+    assert_string_equal(cfg->client_name, "billing-worker");
+    assert_int_equal(cfg->connections, 8);
+    assert_int_equal(cfg->watchdog_timeout_ms, 45000);
+    /* not in the file: the default */
+    assert_int_equal(cfg->recheck_interval_ms, 2000);
+    rlock_config_free(cfg);
+}
+
+/* A file the way Redisson's Config.toJSON writes one: nulls, a codec
+ * object and every pool setting. Ignored keys change nothing. */
+static void test_redisson_to_json_output(void **state)
+{
+    (void)state;
+    rlock_config *cfg = load_ok(
+        "{\"singleServerConfig\":{\"idleConnectionTimeout\":10000,"
+        "\"connectTimeout\":10000,\"timeout\":3000,\"retryAttempts\":3,"
+        "\"retryInterval\":1500,\"password\":null,\"username\":null,"
+        "\"subscriptionsPerConnection\":5,\"clientName\":null,"
+        "\"address\":\"redis://127.0.0.1:6379\","
+        "\"subscriptionConnectionMinimumIdleSize\":1,"
+        "\"subscriptionConnectionPoolSize\":50,"
+        "\"connectionMinimumIdleSize\":24,\"connectionPoolSize\":64,"
+        "\"database\":0,\"dnsMonitoringInterval\":5000,"
+        "\"pingConnectionInterval\":30000,\"keepAlive\":false,"
+        "\"tcpNoDelay\":true,\"sslEnableEndpointIdentification\":true,"
+        "\"sslProvider\":\"JDK\",\"sslTruststore\":null,"
+        "\"nameMapper\":{\"class\":"
+        "\"org.redisson.api.NameMapper$DefaultNameMapper\"},"
+        "\"retryDelay\":{\"class\":\"org.redisson.config.EqualJitterDelay\","
+        "\"baseDelay\":\"PT1S\",\"maxDelay\":\"PT2S\"}},"
+        "\"threads\":16,\"nettyThreads\":32,"
+        "\"codec\":{\"class\":\"org.redisson.codec.Kryo5Codec\"},"
+        "\"transportMode\":\"NIO\",\"lockWatchdogTimeout\":30000,"
+        "\"checkLockSyncedSlaves\":true,\"keepPubSubOrder\":true,"
+        "\"clusterServersConfig\":null}");
+    assert_string_equal(cfg->server, "redis://127.0.0.1:6379");
+    assert_false(cfg->credentials_set); /* password null: no AUTH */
+    assert_null(cfg->password);
+    assert_null(cfg->client_name);
+    assert_true(cfg->database_set);
+    assert_int_equal(cfg->database, 0);
+    assert_int_equal(cfg->connections, 64);
+    assert_int_equal(cfg->command_timeout_ms, 3000);
+    assert_int_equal(cfg->connect_timeout_ms, 10000);
+    assert_int_equal(cfg->retry_attempts, 3);
+    assert_int_equal(cfg->retry_interval_ms, 1500);
+    assert_int_equal(cfg->watchdog_timeout_ms, 30000);
+    rlock_config_free(cfg);
+}
+
+/* Only top-level keys: no server, every default kept. */
+static void test_no_server(void **state)
+{
+    (void)state;
+    rlock_config *cfg = load_ok("{\"lockWatchdogTimeout\": 9000}");
+    assert_null(cfg->server);
+    assert_false(cfg->credentials_set);
+    assert_false(cfg->database_set);
+    assert_int_equal(cfg->watchdog_timeout_ms, 9000);
+    assert_int_equal(cfg->command_timeout_ms, 3000);
+    assert_int_equal(cfg->connections, 2);
+    rlock_config_free(cfg);
+
+    cfg = load_ok("{}");
+    assert_null(cfg->server);
+    assert_int_equal(cfg->watchdog_timeout_ms, 30000);
+    rlock_config_free(cfg);
+}
+
+static void test_pool_size_capped(void **state)
+{
+    (void)state;
+    rlock_config *cfg =
+        load_ok("{\"singleServerConfig\": {\"connectionPoolSize\": 500}}");
+    assert_int_equal(cfg->connections, 64);
+    rlock_config_free(cfg);
+    cfg = load_ok("{\"singleServerConfig\": {\"connectionPoolSize\": 1}}");
+    assert_int_equal(cfg->connections, 1);
+    rlock_config_free(cfg);
+}
+
+static void test_password_without_user(void **state)
+{
+    (void)state;
+    rlock_config *cfg = load_ok(
+        "{\"singleServerConfig\": {\"password\": \"pw\", \"username\": null}}");
+    assert_true(cfg->credentials_set);
+    assert_null(cfg->user);
+    assert_string_equal(cfg->password, "pw");
+    rlock_config_free(cfg);
+}
+
+/* "" means none for the password and the client name, as in Redisson. */
+static void test_empty_strings_mean_none(void **state)
+{
+    (void)state;
+    rlock_config *cfg = load_ok("{\"singleServerConfig\": {\"password\": "
+                                "\"\", \"clientName\": \"\"}}");
+    assert_false(cfg->credentials_set);
+    assert_null(cfg->client_name);
+    rlock_config_free(cfg);
+}
+
+static void test_valkey_scheme(void **state)
+{
+    (void)state;
+    rlock_config *cfg = load_ok(
+        "{\"singleServerConfig\": {\"address\": \"valkey://cache:7000\"}}");
+    assert_string_equal(cfg->server, "redis://cache:7000");
+    rlock_config_free(cfg);
+}
+
+/* An escaped key is compared decoded. */
+static void test_escaped_key(void **state)
+{
+    (void)state;
+    rlock_config *cfg = load_ok("{\"lockWatchdog\\u0054imeout\": 31000}");
+    assert_int_equal(cfg->watchdog_timeout_ms, 31000);
+    rlock_config_free(cfg);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Refused files                                                            */
+/* ------------------------------------------------------------------------ */
+
+typedef struct refusal {
+    const char *text;
+    int line;
+    const char *key;    /* the message reads "FILE:LINE: <key>" */
+    const char *phrase; /* ... and contains this */
+} refusal;
+
+static void test_refuses(void **state)
+{
+    const refusal *c = *state;
+    rlock_config *cfg = (rlock_config *)&cfg; /* must be reset to NULL */
+    char err[512];
+    char want[256];
+
+    write_file(c->text);
+    assert_int_equal(rlock_config_load_file(&cfg, path, err, sizeof(err)),
+                     RLOCK_EINVAL);
+    assert_null(cfg);
+    snprintf(want, sizeof(want), "%s:%d: %s", path, c->line, c->key);
+    if (strncmp(err, want, strlen(want)) != 0 || strstr(err, c->phrase) == NULL)
+        fail_msg("got \"%s\"\nwant \"%s...\" with \"%s\"", err, want,
+                 c->phrase);
+}
+
+#define REFUSES(name, text, line, key, phrase)                        \
+    {                                                                 \
+        "refuses_" name, test_refuses, NULL, NULL, (void *)&(refusal) \
+        {                                                             \
+            (text), (line), (key), (phrase)                           \
+        }                                                             \
+    }
+
+/* The same key name at two levels, and a value spelling a key's name: the
+ * line must be the offending key's own. */
+static const char scanner_text[] = "{\n"
+                                   "  \"singleServerConfig\": {\n"
+                                   "    \"clientName\": \"timeout\",\n"
+                                   "    \"timeout\": 3000\n"
+                                   "  },\n"
+                                   "  \"timeout\": 5\n"
+                                   "}\n";
+
+static const char range_text[] = "{\n"
+                                 "  \"singleServerConfig\": {\n"
+                                 "    \"address\": \"redis://h:1\",\n"
+                                 "    \"timeout\": 0\n"
+                                 "  }\n"
+                                 "}\n";
+
+/* ------------------------------------------------------------------------ */
+/* Arguments and the other entry points                                     */
+/* ------------------------------------------------------------------------ */
+
+static void test_missing_file(void **state)
+{
+    (void)state;
+    rlock_config *cfg;
+    char err[256];
+    char missing[200];
+
+    snprintf(missing, sizeof(missing), "%s/nope.json", dir);
+    assert_int_equal(rlock_config_load_file(&cfg, missing, err, sizeof(err)),
+                     RLOCK_EINVAL);
+    assert_null(cfg);
+    assert_non_null(strstr(err, missing));
+    assert_non_null(strstr(err, "cannot open"));
+}
+
+static void test_bad_arguments(void **state)
+{
+    (void)state;
+    rlock_config *cfg;
+    char err[64];
+
+    assert_int_equal(rlock_config_load_file(NULL, path, err, sizeof(err)),
+                     RLOCK_EINVAL);
+    assert_int_equal(rlock_config_load_file(&cfg, NULL, err, sizeof(err)),
+                     RLOCK_EINVAL);
+    assert_null(cfg);
+    /* no errbuf is fine, and a tiny one is filled without overflow */
+    write_file("{\"nope\": 1}");
+    assert_int_equal(rlock_config_load_file(&cfg, path, NULL, 0), RLOCK_EINVAL);
+    char tiny[8];
+    assert_int_equal(rlock_config_load_file(&cfg, path, tiny, sizeof(tiny)),
+                     RLOCK_EINVAL);
+    assert_int_equal(strlen(tiny), sizeof(tiny) - 1);
+
+    rlock_client *c = (rlock_client *)&c;
+    assert_int_equal(rlock_client_connect_config(&c, NULL), RLOCK_EINVAL);
+    assert_null(c);
+    assert_int_equal(rlock_client_connect_config(NULL, path), RLOCK_EINVAL);
+    /* a refused file refuses the connect, before any network */
+    c = (rlock_client *)&c;
+    assert_int_equal(rlock_client_connect_config(&c, path), RLOCK_EINVAL);
+    assert_null(c);
+    /* no server anywhere: nothing to connect to */
+    write_file("{\"lockWatchdogTimeout\": 30000}");
+    assert_int_equal(rlock_client_connect_config(&c, path), RLOCK_EINVAL);
+    rlock_config *empty;
+    assert_int_equal(rlock_config_new(&empty), 0);
+    assert_int_equal(rlock_client_connect_with(&c, NULL, empty), RLOCK_EINVAL);
+    assert_int_equal(rlock_client_connect_with(&c, NULL, NULL), RLOCK_EINVAL);
+    rlock_config_free(empty);
+}
+
+static void test_server_setters(void **state)
+{
+    (void)state;
+    rlock_config *cfg;
+    assert_int_equal(rlock_config_new(&cfg), 0);
+
+    assert_int_equal(rlock_config_set_server(cfg, "redis://h:1/2"), 0);
+    assert_string_equal(cfg->server, "redis://h:1/2");
+    assert_int_equal(rlock_config_set_server(cfg, "http://h"), RLOCK_EINVAL);
+    assert_int_equal(rlock_config_set_server(cfg, NULL), RLOCK_EINVAL);
+    assert_int_equal(rlock_config_set_server(NULL, "redis://h"), RLOCK_EINVAL);
+    assert_string_equal(cfg->server, "redis://h:1/2"); /* unchanged */
+
+    assert_int_equal(rlock_config_set_credentials(cfg, "u", NULL),
+                     RLOCK_EINVAL);
+    assert_int_equal(rlock_config_set_credentials(cfg, "", "pw"), RLOCK_EINVAL);
+    assert_int_equal(rlock_config_set_credentials(cfg, NULL, ""), RLOCK_EINVAL);
+    assert_false(cfg->credentials_set);
+    assert_int_equal(rlock_config_set_credentials(cfg, "u", "pw"), 0);
+    assert_int_equal(rlock_config_set_credentials(cfg, NULL, "pw2"), 0);
+    assert_null(cfg->user);
+    assert_string_equal(cfg->password, "pw2");
+
+    assert_int_equal(rlock_config_set_database(cfg, -1), RLOCK_EINVAL);
+    assert_false(cfg->database_set);
+    assert_int_equal(rlock_config_set_database(cfg, 0), 0);
+    assert_true(cfg->database_set);
+
+    assert_int_equal(rlock_config_set_client_name(cfg, "has space"),
+                     RLOCK_EINVAL);
+    assert_int_equal(rlock_config_set_client_name(cfg, ""), RLOCK_EINVAL);
+    assert_int_equal(rlock_config_set_client_name(cfg, "worker-1"), 0);
+    assert_int_equal(rlock_config_set_client_name(cfg, NULL), 0);
+    assert_null(cfg->client_name);
+    rlock_config_free(cfg);
+}
+
+/* The client's deep copy, and how settings lay over a parsed URI. */
+static void test_copy_and_apply(void **state)
+{
+    (void)state;
+    rlock_config *cfg;
+    rlock_config copy;
+    rlock__uri u;
+
+    assert_int_equal(rlock_config_new(&cfg), 0);
+    assert_int_equal(rlock_config_set_server(cfg, "redis://a:b@h:9/4"), 0);
+    assert_int_equal(rlock__config_copy(&copy, cfg), 0);
+    /* no settings: the URI's own credentials and database stay */
+    assert_int_equal(rlock__uri_parse(copy.server, &u), 0);
+    assert_int_equal(rlock__config_apply_uri(&copy, &u), 0);
+    assert_string_equal(u.user, "a");
+    assert_string_equal(u.password, "b");
+    assert_int_equal(u.db, 4);
+    rlock__uri_clear(&u);
+    rlock__config_clear(&copy);
+
+    assert_int_equal(rlock_config_set_credentials(cfg, NULL, "pw"), 0);
+    assert_int_equal(rlock_config_set_database(cfg, 0), 0);
+    assert_int_equal(rlock_config_set_client_name(cfg, "n"), 0);
+    assert_int_equal(rlock__config_copy(&copy, cfg), 0);
+    rlock_config_free(cfg); /* the copy owns its own strings */
+    assert_string_equal(copy.server, "redis://a:b@h:9/4");
+    assert_string_equal(copy.password, "pw");
+    assert_string_equal(copy.client_name, "n");
+    assert_int_equal(rlock__uri_parse(copy.server, &u), 0);
+    assert_int_equal(rlock__config_apply_uri(&copy, &u), 0);
+    assert_null(u.user);
+    assert_string_equal(u.password, "pw");
+    assert_int_equal(u.db, 0);
+    rlock__uri_clear(&u);
+    rlock__config_clear(&copy);
+    assert_null(copy.server);
+}
+
+/* Every allocation of a load failing in turn: RLOCK_ENOMEM, nothing
+ * returned, nothing leaked (LSan), until the load succeeds. */
+static void test_out_of_memory(void **state)
+{
+    (void)state;
+    char err[256];
+    int failures = 0;
+
+    write_file("{\n"
+               "  \"singleServerConfig\": {\n"
+               "    \"address\": \"valkey://10.1.2.3:6390\",\n"
+               "    \"username\": \"app\", \"password\": \"pw\",\n"
+               "    \"database\": 7, \"clientName\": \"n\"\n"
+               "  },\n"
+               "  \"codec\": null,\n"
+               "  \"lockWatchdogTimeout\": 45000\n"
+               "}\n");
+    for (long n = 0;; n++) {
+        rlock_config *cfg = (rlock_config *)&cfg;
+        rlock__alloc_fail_after(n);
+        int rc = rlock_config_load_file(&cfg, path, err, sizeof(err));
+        rlock__alloc_fail_after(-1);
+        if (rc == RLOCK_OK) {
+            rlock_config copy;
+            assert_string_equal(cfg->server, "redis://10.1.2.3:6390");
+            for (long m = 0;; m++) {
+                rlock__alloc_fail_after(m);
+                rc = rlock__config_copy(&copy, cfg);
+                rlock__alloc_fail_after(-1);
+                if (rc == RLOCK_OK)
+                    break;
+                assert_int_equal(rc, RLOCK_ENOMEM);
+            }
+            assert_string_equal(copy.client_name, "n");
+            rlock__config_clear(&copy);
+            rlock_config_free(cfg);
+            break;
+        }
+        if (rc != RLOCK_ENOMEM)
+            fail_msg("allocation %ld failing gave %s: %s", n,
+                     rlock_err_name(rc), err);
+        assert_null(cfg);
+        assert_non_null(strstr(err, "out of memory"));
+        failures++;
+    }
+    assert_true(failures >= 5); /* the loop did reach the allocations */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_honoured_key),
+        cmocka_unit_test(test_redisson_to_json_output),
+        cmocka_unit_test(test_no_server),
+        cmocka_unit_test(test_pool_size_capped),
+        cmocka_unit_test(test_password_without_user),
+        cmocka_unit_test(test_empty_strings_mean_none),
+        cmocka_unit_test(test_valkey_scheme),
+        cmocka_unit_test(test_escaped_key),
+
+        /* clang-format off */
+        REFUSES("malformed_json", "{\n  \"lockWatchdogTimeout\": 3000\n",
+                3, "in lockWatchdogTimeout: malformed JSON",
+                "'}' expected near end of file"),
+        REFUSES("malformed_value_names_key",
+                "{\n  \"singleServerConfig\": {\n    \"timeout\": 30x0\n"
+                "  }\n}\n",
+                3, "in singleServerConfig.timeout: malformed JSON",
+                "near"),
+        REFUSES("trailing_garbage", "{}\n\nxyz\n", 3, "malformed JSON",
+                "end of file expected"),
+        REFUSES("empty_file", "", 1, "malformed JSON", "expected"),
+        REFUSES("duplicate_key",
+                "{\n  \"lockWatchdogTimeout\": 30000,\n"
+                "  \"lockWatchdogTimeout\": 40000\n}\n",
+                3, "in lockWatchdogTimeout: malformed JSON", "duplicate"),
+        REFUSES("top_level_array", "[1, 2]", 1, "(top level): ",
+                "must be a JSON object"),
+        REFUSES("unknown_top_key", "{\n  \"lockWatchdogTimeout\": 30000,\n"
+                "  \"lockWatchdogTimout\": 1\n}", 3,
+                "lockWatchdogTimout: ", "unknown key"),
+        REFUSES("unknown_server_key", "{\"singleServerConfig\": {\n"
+                "  \"adress\": \"redis://h\"}}", 2,
+                "singleServerConfig.adress: ", "unknown key"),
+        REFUSES("same_name_other_level", scanner_text, 6, "timeout: ",
+                "unknown key"),
+        REFUSES("timeout_zero", range_text, 4,
+                "singleServerConfig.timeout: ", "from 1 to 2147483647"),
+        REFUSES("timeout_string",
+                "{\"singleServerConfig\": {\"timeout\": \"3000\"}}", 1,
+                "singleServerConfig.timeout: ",
+                "must be an integer (got a string)"),
+        REFUSES("timeout_fraction",
+                "{\"singleServerConfig\": {\"timeout\": 3000.5}}", 1,
+                "singleServerConfig.timeout: ", "must be an integer"),
+        REFUSES("connect_timeout_negative",
+                "{\"singleServerConfig\": {\"connectTimeout\": -1}}", 1,
+                "singleServerConfig.connectTimeout: ", "from 1"),
+        REFUSES("retry_attempts_range",
+                "{\"singleServerConfig\": {\"retryAttempts\": 101}}", 1,
+                "singleServerConfig.retryAttempts: ", "from 0 to 100"),
+        REFUSES("retry_interval_negative",
+                "{\"singleServerConfig\": {\"retryInterval\": -5}}", 1,
+                "singleServerConfig.retryInterval: ", "from 0"),
+        REFUSES("database_negative",
+                "{\"singleServerConfig\": {\"database\": -1}}", 1,
+                "singleServerConfig.database: ", "from 0"),
+        REFUSES("pool_size_zero",
+                "{\"singleServerConfig\": {\"connectionPoolSize\": 0}}", 1,
+                "singleServerConfig.connectionPoolSize: ", "from 1"),
+        REFUSES("watchdog_too_small", "{\n\"lockWatchdogTimeout\": 29}", 2,
+                "lockWatchdogTimeout: ", "from 30"),
+        REFUSES("ignored_key_wrong_type",
+                "{\"singleServerConfig\": {\n\"keepAlive\": 1}}", 2,
+                "singleServerConfig.keepAlive: ", "true or false"),
+        REFUSES("ignored_int_wrong_type", "{\"threads\": \"16\"}", 1,
+                "threads: ", "must be an integer"),
+        REFUSES("address_number",
+                "{\"singleServerConfig\": {\"address\": 6379}}", 1,
+                "singleServerConfig.address: ", "string or null"),
+        REFUSES("address_tls",
+                "{\"singleServerConfig\": {\n\n\"address\": "
+                "\"rediss://h:6380\"}}",
+                3, "singleServerConfig.address: ",
+                "TLS (rediss://) is not supported"),
+        REFUSES("address_without_scheme",
+                "{\"singleServerConfig\": {\"address\": \"h:6379\"}}", 1,
+                "singleServerConfig.address: ", "needs a scheme"),
+        REFUSES("address_unparsable",
+                "{\"singleServerConfig\": {\"address\": \"redis://h:0\"}}", 1,
+                "singleServerConfig.address: ", "is not a redis://"),
+        REFUSES("username_without_password",
+                "{\"singleServerConfig\": {\n\"username\": \"u\"}}", 2,
+                "singleServerConfig.username: ", "needs a password"),
+        REFUSES("client_name_with_space",
+                "{\"singleServerConfig\": {\"clientName\": \"my app\"}}", 1,
+                "singleServerConfig.clientName: ", "without spaces"),
+        REFUSES("name_mapper",
+                "{\"singleServerConfig\": {\"nameMapper\": "
+                "{\"class\": \"com.acme.PrefixMapper\"}}}", 1,
+                "singleServerConfig.nameMapper: ", "not supported"),
+        REFUSES("server_config_not_object", "{\"singleServerConfig\": 1}", 1,
+                "singleServerConfig: ", "must be an object"),
+        REFUSES("cluster", "{\n\"clusterServersConfig\": "
+                "{\"nodeAddresses\": [\"redis://h:7000\"]}}", 2,
+                "clusterServersConfig: ", "not supported yet"),
+        REFUSES("sentinel", "{\n\"sentinelServersConfig\": "
+                "{\"masterName\": \"m\"}}", 2,
+                "sentinelServersConfig: ", "not supported yet"),
+        REFUSES("master_slave", "{\"masterSlaveServersConfig\": {}}", 1,
+                "masterSlaveServersConfig: ", "not supported yet"),
+        REFUSES("replicated", "{\"replicatedServersConfig\": {}}", 1,
+                "replicatedServersConfig: ", "not supported yet"),
+        /* clang-format on */
+
+        cmocka_unit_test(test_missing_file),
+        cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_server_setters),
+        cmocka_unit_test(test_copy_and_apply),
+        cmocka_unit_test(test_out_of_memory),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
