@@ -17,8 +17,10 @@
  * Threads: every function may be called from any thread unless its
  * "Thread-safety:" line says otherwise. The owner of a lock is the calling
  * thread, as in Redisson: the thread that locked must be the one to unlock.
- * Blocking calls must not be made from inside an rlock callback (they return
- * RLOCK_EDEADLK).
+ * Callbacks: lost-lock callbacks run on the client's notifier thread and
+ * may call anything but rlock_client_free(). Async completions run on the
+ * attached libev loop, or on the client's I/O thread when none is attached;
+ * there a blocking call returns RLOCK_EDEADLK instead of deadlocking.
  *
  * Fork: a client belongs to the process that created it. In a forked child
  * every call on an inherited client or handle returns RLOCK_EFORKED; the
@@ -102,7 +104,9 @@ typedef struct rlock_config rlock_config;
  *   recheck interval      2000 ms: the longest a waiter waits for an unlock
  *                        message before it re-tries, so a lost message
  *                        (crashed holder, raw DEL) costs at most this much
- *   connections              2 command connections (plus one subscriber)
+ *   connections              2: the I/O thread's command connections, and
+ *                        as many direct ones that blocking calls use on
+ *                        their own thread when idle (plus one subscriber)
  * Returns 0, RLOCK_EINVAL (out is NULL) or RLOCK_ENOMEM.
  * Ownership: the caller frees *out with rlock_config_free(); a client copies
  * what it needs, so the config may be freed right after connecting.
@@ -131,13 +135,15 @@ RLOCK_API int rlock_config_set_recheck_interval(rlock_config *cfg, int64_t ms);
 RLOCK_API int rlock_config_set_connections(rlock_config *cfg, int n);
 
 /* Server settings, for rlock_client_connect_with(out, NULL, cfg):
- *   server      a URI as rlock_client_connect() takes it
- *   credentials user (may be NULL) and password (NULL: none); they take
- *               precedence over any in the URI
+ *   server      a URI as rlock_client_connect() takes it; it must parse
+ *   credentials user (NULL: none, or the URI's) and password (NULL: no
+ *               AUTH); they take precedence over any in the URI. A user
+ *               without a password, and empty strings, are RLOCK_EINVAL
  *   database    [0, 2^31), takes precedence over the URI's /db
- *   client_name sent as CLIENT SETNAME on every connection (NULL: none)
- * Strings are copied. Return 0, RLOCK_EINVAL or RLOCK_ENOMEM.
- * Thread-safety: as rlock_config_new(). */
+ *   client_name sent as CLIENT SETNAME on every connection (NULL: none);
+ *               printable ASCII without spaces, as Redis requires
+ * Strings are copied. Return 0, or RLOCK_EINVAL (the config unchanged) or
+ * RLOCK_ENOMEM. Thread-safety: as rlock_config_new(). */
 RLOCK_API int rlock_config_set_server(rlock_config *cfg, const char *uri);
 RLOCK_API int rlock_config_set_credentials(rlock_config *cfg,
                                            const char *user,
@@ -153,8 +159,9 @@ RLOCK_API int rlock_config_set_client_name(rlock_config *cfg,
  * lockWatchdogTimeout. See the README for what each key does here.
  * Anything malformed or unsupported is rejected, and errbuf (if not NULL)
  * receives a message naming the file, the line and the key.
- * Returns 0, RLOCK_EINVAL (bad file or argument; see errbuf), RLOCK_ECONN
- * never, RLOCK_ENOMEM. On failure *out is NULL.
+ * Messages read "FILE:LINE: key.path: why".
+ * Returns 0, RLOCK_EINVAL (bad file or argument; see errbuf) or
+ * RLOCK_ENOMEM. On failure *out is NULL.
  * Ownership: the caller frees *out with rlock_config_free().
  * Thread-safety: any thread. */
 RLOCK_API int rlock_config_load_file(rlock_config **out, const char *path,
@@ -392,8 +399,10 @@ RLOCK_API int rlock_client_attach_loop(rlock_client *c, struct ev_loop *loop);
 
 /* Starts acquiring l for owner, with wait_ms and lease_ms as
  * rlock_trylock() takes them; cb runs exactly once when it is done.
- * Returns 0 (cb will run) or, without calling cb, RLOCK_EINVAL,
- * RLOCK_ENOMEM, RLOCK_EFORKED, RLOCK_ECLOSED.
+ * Returns 0 (cb will run) or, without calling cb, RLOCK_EINVAL (l or cb
+ * NULL, owner 0, values out of range), RLOCK_ENOMEM, RLOCK_EFORKED,
+ * RLOCK_ECLOSED. rlock_client_free() ends pending calls with RLOCK_ECLOSED.
+ * Ownership: l must stay valid until cb has run.
  * Thread-safety: any thread. */
 RLOCK_API int rlock_lock_async(rlock *l, uint64_t owner, int64_t wait_ms,
                                int64_t lease_ms, rlock_done_cb cb,
