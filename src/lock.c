@@ -419,6 +419,21 @@ static int64_t min64(int64_t a, int64_t b)
     return a < b ? a : b;
 }
 
+/* True when other threads of this client already wait for e (subscribed)
+ * and the calling thread does not hold it: it then waits for its turn
+ * instead of trying at once. Otherwise a thread that just unlocked would
+ * take the lock straight back, ahead of the waiter its unlock message
+ * is waking (Redisson's RLock barges like that; its waiters then wait
+ * for seconds under contention). */
+static bool behind_local_waiters(rlock__entry *e)
+{
+    pthread_mutex_lock(&e->mu);
+    rlock__holder *h = rlock__entry_find_holder(e, rlock__thread_id());
+    bool behind = e->waiters > 0 && e->subscribed && (h == NULL || h->lost);
+    pthread_mutex_unlock(&e->mu);
+    return behind;
+}
+
 int rlock_trylock(rlock *l, int64_t wait_ms, int64_t lease_ms)
 {
     int rc = check_handle(l);
@@ -440,19 +455,26 @@ int rlock_trylock(rlock *l, int64_t wait_ms, int64_t lease_ms)
             ? INT64_MAX
             : now + wait_ms;
 
-    rc = try_acquire(l, lease_ms, &ttl, deadline);
-    if (rc != 0)
-        return rc == 1 ? RLOCK_OK : rc;
-    if (wait_ms == 0)
-        return RLOCK_ETIMEDOUT;
-
-    waiter_enter(e);
-    wait_subscribed(
-        e, min64(deadline, rlock__now_ms() + RLOCK__SUBSCRIBE_WAIT_MS));
-    for (;;) {
+    bool queued = wait_ms != 0 && behind_local_waiters(e);
+    if (!queued) {
         rc = try_acquire(l, lease_ms, &ttl, deadline);
         if (rc != 0)
-            break;
+            return rc == 1 ? RLOCK_OK : rc;
+        if (wait_ms == 0)
+            return RLOCK_ETIMEDOUT;
+    }
+
+    waiter_enter(e);
+    if (!queued)
+        wait_subscribed(
+            e, min64(deadline, rlock__now_ms() + RLOCK__SUBSCRIBE_WAIT_MS));
+    for (;;) {
+        if (!queued) {
+            rc = try_acquire(l, lease_ms, &ttl, deadline);
+            if (rc != 0)
+                break;
+        }
+        queued = false; /* waits its turn once, then tries as the others */
         now = rlock__now_ms();
         if (now >= deadline) {
             rc = RLOCK_ETIMEDOUT;
