@@ -269,7 +269,9 @@ RLOCK_API const char *rlock_name(const rlock *l);
  * Waiting is driven by the lock's unlock channel, never by polling.
  * Returns 0, or RLOCK_ECONN / RLOCK_ETIMEDOUT (Redis unreachable or too
  * slow), RLOCK_EPROTO / RLOCK_ESERVER (the key is not a lock hash),
- * RLOCK_EINVAL, RLOCK_EDEADLK, RLOCK_EFORKED, RLOCK_ECLOSED.
+ * RLOCK_EAUTH (the server's password changed since connecting; the next
+ * call authenticates again), RLOCK_ENOMEM, RLOCK_EINVAL, RLOCK_EDEADLK,
+ * RLOCK_EFORKED, RLOCK_ECLOSED.
  * Thread-safety: any thread; the caller becomes the owner.
  * Redisson: RLock.lock(). */
 RLOCK_API int rlock_lock(rlock *l);

@@ -43,8 +43,8 @@ static int check_server(rlock_client *c)
     if (rc != 0)
         return rc;
     const char *ping[1] = {"PING"};
-    rc = rlock__sync_expect(ctx, 1, ping, NULL, RLOCK_EPROTO,
-                            REDIS_REPLY_STATUS);
+    rc = rlock__sync_expect(ctx, c->cfg.command_timeout_ms, 1, ping, NULL,
+                            RLOCK_EPROTO, REDIS_REPLY_STATUS);
     const rlock__script *scripts[] = {
         &rlock__script_lock_acquire, &rlock__script_lock_release,
         &rlock__script_lock_force_release, &rlock__script_lock_renew,
@@ -53,9 +53,12 @@ static int check_server(rlock_client *c)
         const char *argv[3] = {"SCRIPT", "LOAD",
                                (const char *)scripts[i]->body};
         size_t lens[3] = {6, 4, scripts[i]->len};
-        redisReply *r = redisCommandArgv(ctx, 3, argv, lens);
-        if (r == NULL)
-            rc = rlock__context_error(ctx);
+        redisReply *r = NULL;
+        rc = rlock__sync_command(ctx, 3, argv, lens,
+                                 rlock__now_ms() + c->cfg.command_timeout_ms,
+                                 &r);
+        if (rc != 0)
+            ; /* no reply */
         else if (r->type == REDIS_REPLY_ERROR)
             rc = rlock__reply_error_code(r);
         else if (r->type != REDIS_REPLY_STRING ||

@@ -188,6 +188,9 @@ static void on_reply(redisAsyncContext *ac, void *reply_, void *privdata)
         return;
     }
     rlock__req_decode(r, reply);
+    if (r->status == RLOCK_EAUTH)
+        redisAsyncDisconnect(ac); /* the password changed: AUTH again on
+                                     the next connection */
     complete(r, 0);
 }
 

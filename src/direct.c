@@ -35,7 +35,6 @@ typedef struct slot {
     pthread_mutex_t mu; /* held by the thread using the slot */
     rlock__direct *direct;
     redisContext *ctx; /* NULL: not connected */
-    int64_t timeout_ms; /* the socket's current read/write timeout */
     int owed;           /* replies to skip before the next one is ours */
     bool parked;        /* the I/O thread owns ctx until the replies came */
     /* parked state, I/O thread only */
@@ -74,17 +73,69 @@ int rlock__context_error(const redisContext *ctx)
     return RLOCK_ECONN;
 }
 
-/* Sends one command and checks its reply: returns 0, or the error, with
- * refused as the code for an error reply (RLOCK_EAUTH for NOAUTH and
- * WRONGPASS whatever refused is), and RLOCK_EPROTO for a reply not of
- * want_type (0: any). */
-int rlock__sync_expect(redisContext *ctx, int argc, const char **argv,
-                       const size_t *lens, int refused, int want_type)
+/* Reads one reply by the monotonic deadline_ms, whatever the server does:
+ * hiredis's own timeout bounds each read(), and a server trickling a reply
+ * byte by byte would never trip it. Writes what is buffered first. Returns
+ * 0 with *out set, RLOCK_ETIMEDOUT (ctx still usable: the reply may come
+ * later), or a code with the context broken. */
+int rlock__sync_read(redisContext *ctx, int64_t deadline_ms,
+                     redisReply **out)
 {
-    redisReply *r = redisCommandArgv(ctx, argc, argv, lens);
-    if (r == NULL)
-        return rlock__context_error(ctx);
-    int rc = RLOCK_OK;
+    int done = 0;
+    *out = NULL;
+    while (!done)
+        if (redisBufferWrite(ctx, &done) != REDIS_OK)
+            return rlock__context_error(ctx);
+    for (;;) {
+        void *reply = NULL;
+        if (redisGetReplyFromReader(ctx, &reply) != REDIS_OK)
+            return rlock__context_error(ctx);
+        if (reply != NULL) {
+            *out = reply;
+            return RLOCK_OK;
+        }
+        int64_t left = deadline_ms - rlock__now_ms();
+        if (left <= 0)
+            return RLOCK_ETIMEDOUT;
+        redisSetTimeout(ctx, to_timeval(left));
+        if (redisBufferRead(ctx) != REDIS_OK) {
+            int rc = rlock__context_error(ctx);
+            if (rc == RLOCK_ETIMEDOUT) {
+                /* the socket timed out: nothing is lost, hiredis just
+                 * refuses a context with err set */
+                ctx->err = 0;
+                ctx->errstr[0] = '\0';
+            }
+            return rc;
+        }
+    }
+}
+
+/* Sends one command and reads its reply by deadline_ms. Returns 0 with
+ * *out set, or a code as rlock__sync_read(). */
+int rlock__sync_command(redisContext *ctx, int argc, const char **argv,
+                        const size_t *lens, int64_t deadline_ms,
+                        redisReply **out)
+{
+    *out = NULL;
+    if (redisAppendCommandArgv(ctx, argc, argv, lens) != REDIS_OK)
+        return RLOCK_ENOMEM;
+    return rlock__sync_read(ctx, deadline_ms, out);
+}
+
+/* Sends one command and checks its reply within the command timeout:
+ * returns 0, or the error, with refused as the code for an error reply
+ * (RLOCK_EAUTH for NOAUTH and WRONGPASS whatever refused is), and
+ * RLOCK_EPROTO for a reply not of want_type (0: any). */
+int rlock__sync_expect(redisContext *ctx, int64_t timeout_ms, int argc,
+                       const char **argv, const size_t *lens, int refused,
+                       int want_type)
+{
+    redisReply *r = NULL;
+    int rc = rlock__sync_command(ctx, argc, argv, lens,
+                                 rlock__now_ms() + timeout_ms, &r);
+    if (rc != 0)
+        return rc;
     if (r->type == REDIS_REPLY_ERROR) {
         int code = rlock__reply_error_code(r);
         rc = code == RLOCK_EAUTH ? RLOCK_EAUTH : refused;
@@ -114,24 +165,25 @@ int rlock__sync_connect(rlock_client *c, int64_t connect_ms,
         redisFree(ctx);
         return rc;
     }
-    redisSetTimeout(ctx, to_timeval(c->cfg.command_timeout_ms));
+    int64_t timeout = c->cfg.command_timeout_ms;
     int rc = RLOCK_OK;
     if (u->password != NULL) {
         const char *argv[3] = {"AUTH", u->user, u->password};
         if (u->user == NULL)
             argv[1] = u->password;
-        rc = rlock__sync_expect(ctx, u->user ? 3 : 2, argv, NULL, RLOCK_EAUTH,
-                                0);
+        rc = rlock__sync_expect(ctx, timeout, u->user ? 3 : 2, argv, NULL,
+                                RLOCK_EAUTH, 0);
     }
     if (rc == 0 && u->db != 0) {
         char db[16];
         snprintf(db, sizeof(db), "%d", u->db);
         const char *argv[2] = {"SELECT", db};
-        rc = rlock__sync_expect(ctx, 2, argv, NULL, RLOCK_EAUTH, 0);
+        rc = rlock__sync_expect(ctx, timeout, 2, argv, NULL, RLOCK_EAUTH, 0);
     }
     if (rc == 0 && c->cfg.client_name != NULL) {
         const char *argv[3] = {"CLIENT", "SETNAME", c->cfg.client_name};
-        rc = rlock__sync_expect(ctx, 3, argv, NULL, RLOCK_ESERVER, 0);
+        rc = rlock__sync_expect(ctx, timeout, 3, argv, NULL, RLOCK_ESERVER,
+                                0);
     }
     if (rc != 0) {
         redisFree(ctx);
@@ -264,20 +316,18 @@ static void park(slot *s, rlock__req *r)
 
 /* ------------------------------------------------------------ round trip */
 
-/* Reads one reply, skipping the owed ones first. Returns the reply or NULL
- * (ctx->err set). */
-static redisReply *read_reply(slot *s)
+/* Reads one reply by deadline_ms, skipping the owed ones first. Returns 0
+ * with *out set, or a code as rlock__sync_read(). */
+static int read_reply(slot *s, int64_t deadline_ms, redisReply **out)
 {
-    void *reply = NULL;
     while (s->owed > 0) {
-        if (redisGetReply(s->ctx, &reply) != REDIS_OK)
-            return NULL;
-        freeReplyObject(reply);
+        int rc = rlock__sync_read(s->ctx, deadline_ms, out);
+        if (rc != 0)
+            return rc;
+        freeReplyObject(*out);
         s->owed--;
     }
-    if (redisGetReply(s->ctx, &reply) != REDIS_OK)
-        return NULL;
-    return reply;
+    return rlock__sync_read(s->ctx, deadline_ms, out);
 }
 
 /* One request on slot s (s->mu held). Returns r->status, or a code. */
@@ -292,12 +342,8 @@ static int round_trip(slot *s, rlock__req *r, int64_t timeout_ms)
         rc = rlock__sync_connect(c, connect_ms, &s->ctx);
         if (rc != 0)
             return rc == RLOCK_ETIMEDOUT ? RLOCK_ECONN : rc;
-        s->timeout_ms = c->cfg.command_timeout_ms;
     }
-    if (s->timeout_ms != timeout_ms) {
-        redisSetTimeout(s->ctx, to_timeval(timeout_ms));
-        s->timeout_ms = timeout_ms;
-    }
+    int64_t deadline = rlock__now_ms() + timeout_ms;
     for (int tries = 0; tries < 2; tries++) {
         rlock__command cmd;
         int n = rlock__req_command(r, &cmd);
@@ -307,8 +353,9 @@ static int round_trip(slot *s, rlock__req *r, int64_t timeout_ms)
         rlock__command_clear(&cmd);
         if (rc != REDIS_OK) /* out of memory: the slot state is unknown */
             goto out_close;
-        redisReply *reply = read_reply(s);
-        if (reply == NULL)
+        redisReply *reply = NULL;
+        rc = read_reply(s, deadline, &reply);
+        if (rc != 0)
             goto out_failed;
         if (r->script != NULL && !r->use_eval &&
             rlock__reply_is_noscript(reply)) {
@@ -319,6 +366,10 @@ static int round_trip(slot *s, rlock__req *r, int64_t timeout_ms)
         rlock__req_decode(r, reply);
         freeReplyObject(reply);
         break;
+    }
+    if (r->status == RLOCK_EAUTH) {
+        close_slot(s); /* the password changed: AUTH again next time */
+        return r->status;
     }
     if (r->status == 0 && r->latch_del != NULL &&
         r->value != RLOCK__UNLOCK_NOT_HELD) {
@@ -336,12 +387,7 @@ static int round_trip(slot *s, rlock__req *r, int64_t timeout_ms)
     return r->status;
 
 out_failed:
-    rc = rlock__context_error(s->ctx);
     if (rc == RLOCK_ETIMEDOUT) {
-        /* a timeout leaves the socket and the reader intact, but hiredis
-         * refuses every call on a context with err set */
-        s->ctx->err = 0;
-        s->ctx->errstr[0] = '\0';
         park(s, r); /* the script may still run: see the design notes */
         return RLOCK_ETIMEDOUT;
     }

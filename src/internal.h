@@ -367,8 +367,15 @@ void rlock__direct_free(rlock__direct *d);
 bool rlock__direct_call(rlock__direct *d, rlock__req *r, int64_t timeout_ms,
                         int *rc);
 int rlock__context_error(const struct redisContext *ctx);
-int rlock__sync_expect(struct redisContext *ctx, int argc, const char **argv,
-                       const size_t *lens, int refused, int want_type);
+struct redisReply;
+int rlock__sync_read(struct redisContext *ctx, int64_t deadline_ms,
+                     struct redisReply **out);
+int rlock__sync_command(struct redisContext *ctx, int argc,
+                        const char **argv, const size_t *lens,
+                        int64_t deadline_ms, struct redisReply **out);
+int rlock__sync_expect(struct redisContext *ctx, int64_t timeout_ms, int argc,
+                       const char **argv, const size_t *lens, int refused,
+                       int want_type);
 int rlock__sync_connect(rlock_client *c, int64_t connect_ms,
                         struct redisContext **out);
 

@@ -626,20 +626,20 @@ int rlock_force_unlock(rlock *l)
 
 /* ---------------------------------------------------------------- queries */
 
-/* Runs one plain command about this lock and returns its integer (nil: 0)
- * or a negative code. */
-static int64_t query(rlock *l, int argc, const char *const *argv)
+/* Runs one plain command about this lock: returns 0 with its integer in
+ * *value (nil: 0), or a negative code. */
+static int query(rlock *l, int argc, const char *const *argv, int64_t *value)
 {
     int rc = check_handle(l);
     if (rc != 0)
         return rc;
-    int64_t value = 0;
     bool nil = false;
+    *value = 0;
     rc = rlock__call(l->client, NULL, RLOCK__REPLY_INTEGER, 0, argc, argv,
-                     &value, &nil);
-    if (rc != 0)
-        return rc;
-    return nil ? 0 : value;
+                     value, &nil);
+    if (rc == 0 && nil)
+        *value = 0;
+    return rc;
 }
 
 int rlock_is_locked(rlock *l)
@@ -647,15 +647,18 @@ int rlock_is_locked(rlock *l)
     if (l == NULL)
         return RLOCK_EINVAL;
     const char *argv[] = {"EXISTS", l->entry->name};
-    int64_t v = query(l, 2, argv);
-    return v < 0 ? (int)v : v > 0;
+    int64_t v = 0;
+    int rc = query(l, 2, argv, &v);
+    return rc != 0 ? rc : v > 0;
 }
 
-/* Asks Redis about the calling thread's field: op is HEXISTS or HGET. If
+/* Asks Redis about the calling thread's field: op is HEXISTS or HGET.
+ * Returns 0 with the answer in *value (0 when not held), or a code. If
  * the thread holds the lock locally but Redis says otherwise, the hold is
  * marked lost. */
-static int64_t query_own_field(rlock *l, const char *op)
+static int query_own_field(rlock *l, const char *op, int64_t *value)
 {
+    *value = 0;
     if (l == NULL)
         return RLOCK_EINVAL;
     rlock__entry *e = l->entry;
@@ -670,23 +673,27 @@ static int64_t query_own_field(rlock *l, const char *op)
     if (!held)
         return check_handle(l);
     const char *argv[] = {op, e->name, owner};
-    int64_t v = query(l, 3, argv);
-    if (v == 0)
+    int rc = query(l, 3, argv, value);
+    if (rc == 0 && *value == 0)
         mark_lost(e, tid, epoch);
-    return v;
+    return rc;
 }
 
 int rlock_is_held_by_me(rlock *l)
 {
-    int64_t v = query_own_field(l, "HEXISTS");
-    return v < 0 ? (int)v : v > 0;
+    int64_t v = 0;
+    int rc = query_own_field(l, "HEXISTS", &v);
+    return rc != 0 ? rc : v > 0;
 }
 
 int rlock_hold_count(rlock *l)
 {
-    int64_t v = query_own_field(l, "HGET");
-    if (v > INT32_MAX)
-        return RLOCK_EPROTO;
+    int64_t v = 0;
+    int rc = query_own_field(l, "HGET", &v);
+    if (rc != 0)
+        return rc;
+    if (v < 0 || v > INT32_MAX)
+        return RLOCK_EPROTO; /* a hold count no lock script writes */
     return (int)v;
 }
 
@@ -695,5 +702,7 @@ int64_t rlock_remaining_ttl(rlock *l)
     if (l == NULL)
         return RLOCK_EINVAL;
     const char *argv[] = {"PTTL", l->entry->name};
-    return query(l, 2, argv);
+    int64_t v = 0;
+    int rc = query(l, 2, argv, &v);
+    return rc != 0 ? rc : v;
 }

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/un.h>
 
 /* Returns a malloc'd copy of s[0..n) with %XX escapes decoded, or NULL if
  * out of memory or an escape is malformed or decodes to NUL. */
@@ -79,7 +80,17 @@ static int parse_unix(const char *rest, rlock__uri *out)
             return RLOCK_EINVAL;
     }
     out->path = decode(rest, plen, &err);
-    return out->path ? RLOCK_OK : err;
+    if (out->path == NULL)
+        return err;
+    /* the kernel's sockaddr_un holds this much, NUL included; hiredis would
+     * cut a longer path and connect somewhere else */
+    struct sockaddr_un sa;
+    if (strlen(out->path) >= sizeof(sa.sun_path)) {
+        free(out->path);
+        out->path = NULL;
+        return RLOCK_EINVAL;
+    }
+    return RLOCK_OK;
 }
 
 static int parse_userinfo(const char *s, size_t n, rlock__uri *out)
