@@ -26,6 +26,7 @@
 
 #include <errno.h>
 #include <hiredis/hiredis.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -330,11 +331,39 @@ static int read_reply(slot *s, int64_t deadline_ms, redisReply **out)
     return rlock__sync_read(s->ctx, deadline_ms, out);
 }
 
+/* Checks an idle slot's socket before use: a connection the server closed
+ * (restart, CLIENT KILL) is seen here, before a command is written to it,
+ * so that the command goes out on a fresh connection instead of failing
+ * with "may or may not have run". Owed replies that arrived are consumed.
+ * s->mu held. */
+static void check_idle(slot *s, int64_t deadline_ms)
+{
+    for (;;) {
+        struct pollfd pfd = {.fd = s->ctx->fd, .events = POLLIN};
+        if (poll(&pfd, 1, 0) == 0)
+            return; /* quiet: alive as far as anyone can tell */
+        if ((pfd.revents & POLLIN) == 0 || s->owed == 0) {
+            close_slot(s); /* hung up, or bytes nobody asked for */
+            return;
+        }
+        redisReply *reply = NULL;
+        if (rlock__sync_read(s->ctx, deadline_ms, &reply) != 0) {
+            close_slot(s);
+            return;
+        }
+        freeReplyObject(reply);
+        s->owed--;
+    }
+}
+
 /* One request on slot s (s->mu held). Returns r->status, or a code. */
 static int round_trip(slot *s, rlock__req *r, int64_t timeout_ms)
 {
     rlock_client *c = s->direct->client;
     int rc;
+    int64_t deadline = rlock__now_ms() + timeout_ms;
+    if (s->ctx != NULL)
+        check_idle(s, deadline);
     if (s->ctx == NULL) {
         int64_t connect_ms = c->cfg.connect_timeout_ms < timeout_ms
                                  ? c->cfg.connect_timeout_ms
@@ -343,7 +372,6 @@ static int round_trip(slot *s, rlock__req *r, int64_t timeout_ms)
         if (rc != 0)
             return rc == RLOCK_ETIMEDOUT ? RLOCK_ECONN : rc;
     }
-    int64_t deadline = rlock__now_ms() + timeout_ms;
     for (int tries = 0; tries < 2; tries++) {
         rlock__command cmd;
         int n = rlock__req_command(r, &cmd);

@@ -347,7 +347,10 @@ static int try_acquire(rlock *l, int64_t lease_ms, int64_t *ttl,
             unknown = false;
         else if (rc != RLOCK_ECONN)
             break;
-        int64_t pause = attempt == 0 ? 0 : c->cfg.retry_interval_ms;
+        /* at once after the first failure, or when the drop got through
+         * (the connections work again); else after the retry interval */
+        int64_t pause =
+            attempt == 0 || rc == 0 ? 0 : c->cfg.retry_interval_ms;
         if (attempt >= c->cfg.retry_attempts ||
             (pause > 0 && rlock__now_ms() + pause >= deadline_ms)) {
             rc = RLOCK_ECONN;
@@ -531,7 +534,10 @@ static int release(rlock *l, const char *owner, int64_t lease_ms)
         if ((rc != RLOCK_ECONN && rc != RLOCK_ETIMEDOUT) ||
             attempt >= c->cfg.retry_attempts)
             break;
-        sleep_ms(c->cfg.retry_interval_ms);
+        /* a dropped connection is retried at once on a fresh one; a slow
+         * server gets the retry interval */
+        if (attempt > 0 || rc != RLOCK_ECONN)
+            sleep_ms(c->cfg.retry_interval_ms);
     }
     free(latch);
     return rc == 0 ? (int)value : rc;
