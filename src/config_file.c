@@ -406,7 +406,7 @@ static int apply_database(loader *ld, const char *path, const json_t *v)
  * supported. */
 static int apply_address(loader *ld, const char *path, const json_t *v)
 {
-    const char *s;
+    const char *s = NULL;
     int rc = get_string(ld, path, v, &s);
     if (rc != 0 || s == NULL)
         return rc;
@@ -447,7 +447,7 @@ static int apply_password(loader *ld, const char *path, const json_t *v)
 
 static int apply_client_name(loader *ld, const char *path, const json_t *v)
 {
-    const char *name;
+    const char *name = NULL;
     int rc = get_string(ld, path, v, &name);
     if (rc != 0 || name == NULL || *name == '\0')
         return rc; /* null or "": no CLIENT SETNAME, as in Redisson */
