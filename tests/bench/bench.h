@@ -1,0 +1,144 @@
+/*
+ * bench.h: the private header of rlock-bench (tests/bench).
+ *
+ * rlock-bench measures rlock against the physical floor of the Redis it
+ * runs on. Each run prints one JSON object whose field names are fixed by
+ * issue 4, so that scripts/bench and other tools can read them. The pieces:
+ *   stats.c        clocks, latency samples and percentiles
+ *   redis.c        plain hiredis connections, INFO counters, --url parsing
+ *   limit.c        the "limit" scenario: PING and EVALSHA with no library
+ *   lockloop.c     "uncontended" and "parallel": lock+unlock cycles
+ *   contended.c    "contended": N threads or processes on one lock
+ *   held.c         "held": K locks kept alive by the watchdog
+ *   main.c         options, the embedded limit run, ratios, JSON output
+ */
+#ifndef RLOCK_BENCH_H
+#define RLOCK_BENCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hiredis/hiredis.h>
+#include <jansson.h>
+
+#include "rlock.h"
+
+/* ------------------------------------------------------------- options */
+
+typedef struct bench_opts {
+    const char *url;      /* redis://host:port as given */
+    char host[256];       /* parsed from url */
+    int port;             /* parsed from url */
+    const char *scenario; /* uncontended|contended|parallel|held|limit */
+    int workers;          /* threads or processes */
+    double seconds;       /* measured time */
+    bool procs;           /* contended: processes instead of threads */
+    int locks;            /* held: number of locks */
+    int64_t watchdog_ms;  /* watchdog timeout (held: default 1000) */
+    int connections;      /* rlock command connections, 0: default */
+    double limit_seconds; /* embedded limit run, 0: none */
+    char prefix[96];      /* key prefix, unique per run */
+} bench_opts;
+
+/* --------------------------------------------------------------- stats.c */
+
+/* CLOCK_MONOTONIC in nanoseconds: one clock for every process. */
+int64_t bench_now_ns(void);
+
+/* Sleeps for ns nanoseconds. */
+void bench_sleep_ns(int64_t ns);
+
+/* A growable array of latencies in nanoseconds. Zero-initialise. */
+typedef struct bench_samples {
+    int64_t *v;
+    size_t n;
+    size_t cap;
+} bench_samples;
+
+/* Appends one value; returns 0 or -1 when out of memory. */
+int bench_samples_add(bench_samples *s, int64_t ns);
+
+/* Appends every value of src to dst; returns 0 or -1. */
+int bench_samples_merge(bench_samples *dst, const bench_samples *src);
+
+/* Returns the p-th percentile (0..100) in microseconds, or 0 when empty.
+ * Sorts the samples. */
+double bench_samples_pct_us(bench_samples *s, double p);
+
+/* Returns the largest value in ns, or 0 when empty. */
+int64_t bench_samples_max(const bench_samples *s);
+
+void bench_samples_free(bench_samples *s);
+
+/* Rounds x to 3 significant decimals for the JSON output. */
+double bench_round(double x);
+
+/* --------------------------------------------------------------- redis.c */
+
+/* Fills o->host and o->port from o->url ("redis://host:port[/0]"); returns
+ * 0 or -1 with a message on stderr. */
+int bench_parse_url(bench_opts *o);
+
+/* A fresh blocking connection with 10 s timeouts, or NULL (message on
+ * stderr). Ownership: caller frees with redisFree(). */
+redisContext *bench_connect(const bench_opts *o);
+
+/* Counters read from INFO: the calls of every command (commandstats), the
+ * INFO calls among them, the script calls, and INFO stats figures. */
+typedef struct bench_counters {
+    long long calls;        /* every command, also those run by scripts */
+    long long info_calls;   /* INFO itself (ours) */
+    long long script_calls; /* EVAL, EVALSHA and their _RO forms */
+    long long reads;        /* total_reads_processed: request batches */
+    long long expired_keys; /* keys Redis expired */
+    long long used_memory;  /* server memory, bytes */
+} bench_counters;
+
+/* Reads the counters on c; returns 0 or -1. Costs two INFO calls. */
+int bench_counters_read(redisContext *c, bench_counters *out);
+
+/* Runs a command that must not fail (FLUSH, SET, ...); returns 0 or -1
+ * with a message. */
+int bench_cmd_ok(redisContext *c, const char *fmt, ...);
+
+/* Redis's version string (e.g. "7.0.15") into out; "" if unknown. */
+void bench_redis_version(redisContext *c, char *out, size_t len);
+
+/* ---------------------------------------------------------------- limit.c */
+
+/* The floor: what Redis does with no library in the way. */
+typedef struct bench_limit {
+    double ping_p50_us;           /* PING round trip */
+    double evalsha_p50_us;        /* either script, one connection */
+    double evalsha_lock_p50_us;   /* the acquire script */
+    double evalsha_unlock_p50_us; /* the release script */
+    double pipelined_per_s;       /* EVALSHA calls/s, 16 deep, one conn */
+    double pairs_per_s;           /* lock+unlock pairs/s on `conns` conns */
+    int conns;                    /* connections for pairs_per_s */
+} bench_limit;
+
+/* Measures the floor for about `seconds` in total, with pairs_per_s on
+ * `conns` connections at once. Returns 0 or -1. */
+int bench_limit_measure(const bench_opts *o, double seconds, int conns,
+                        bench_limit *out);
+
+/* The limit figures under the issue's field names (new reference). */
+json_t *bench_limit_json(const bench_limit *l);
+
+/* --------------------------------------------------------------- scenarios
+ * Each fills out with its figures and returns 0 when the measurement ran
+ * (its invariants may still have failed: see bench_failed), or -1. */
+
+/* Connects an rlock client with o's watchdog and connection settings. */
+int bench_client(const bench_opts *o, rlock_client **out);
+
+int bench_run_uncontended(const bench_opts *o, json_t *out);
+int bench_run_parallel(const bench_opts *o, json_t *out);
+int bench_run_contended(const bench_opts *o, json_t *out);
+int bench_run_held(const bench_opts *o, json_t *out);
+
+/* Sets a number field rounded for output. */
+void bench_set_num(json_t *obj, const char *key, double v);
+
+#endif

@@ -1,0 +1,151 @@
+/*
+ * redis.c: plain hiredis helpers for rlock-bench: connecting to --url,
+ * reading INFO counters, one-off commands.
+ *
+ * The benchmark's own traffic (INFO, the contended scenario's counter GET
+ * and SET, the held scenario's PTTL probes) goes through these blocking
+ * connections, never through rlock, and is subtracted where the output
+ * counts Redis commands.
+ */
+#include "bench.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Accepts redis://host:port with an optional /0; the benchmark starts its
+ * own server, so credentials and other databases are not needed. */
+int bench_parse_url(bench_opts *o)
+{
+    const char *p = o->url;
+    if (p == NULL || strncmp(p, "redis://", 8) != 0)
+        goto out_bad;
+    p += 8;
+    const char *colon = strrchr(p, ':');
+    if (colon == NULL || colon == p || (size_t)(colon - p) >= sizeof(o->host))
+        goto out_bad;
+    memcpy(o->host, p, (size_t)(colon - p));
+    o->host[colon - p] = '\0';
+    char *end = NULL;
+    long port = strtol(colon + 1, &end, 10);
+    if (port <= 0 || port > 65535 || (*end != '\0' && strcmp(end, "/0") != 0))
+        goto out_bad;
+    o->port = (int)port;
+    return 0;
+out_bad:
+    fprintf(stderr, "rlock-bench: --url must be redis://HOST:PORT (got %s)\n",
+            o->url ? o->url : "nothing");
+    return -1;
+}
+
+/* Blocking connection with 10 s connect and I/O timeouts, so that a stuck
+ * server fails the run instead of hanging it. */
+redisContext *bench_connect(const bench_opts *o)
+{
+    struct timeval tv = {.tv_sec = 10};
+    redisContext *c = redisConnectWithTimeout(o->host, o->port, tv);
+    if (c == NULL || c->err) {
+        fprintf(stderr, "rlock-bench: cannot connect to %s: %s\n", o->url,
+                c ? c->errstr : "out of memory");
+        redisFree(c);
+        return NULL;
+    }
+    redisSetTimeout(c, tv);
+    return c;
+}
+
+/* One command whose reply only matters as "not an error". */
+int bench_cmd_ok(redisContext *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *r = redisvCommand(c, fmt, ap);
+    va_end(ap);
+    int rc = r != NULL && r->type != REDIS_REPLY_ERROR ? 0 : -1;
+    if (rc != 0)
+        fprintf(stderr, "rlock-bench: '%s' failed: %s\n", fmt,
+                r ? r->str : c->errstr);
+    freeReplyObject(r);
+    return rc;
+}
+
+/* Returns the value of "name:value" in an INFO text, or -1. */
+static long long info_field(const char *text, const char *name)
+{
+    size_t len = strlen(name);
+    for (const char *p = text; (p = strstr(p, name)) != NULL; p += len) {
+        if ((p == text || p[-1] == '\n') && p[len] == ':')
+            return strtoll(p + len + 1, NULL, 10);
+    }
+    return -1;
+}
+
+/* Adds up commandstats lines "cmdstat_NAME:calls=N,...". */
+static void sum_commandstats(const char *text, bench_counters *out)
+{
+    for (const char *p = text; (p = strstr(p, "cmdstat_")) != NULL;) {
+        const char *name = p + 8;
+        const char *colon = strchr(name, ':');
+        if (colon == NULL)
+            break;
+        const char *calls = strstr(colon, "calls=");
+        if (calls == NULL)
+            break;
+        long long n = strtoll(calls + 6, NULL, 10);
+        size_t nlen = (size_t)(colon - name);
+        out->calls += n;
+        if (nlen == 4 && strncmp(name, "info", 4) == 0)
+            out->info_calls += n;
+        if ((nlen == 4 && strncmp(name, "eval", 4) == 0) ||
+            (nlen == 7 && strncmp(name, "evalsha", 7) == 0) ||
+            (nlen == 7 && strncmp(name, "eval_ro", 7) == 0) ||
+            (nlen == 10 && strncmp(name, "evalsha_ro", 10) == 0))
+            out->script_calls += n;
+        p = colon;
+    }
+}
+
+/* Two INFO calls: commandstats for the per-command calls, "all" for the
+ * stats section. Both are counted by Redis in info_calls, which callers
+ * subtract. */
+int bench_counters_read(redisContext *c, bench_counters *out)
+{
+    memset(out, 0, sizeof(*out));
+    redisReply *r = redisCommand(c, "INFO commandstats");
+    if (r == NULL || r->type != REDIS_REPLY_STRING) {
+        freeReplyObject(r);
+        return -1;
+    }
+    sum_commandstats(r->str, out);
+    freeReplyObject(r);
+    r = redisCommand(c, "INFO all");
+    if (r == NULL || r->type != REDIS_REPLY_STRING) {
+        freeReplyObject(r);
+        return -1;
+    }
+    out->reads = info_field(r->str, "total_reads_processed");
+    out->expired_keys = info_field(r->str, "expired_keys");
+    out->used_memory = info_field(r->str, "used_memory");
+    freeReplyObject(r);
+    return 0;
+}
+
+/* Copies redis_version from INFO server. */
+void bench_redis_version(redisContext *c, char *out, size_t len)
+{
+    out[0] = '\0';
+    redisReply *r = redisCommand(c, "INFO server");
+    if (r != NULL && r->type == REDIS_REPLY_STRING) {
+        const char *p = strstr(r->str, "redis_version:");
+        if (p != NULL) {
+            p += 14;
+            size_t n = strcspn(p, "\r\n");
+            if (n >= len)
+                n = len - 1;
+            memcpy(out, p, n);
+            out[n] = '\0';
+        }
+    }
+    freeReplyObject(r);
+}

@@ -1,0 +1,229 @@
+#!/usr/bin/python3
+"""summarize.py: the markdown table of a scripts/bench results file.
+
+  summarize.py tests/bench/results/<date>.jsonl
+
+Reads the JSON lines (a "meta" line, then one object per run), takes the
+median of every figure over the runs of each scenario and library, and
+prints per scenario: the floor measured by `limit`, rlock's figure and its
+ratio to that floor, then each peer's figure with the ratio rlock/peer in
+brackets. Last, the issue's targets, each met or missed and by how much.
+Standard library only.
+"""
+import json
+import statistics
+import sys
+
+PEERS = ["node-redisson", "redlock", "redlock-fast", "redis-py"]
+
+# (figure, label, better): better is "high" or "low"
+FIGURES = {
+    "uncontended": [("cycles_per_s", "cycles/s", "high"),
+                    ("p50_us", "cycle p50 (us)", "low"),
+                    ("p99_us", "cycle p99 (us)", "low")],
+    "parallel": [("cycles_per_s", "cycles/s, all threads", "high"),
+                 ("p50_us", "cycle p50 (us)", "low"),
+                 ("p99_us", "cycle p99 (us)", "low")],
+    "contended": [("acq_per_s", "acquisitions/s", "high"),
+                  ("handoff_p50_us", "handoff p50 (us)", "low"),
+                  ("handoff_p99_us", "handoff p99 (us)", "low"),
+                  ("max_wait_ms", "longest wait (ms)", "low"),
+                  ("min_acq", "fewest acquisitions of a worker", "high"),
+                  ("max_acq", "most acquisitions of a worker", None),
+                  ("same_worker_pct", "releaser re-took it (%)", "low"),
+                  ("redis_cmds_per_acq", "Redis commands/acq (incl. in scripts)",
+                   "low"),
+                  ("redis_reads_per_acq", "request batches/acq", "low"),
+                  ("lost_increments", "lost increments", "low")],
+    "held": [("expired", "locks expired", "low"),
+             ("renew_roundtrips_per_tick", "renewal calls per tick", "low"),
+             ("bytes_per_lock", "client bytes per lock", "low"),
+             ("min_pttl_ms", "smallest lease seen (ms)", "high")],
+}
+
+# the floor each figure is compared with: key in vs_limit
+VS_LIMIT = {"p50_us", "p99_us", "cycles_per_s", "handoff_p50_us",
+            "handoff_p99_us", "acq_per_s"}
+
+
+def load(path):
+    meta, runs = {}, []
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            obj = json.loads(line)
+            if "meta" in obj:
+                meta = obj["meta"]
+            else:
+                runs.append(obj)
+    return meta, runs
+
+
+def variant(r):
+    s = r.get("scenario", "?")
+    if s == "contended":
+        return "contended-procs" if r.get("procs") else "contended"
+    return s
+
+
+def median(values):
+    values = [v for v in values if isinstance(v, (int, float))]
+    return statistics.median(values) if values else None
+
+
+def fmt(v):
+    if v is None:
+        return "n/a"
+    if v == int(v) and abs(v) >= 1:
+        return "{:,}".format(int(v))
+    if abs(v) >= 100:
+        return "{:,.0f}".format(v)
+    if abs(v) >= 10:
+        return "{:.1f}".format(v)
+    return "{:.2f}".format(v).rstrip("0").rstrip(".") if v else "0"
+
+
+def ratio(a, b):
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def main():
+    meta, runs = load(sys.argv[1])
+    groups = {}
+    errors = []
+    for r in runs:
+        key = (variant(r), r.get("library"))
+        if "error" in r:
+            errors.append("%s %s run %s: %s" % (key[0], key[1], r.get("run"),
+                                                r["error"]))
+            continue
+        groups.setdefault(key, []).append(r)
+
+    def med(scen, lib, field, sub=None):
+        rs = groups.get((scen, lib), [])
+        return median([(r.get(sub) or {}).get(field) if sub else r.get(field)
+                       for r in rs])
+
+    out = []
+    w = out.append
+    w("Measured %s on %s CPU(s), %s, Redis %s, rlock %s; medians of %s"
+      " run(s) of %s s; load average before the run: %s." % (
+          meta.get("date", "?"), meta.get("nproc", "?"), meta.get("cpu", "?"),
+          meta.get("redis_version", "?"), meta.get("commit", "?"),
+          meta.get("runs", "?"), meta.get("seconds", "?"),
+          meta.get("loadavg_before", "?")))
+    w("")
+    w("Floor (`limit`, plain hiredis, rlock's own scripts): PING p50 %s us,"
+      " EVALSHA p50 %s us (lock %s, unlock %s), %s EVALSHA/s pipelined x16,"
+      " %s lock+unlock pairs/s on %s connections." % (
+          fmt(med("limit", "rlock", "ping_rtt_p50_us")),
+          fmt(med("limit", "rlock", "evalsha_rtt_p50_us")),
+          fmt(med("limit", "rlock", "evalsha_lock_rtt_p50_us")),
+          fmt(med("limit", "rlock", "evalsha_unlock_rtt_p50_us")),
+          fmt(med("limit", "rlock", "evalsha_pipelined_per_s")),
+          fmt(med("limit", "rlock", "evalsha_pairs_per_s")),
+          meta.get("threads", "?")))
+    w("")
+    titles = {
+        "uncontended": "uncontended: one thread, one lock",
+        "contended": "contended: %s threads on one lock (Node: async tasks "
+                     "in one process)" % meta.get("workers", "?"),
+        "contended-procs": "contended: %s processes on one lock"
+                           % meta.get("workers", "?"),
+        "parallel": "parallel: %s threads, a lock each (Node: async tasks)"
+                    % meta.get("threads", "?"),
+        "held": "held: %s locks for several watchdog timeouts of %s ms"
+                % (meta.get("locks", "?"), meta.get("watchdog_ms", "?")),
+    }
+    for scen in ["uncontended", "contended", "contended-procs", "parallel",
+                 "held"]:
+        if not any(k[0] == scen for k in groups):
+            continue
+        figs = FIGURES["contended" if scen.startswith("contended") else scen]
+        w("**%s**" % titles[scen])
+        w("")
+        w("| figure | rlock | rlock / floor | " +
+          " | ".join("%s (rlock/peer)" % p for p in PEERS) + " |")
+        w("|---|---:|---:|" + "---:|" * len(PEERS))
+        for field, label, better in figs:
+            mine = med(scen, "rlock", field)
+            floor = (fmt(med(scen, "rlock", field, "vs_limit"))
+                     if field in VS_LIMIT else "")
+            cells = []
+            for p in PEERS:
+                theirs = med(scen, p, field)
+                if theirs is None:
+                    cells.append("n/a")
+                    continue
+                rr = ratio(mine, theirs)
+                cells.append("%s (%s)" % (fmt(theirs), fmt(rr))
+                             if rr is not None else fmt(theirs))
+            arrow = {"high": " ↑", "low": " ↓"}.get(better, "")
+            w("| %s%s | %s | %s | %s |" % (label, arrow, fmt(mine), floor,
+                                           " | ".join(cells)))
+        w("")
+
+    w("**Targets (issue 4)**")
+    w("")
+    w("| target | measured | |")
+    w("|---|---|---|")
+
+    def target(name, value, limit, ok, shown=None):
+        if value is None:
+            w("| %s | n/a | not measured |" % name)
+            return
+        w("| %s | %s | %s |" % (name, shown or fmt(value),
+                                "met" if ok else "missed (target %s)" % limit))
+
+    v = med("uncontended", "rlock", "p50_us", "vs_limit")
+    target("uncontended p50 within 1.2x of two EVALSHA", v, "1.2x",
+           v is not None and v <= 1.2, v is not None and "%sx" % fmt(v))
+    for scen in ["contended-procs", "contended"]:
+        tag = "procs" if scen.endswith("procs") else "threads"
+        v = med(scen, "rlock", "handoff_p50_us", "vs_limit")
+        target("handoff p50 within 2x of RTT + EVALSHA (%s)" % tag, v, "2x",
+               v is not None and v <= 2, v is not None and "%sx" % fmt(v))
+        v = med(scen, "rlock", "handoff_p99_us", "vs_limit")
+        target("handoff p99 within 5x (%s)" % tag, v, "5x",
+               v is not None and v <= 5, v is not None and "%sx" % fmt(v))
+        v = med(scen, "rlock", "max_wait_ms")
+        target("longest wait under 100 ms (%s)" % tag, v, "100 ms",
+               v is not None and v < 100)
+        lo, hi = med(scen, "rlock", "min_acq"), med(scen, "rlock", "max_acq")
+        spread = hi / lo if lo else None
+        target("per-worker acquisitions within 2x (%s)" % tag, spread, "2x",
+               spread is not None and spread <= 2,
+               spread is not None and "%sx" % fmt(spread))
+        v = med(scen, "rlock", "acq_per_s")
+        best = max([x for x in (med(scen, p, "acq_per_s") for p in PEERS)
+                    if x is not None] or [0])
+        target("acquisitions/s above every peer (%s)" % tag, v,
+               "> %s" % fmt(best), v is not None and v > best)
+        v = med(scen, "rlock", "redis_reads_per_acq")
+        target("request batches per acquisition at most 4 (%s)" % tag, v,
+               "4", v is not None and v <= 4)
+    v = med("parallel", "rlock", "cycles_per_s", "vs_limit")
+    target("parallel at least 60% of the EVALSHA pair ceiling", v, "0.6",
+           v is not None and v >= 0.6, v is not None and "%sx" % fmt(v))
+    v = med("held", "rlock", "expired")
+    target("held: no lock expired", v, "0", v == 0)
+    v = med("held", "rlock", "renew_roundtrips_per_tick")
+    locks = meta.get("locks") or 10000
+    target("held: renewals batched (~locks/100 calls per tick)", v,
+           "~%d" % (locks // 100), v is not None and v <= locks / 50)
+    v = med("held", "rlock", "bytes_per_lock")
+    target("held: under 1 KiB per lock", v, "1024", v is not None and v < 1024)
+    if errors:
+        w("")
+        w("Failed runs:")
+        for e in errors:
+            w("- " + e)
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    main()

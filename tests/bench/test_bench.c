@@ -1,0 +1,196 @@
+/*
+ * test_bench.c: rlock-bench behaves (issue 4). Each scenario runs for
+ * about a second against a redis-server of the test's own, and its JSON is
+ * checked: one object, the issue's field names, the embedded limit, no
+ * lost increment under contention (threads and processes), no held lock
+ * expired under the watchdog, renewals batched. Speed is not asserted: the
+ * figures depend on the machine.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include <jansson.h>
+
+#include "harness.h"
+
+#ifndef RLOCK_BENCH_EXE
+#error "RLOCK_BENCH_EXE must name the rlock-bench binary"
+#endif
+
+static rt_redis redis;
+
+static int group_setup(void **state)
+{
+    (void)state;
+    rt_require_redis();
+    return rt_redis_start(&redis) == 0 ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    rt_redis_stop(&redis);
+    return 0;
+}
+
+/* Runs rlock-bench with args against the test's server and returns its
+ * parsed output (the caller frees it with json_decref), failing the test
+ * unless it exits 0 and prints exactly one JSON object. */
+static json_t *bench(const char *args)
+{
+    char cmd[1024], out[1 << 16];
+    snprintf(cmd, sizeof(cmd), "'%s' --url %s %s", RLOCK_BENCH_EXE, redis.url,
+             args);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t n = fread(out, 1, sizeof(out) - 1, p);
+    out[n] = '\0';
+    int status = pclose(p);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fail_msg("'%s' failed (status %d): %s", cmd, status, out);
+    json_error_t err;
+    json_t *j = json_loads(out, 0, &err);
+    if (j == NULL || !json_is_object(j))
+        fail_msg("'%s' printed no JSON object (%s): %s", cmd, err.text, out);
+    return j;
+}
+
+/* Fails unless obj has every named field as a number. */
+static void assert_numbers(json_t *obj, const char *const *names)
+{
+    for (; *names != NULL; names++) {
+        json_t *v = json_object_get(obj, *names);
+        if (!json_is_number(v))
+            fail_msg("field '%s' missing or not a number", *names);
+    }
+}
+
+static const char *const common[] = {"workers", "seconds", NULL};
+static const char *const limit_fields[] = {
+    "ping_rtt_p50_us", "evalsha_rtt_p50_us", "evalsha_pipelined_per_s", NULL};
+
+/* The fields every run has, and the embedded limit unless it is one. */
+static void assert_common(json_t *j, const char *scenario)
+{
+    assert_string_equal(json_string_value(json_object_get(j, "scenario")),
+                        scenario);
+    assert_numbers(j, common);
+    assert_true(json_is_true(json_object_get(j, "ok")));
+    if (strcmp(scenario, "limit") == 0) {
+        assert_numbers(j, limit_fields);
+        return;
+    }
+    json_t *lim = json_object_get(j, "limit");
+    assert_true(json_is_object(lim));
+    assert_numbers(lim, limit_fields);
+    assert_true(json_is_object(json_object_get(j, "vs_limit")));
+}
+
+static void test_limit(void **state)
+{
+    (void)state;
+    json_t *j = bench("--scenario limit --seconds 1 --workers 2");
+    assert_common(j, "limit");
+    assert_true(json_number_value(json_object_get(j, "ping_rtt_p50_us")) > 0);
+    json_decref(j);
+}
+
+static void check_cycles(const char *args, const char *scenario)
+{
+    static const char *const fields[] = {"cycles_per_s", "p50_us", "p99_us",
+                                         NULL};
+    json_t *j = bench(args);
+    assert_common(j, scenario);
+    assert_numbers(j, fields);
+    assert_true(json_number_value(json_object_get(j, "cycles_per_s")) > 0);
+    assert_numbers(json_object_get(j, "vs_limit"), fields);
+    json_decref(j);
+}
+
+static void test_uncontended(void **state)
+{
+    (void)state;
+    check_cycles("--scenario uncontended --seconds 1 --limit-seconds 0.3",
+                 "uncontended");
+}
+
+static void test_parallel(void **state)
+{
+    (void)state;
+    check_cycles("--scenario parallel --workers 4 --seconds 1 "
+                 "--limit-seconds 0.3",
+                 "parallel");
+}
+
+static void check_contended(const char *args)
+{
+    static const char *const fields[] = {
+        "acq_per_s",      "lost_increments",    "handoff_p50_us",
+        "handoff_p99_us", "max_wait_ms",        "min_acq",
+        "max_acq",        "redis_cmds_per_acq", NULL};
+    json_t *j = bench(args);
+    assert_common(j, "contended");
+    assert_numbers(j, fields);
+    assert_int_equal(json_integer_value(json_object_get(j, "lost_increments")),
+                     0);
+    assert_true(json_integer_value(json_object_get(j, "max_acq")) > 0);
+    json_decref(j);
+}
+
+static void test_contended_threads(void **state)
+{
+    (void)state;
+    check_contended("--scenario contended --workers 4 --seconds 1 "
+                    "--limit-seconds 0.3");
+}
+
+static void test_contended_procs(void **state)
+{
+    (void)state;
+    check_contended("--scenario contended --procs --workers 4 --seconds 1 "
+                    "--limit-seconds 0.3");
+}
+
+static void test_held(void **state)
+{
+    static const char *const fields[] = {"locks", "expired",
+                                         "renew_roundtrips_per_tick",
+                                         "bytes_per_lock", NULL};
+    (void)state;
+    /* a lease long enough for sanitizer builds, where taking the locks
+     * alone can take a second */
+    json_t *j = bench("--scenario held --locks 500 --watchdog-ms 2000 "
+                      "--seconds 1 --limit-seconds 0.3");
+    assert_common(j, "held");
+    assert_numbers(j, fields);
+    assert_int_equal(json_integer_value(json_object_get(j, "locks")), 500);
+    assert_int_equal(json_integer_value(json_object_get(j, "expired")), 0);
+    /* renewals are batched: far fewer round trips than locks per tick */
+    double rt =
+        json_number_value(json_object_get(j, "renew_roundtrips_per_tick"));
+    assert_true(rt > 0);
+    assert_true(rt < 500 / 10);
+    json_decref(j);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_limit),
+        cmocka_unit_test(test_uncontended),
+        cmocka_unit_test(test_parallel),
+        cmocka_unit_test(test_contended_threads),
+        cmocka_unit_test(test_contended_procs),
+        cmocka_unit_test(test_held),
+    };
+    return cmocka_run_group_tests_name("bench", tests, group_setup,
+                                       group_teardown);
+}
