@@ -312,18 +312,38 @@ static void on_phantom_dropped(rlock__req *r)
     retry_later(op, RLOCK_ECONN);
 }
 
+static void on_given_back(rlock__req *r)
+{
+    rlock__aop *op = r->ctx;
+    op->inflight--;
+    if (op->finished)
+        maybe_free(op);
+    else
+        finish(op, RLOCK_ECANCELED);
+}
+
 static void on_acquire_reply(rlock__req *r)
 {
     rlock__aop *op = r->ctx;
     bool acquired = r->status == 0 && r->nil;
     op->inflight--;
-    if (op->finished || op->canceled) {
-        if (acquired) /* a late or cancelled attempt took it: give it back */
+    if (op->finished) {
+        if (acquired) /* a late attempt took it: give it back */
             rlock__req_give_back(r);
-        if (!op->finished)
+        maybe_free(op);
+        return;
+    }
+    if (op->canceled) {
+        /* the callback says cancelled once nothing is held any more */
+        rlock__req *back = acquired ? rlock__give_back_new(r) : NULL;
+        if (back == NULL) {
             finish(op, RLOCK_ECANCELED);
-        else
-            maybe_free(op);
+            return;
+        }
+        back->on_reply = on_given_back;
+        back->ctx = op;
+        op->inflight++;
+        rlock__req_dispatch(back);
         return;
     }
     if (acquired) {

@@ -90,26 +90,44 @@ void rlock__req_unref(rlock__req *r)
     free(r);
 }
 
-/* Gives back a hold that an abandoned acquire took (see the file comment):
- * the release script with a fresh latch, its reply ignored. */
-void rlock__req_give_back(rlock__req *acq)
+/* Makes the request that gives back a hold acquire acq took: the release
+ * script with a fresh latch. Returns NULL when out of memory. */
+rlock__req *rlock__give_back_new(rlock__req *acq)
 {
     rlock_client *c = acq->client;
     const char *name = acq->argv[0], *lease = acq->argv[1];
     const char *owner = acq->argv[2];
     char id[RLOCK__REQUEST_ID_LEN + 1], latch_ms[24];
+    rlock__req *r = NULL;
     if (rlock__request_id(id) != 0)
-        return;
+        return NULL;
     char *channel = rlock__channel_name(name);
     char *latch = rlock__latch_name(name, id);
     snprintf(latch_ms, sizeof(latch_ms), "%lld", (long long)c->latch_ms);
     if (channel != NULL && latch != NULL) {
         const char *argv[] = {name,  channel, latch,     "0",
                               lease, owner,   "PUBLISH", latch_ms};
-        rlock__send_ignored(c, &rlock__script_lock_release, 3, 8, argv);
+        r = rlock__req_new(c, &rlock__script_lock_release,
+                           RLOCK__REPLY_IGNORE, 3, 8, argv);
     }
     free(channel);
     free(latch);
+    return r;
+}
+
+/* Gives back a hold that an abandoned acquire took (see the file comment):
+ * the release script with a fresh latch, its reply ignored. */
+void rlock__req_give_back(rlock__req *acq)
+{
+    rlock__req *r = rlock__give_back_new(acq);
+    if (r == NULL)
+        return; /* out of memory: the hold expires with its lease */
+    if (rlock__loop_on_thread(r->client->loop)) {
+        rlock__req_dispatch(r);
+        return;
+    }
+    rlock__req_send(r);
+    rlock__req_unref(r);
 }
 
 /* Records the outcome and hands it to its consumer; drops the in-flight

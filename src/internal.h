@@ -268,6 +268,7 @@ int rlock__call(rlock_client *c, const rlock__script *script,
                 rlock__reply_kind kind, int numkeys, int argc,
                 const char *const *argv, int64_t *value, bool *nil);
 void rlock__req_dispatch(rlock__req *r);
+rlock__req *rlock__give_back_new(rlock__req *acq);
 void rlock__req_give_back(rlock__req *acq);
 void rlock__req_decode(rlock__req *r, const struct redisReply *reply);
 int rlock__req_command(const rlock__req *r, rlock__command *cmd);
