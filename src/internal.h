@@ -297,7 +297,8 @@ typedef struct rlock__entry {
     int refs; /* under client->entries_mu */
 
     pthread_mutex_t mu;
-    pthread_cond_t cv; /* permits, subscribed */
+    pthread_cond_t cv;        /* subscribed */
+    pthread_cond_t permit_cv; /* permits */
     rlock__holder *holders;
     int waiters;     /* local threads waiting to acquire */
     int permits;     /* unlock messages not yet consumed */

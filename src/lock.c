@@ -40,6 +40,7 @@ static void entry_free(rlock__entry *e)
     }
     pthread_mutex_destroy(&e->mu);
     pthread_cond_destroy(&e->cv);
+    pthread_cond_destroy(&e->permit_cv);
     free(e->channel);
     free(e->name);
     free(e);
@@ -73,6 +74,7 @@ rlock__entry *rlock__entry_get(rlock_client *c, const char *name)
     }
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->cv, &c->condattr);
+    pthread_cond_init(&e->permit_cv, &c->condattr);
 out:
     pthread_mutex_unlock(&c->entries_mu);
     return e;
@@ -165,11 +167,15 @@ void rlock__entry_wake(rlock__entry *e, bool all)
                     (all || e->waiters == 0 || e->wake_async_next);
     if (!all)
         e->wake_async_next = !e->wake_async_next;
-    if (all)
+    if (all) {
         e->permits = e->waiters;
-    else if (!to_async && e->permits < e->waiters)
+        pthread_cond_broadcast(&e->permit_cv);
+    } else if (!to_async && e->permits < e->waiters) {
         e->permits++;
-    pthread_cond_broadcast(&e->cv);
+        /* one permit, one thread: a broadcast would wake every waiter to
+         * find the permit gone */
+        pthread_cond_signal(&e->permit_cv);
+    }
     pthread_mutex_unlock(&e->mu);
     if (to_async)
         rlock__async_kick(e, all);
@@ -410,9 +416,10 @@ static void wait_permit(rlock__entry *e, int64_t until_ms)
     rlock__abs_timespec(until_ms, &ts);
     pthread_mutex_lock(&e->mu);
     while (e->permits == 0 &&
-           pthread_cond_timedwait(&e->cv, &e->mu, &ts) != ETIMEDOUT)
+           pthread_cond_timedwait(&e->permit_cv, &e->mu, &ts) != ETIMEDOUT)
         ;
-    if (e->permits > 0)
+    if (e->permits > 0) /* even after a timeout: a signal may have been
+                           meant for this thread */
         e->permits--;
     pthread_mutex_unlock(&e->mu);
 }

@@ -96,8 +96,10 @@ static void set_subscribed(rlock__entry *e, bool subscribed, bool wake_all)
 {
     pthread_mutex_lock(&e->mu);
     e->subscribed = subscribed;
-    if (wake_all)
+    if (wake_all) {
         e->permits = e->waiters;
+        pthread_cond_broadcast(&e->permit_cv);
+    }
     pthread_cond_broadcast(&e->cv);
     pthread_mutex_unlock(&e->mu);
     if (subscribed)

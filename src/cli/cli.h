@@ -68,6 +68,9 @@ typedef struct cli_parser {
 void cli_parser_init(cli_parser *p, const char *cmd, int argc, char **argv);
 int cli_next(cli_parser *p, const cli_opt *opts, const char **value);
 bool cli_take_common(cli_common *cm, int id, const char *value);
+int cli_parse_names(const char *cmd, int argc, char **argv, cli_common *cm,
+                    const cli_opt *opts, const char *help, bool *flag,
+                    const char ***names, size_t *n);
 
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cli_usage_error(const char *cmd, const char *fmt, ...)

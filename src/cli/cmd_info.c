@@ -181,47 +181,22 @@ static int print_json(const row *rows, size_t n)
 int cli_cmd_info(int argc, char **argv, cli_common *cm)
 {
     static const cli_opt opts[] = {{"json", OPT_JSON, false}, {NULL, 0, false}};
-    cli_parser p;
-    const char *value;
     bool json = false;
-    row *rows = calloc((size_t)argc + 1, sizeof(*rows));
+    const char **names = NULL;
     size_t n = 0;
-    int st = CLI_OK;
-
+    int st = cli_parse_names("info", argc, argv, cm, opts, info_help, &json,
+                             &names, &n);
+    if (st != 0 || names == NULL)
+        return st;
+    row *rows = calloc(n, sizeof(*rows));
     if (rows == NULL) {
+        free(names);
         cli_error("out of memory");
         return CLI_SOFTWARE;
     }
-    cli_parser_init(&p, "info", argc, argv);
-    for (int id; (id = cli_next(&p, opts, &value)) != CLI_ARG_END;) {
-        if (id == CLI_ARG_ERROR) {
-            free(rows);
-            return CLI_USAGE;
-        }
-        if (id == CLI_OPT_HELP) {
-            fputs(info_help, stdout);
-            free(rows);
-            return CLI_OK;
-        }
-        if (id == OPT_JSON)
-            json = true;
-        else if (id == CLI_ARG_POSITIONAL)
-            rows[n++].name = value;
-        else
-            cli_take_common(cm, id, value);
-    }
-    for (int i = p.rest; i >= 0 && i < argc; i++)
-        rows[n++].name = argv[i]; /* names after "--" */
-    if (n == 0) {
-        free(rows);
-        return cli_usage_error("info", "missing the lock NAME");
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (rows[i].name[0] == '\0') {
-            free(rows);
-            return cli_usage_error("info", "a lock NAME cannot be empty");
-        }
-    }
+    for (size_t i = 0; i < n; i++)
+        rows[i].name = names[i];
+    free(names);
 
     rlock_config *cfg;
     redisContext *ctx = NULL;

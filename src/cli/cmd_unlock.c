@@ -171,50 +171,19 @@ int cli_cmd_unlock(int argc, char **argv, cli_common *cm)
 {
     static const cli_opt opts[] = {{"force", OPT_FORCE, false},
                                    {NULL, 0, false}};
-    cli_parser p;
-    const char *value;
     bool force = false;
-    const char **names = calloc((size_t)argc + 1, sizeof(*names));
+    const char **names = NULL;
     size_t n = 0;
-
-    if (names == NULL) {
-        cli_error("out of memory");
-        return CLI_SOFTWARE;
-    }
-    cli_parser_init(&p, "unlock", argc, argv);
-    for (int id; (id = cli_next(&p, opts, &value)) != CLI_ARG_END;) {
-        if (id == CLI_ARG_ERROR) {
-            free(names);
-            return CLI_USAGE;
-        }
-        if (id == CLI_OPT_HELP) {
-            fputs(unlock_help, stdout);
-            free(names);
-            return CLI_OK;
-        }
-        if (id == OPT_FORCE)
-            force = true;
-        else if (id == CLI_ARG_POSITIONAL)
-            names[n++] = value;
-        else
-            cli_take_common(cm, id, value);
-    }
-    for (int i = p.rest; i >= 0 && i < argc; i++)
-        names[n++] = argv[i];
-    int st = CLI_OK;
-    if (n == 0)
-        st = cli_usage_error("unlock", "missing the lock NAME");
-    else if (!force)
-        st = cli_usage_error("unlock",
-                             "only --force is supported: a lock is released "
-                             "by its owner, and --force deletes it whoever "
-                             "holds it");
-    for (size_t i = 0; st == 0 && i < n; i++)
-        if (names[i][0] == '\0')
-            st = cli_usage_error("unlock", "a lock NAME cannot be empty");
-    if (st != 0) {
-        free(names);
+    int st = cli_parse_names("unlock", argc, argv, cm, opts, unlock_help,
+                             &force, &names, &n);
+    if (st != 0 || names == NULL)
         return st;
+    if (!force) {
+        free(names);
+        return cli_usage_error("unlock",
+                               "only --force is supported: a lock is released "
+                               "by its owner, and --force deletes it whoever "
+                               "holds it");
     }
 
     rlock_config *cfg = NULL;

@@ -457,46 +457,13 @@ int cli_cmd_watch(int argc, char **argv, cli_common *cm)
 {
     static const cli_opt opts[] = {{"enable-notifications", OPT_ENABLE, false},
                                    {NULL, 0, false}};
-    cli_parser p;
-    const char *value;
     bool enable = false;
-    const char **names = calloc((size_t)argc + 1, sizeof(*names));
+    const char **names = NULL;
     size_t n = 0;
-
-    if (names == NULL) {
-        cli_error("out of memory");
-        return CLI_SOFTWARE;
-    }
-    cli_parser_init(&p, "watch", argc, argv);
-    for (int id; (id = cli_next(&p, opts, &value)) != CLI_ARG_END;) {
-        if (id == CLI_ARG_ERROR) {
-            free(names);
-            return CLI_USAGE;
-        }
-        if (id == CLI_OPT_HELP) {
-            fputs(watch_help, stdout);
-            free(names);
-            return CLI_OK;
-        }
-        if (id == OPT_ENABLE)
-            enable = true;
-        else if (id == CLI_ARG_POSITIONAL)
-            names[n++] = value;
-        else
-            cli_take_common(cm, id, value);
-    }
-    for (int i = p.rest; i >= 0 && i < argc; i++)
-        names[n++] = argv[i];
-    int st = CLI_OK;
-    if (n == 0)
-        st = cli_usage_error("watch", "missing the lock NAME");
-    for (size_t i = 0; st == 0 && i < n; i++)
-        if (names[i][0] == '\0')
-            st = cli_usage_error("watch", "a lock NAME cannot be empty");
-    if (st != 0) {
-        free(names);
+    int st = cli_parse_names("watch", argc, argv, cm, opts, watch_help,
+                             &enable, &names, &n);
+    if (st != 0 || names == NULL)
         return st;
-    }
 
     /* SIGINT/SIGTERM are let in only inside ppoll() */
     sigset_t stop_set, wait_mask;

@@ -386,6 +386,60 @@ int cli_connect(const cli_common *cm, rlock_config **cfg_out,
     return CLI_OK;
 }
 
+/* Parses "CMD [--FLAG] [common options] [--] NAME...", the shape of info,
+ * unlock and watch: one optional boolean flag (flag_id's entry in opts)
+ * and at least one non-empty lock name. Returns CLI_OK with *names (the
+ * caller frees it) and *n set; CLI_OK with *names NULL when --help was
+ * printed; or a usage status. */
+int cli_parse_names(const char *cmd, int argc, char **argv, cli_common *cm,
+                    const cli_opt *opts, const char *help, bool *flag,
+                    const char ***names, size_t *n)
+{
+    cli_parser p;
+    const char *value;
+    *names = NULL;
+    *n = 0;
+    const char **list = calloc((size_t)argc + 1, sizeof(*list));
+    if (list == NULL) {
+        cli_error("out of memory");
+        return CLI_SOFTWARE;
+    }
+    cli_parser_init(&p, cmd, argc, argv);
+    size_t count = 0;
+    for (int id; (id = cli_next(&p, opts, &value)) != CLI_ARG_END;) {
+        if (id == CLI_ARG_ERROR) {
+            free(list);
+            return CLI_USAGE;
+        }
+        if (id == CLI_OPT_HELP) {
+            fputs(help, stdout);
+            free(list);
+            return CLI_OK;
+        }
+        if (id == opts[0].id)
+            *flag = true;
+        else if (id == CLI_ARG_POSITIONAL)
+            list[count++] = value;
+        else
+            cli_take_common(cm, id, value);
+    }
+    for (int i = p.rest; i >= 0 && i < argc; i++)
+        list[count++] = argv[i]; /* names after "--" */
+    int st = CLI_OK;
+    if (count == 0)
+        st = cli_usage_error(cmd, "missing the lock NAME");
+    for (size_t i = 0; st == 0 && i < count; i++)
+        if (list[i][0] == '\0')
+            st = cli_usage_error(cmd, "a lock NAME cannot be empty");
+    if (st != 0) {
+        free(list);
+        return st;
+    }
+    *names = list;
+    *n = count;
+    return CLI_OK;
+}
+
 /* Runs one command; argv strings are NUL-terminated. */
 redisReply *cli_command(redisContext *ctx, int argc, const char **argv)
 {
