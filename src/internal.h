@@ -302,6 +302,8 @@ typedef struct rlock__entry {
     rlock__holder *holders;
     int waiters;     /* local threads waiting to acquire */
     int permits;     /* unlock messages not yet consumed */
+    int64_t contended_at_ms; /* an attempt last found it taken */
+    int64_t released_at_ms;  /* this client last released it */
     bool subscribed; /* the channel subscription is confirmed */
     bool joined;     /* I/O thread: counted in its channel */
     rlock_lost_cb lost_cb; /* rlock_on_lost() */

@@ -444,6 +444,36 @@ static bool behind_local_waiters(rlock__entry *e)
     return behind;
 }
 
+/* The same courtesy toward other processes, which this client cannot see
+ * waiting: when this client released e moments ago and its own attempts
+ * found e taken within the last second (so others are likely queued on
+ * the unlock message just sent), a new acquire first gives them
+ * RLOCK__YIELD_MS to take it, or until the next unlock message. */
+#define RLOCK__YIELD_AFTER_RELEASE_MS 10
+#define RLOCK__CONTENDED_WINDOW_MS    1000
+#define RLOCK__YIELD_MS               2
+
+static bool yield_to_others(rlock__entry *e)
+{
+    int64_t now = rlock__now_ms();
+    pthread_mutex_lock(&e->mu);
+    rlock__holder *h = rlock__entry_find_holder(e, rlock__thread_id());
+    bool yield = (h == NULL || h->lost) && e->released_at_ms > 0 &&
+                 now - e->released_at_ms < RLOCK__YIELD_AFTER_RELEASE_MS &&
+                 e->contended_at_ms > 0 &&
+                 now - e->contended_at_ms < RLOCK__CONTENDED_WINDOW_MS;
+    pthread_mutex_unlock(&e->mu);
+    return yield;
+}
+
+/* Notes that an attempt found e held by someone else. */
+static void note_contended(rlock__entry *e)
+{
+    pthread_mutex_lock(&e->mu);
+    e->contended_at_ms = rlock__now_ms();
+    pthread_mutex_unlock(&e->mu);
+}
+
 int rlock_trylock(rlock *l, int64_t wait_ms, int64_t lease_ms)
 {
     int rc = check_handle(l);
@@ -465,11 +495,18 @@ int rlock_trylock(rlock *l, int64_t wait_ms, int64_t lease_ms)
             ? INT64_MAX
             : now + wait_ms;
 
-    bool queued = wait_ms != 0 && behind_local_waiters(e);
+    /* first wait, for a thread that lets others go first */
+    int64_t queued_until = 0;
+    if (wait_ms != 0 && behind_local_waiters(e))
+        queued_until = now + c->cfg.recheck_interval_ms;
+    else if (wait_ms != 0 && yield_to_others(e))
+        queued_until = now + RLOCK__YIELD_MS;
+    bool queued = queued_until != 0;
     if (!queued) {
         rc = try_acquire(l, lease_ms, &ttl, deadline);
         if (rc != 0)
             return rc == 1 ? RLOCK_OK : rc;
+        note_contended(e);
         if (wait_ms == 0)
             return RLOCK_ETIMEDOUT;
     }
@@ -479,20 +516,26 @@ int rlock_trylock(rlock *l, int64_t wait_ms, int64_t lease_ms)
         wait_subscribed(
             e, min64(deadline, rlock__now_ms() + RLOCK__SUBSCRIBE_WAIT_MS));
     for (;;) {
+        int64_t until;
         if (!queued) {
             rc = try_acquire(l, lease_ms, &ttl, deadline);
             if (rc != 0)
                 break;
+            note_contended(e);
+            now = rlock__now_ms();
+            until = now + c->cfg.recheck_interval_ms;
+            if (ttl >= 0)
+                until = min64(until, now + (ttl > 0 ? ttl : 1));
+        } else {
+            /* waits its turn once, then tries as the others */
+            queued = false;
+            now = rlock__now_ms();
+            until = queued_until;
         }
-        queued = false; /* waits its turn once, then tries as the others */
-        now = rlock__now_ms();
         if (now >= deadline) {
             rc = RLOCK_ETIMEDOUT;
             break;
         }
-        int64_t until = now + c->cfg.recheck_interval_ms;
-        if (ttl >= 0)
-            until = min64(until, now + (ttl > 0 ? ttl : 1));
         wait_permit(e, min64(until, deadline));
     }
     waiter_leave(e);
@@ -615,6 +658,11 @@ int rlock_unlock(rlock *l)
 
     rlock__owner_tag(owner, l->client->id, tid);
     rc = release(l, owner, lease_ms);
+    if (rc == RLOCK__UNLOCK_RELEASED) {
+        pthread_mutex_lock(&e->mu);
+        e->released_at_ms = rlock__now_ms();
+        pthread_mutex_unlock(&e->mu);
+    }
 
     return rlock__release_settle(e, tid, epoch, rc);
 }
