@@ -37,6 +37,7 @@ typedef struct slot {
     rlock__direct *direct;
     redisContext *ctx; /* NULL: not connected */
     int owed;           /* replies to skip before the next one is ours */
+    int64_t used_at_ms; /* the last round trip's start */
     bool parked;        /* the I/O thread owns ctx until the replies came */
     /* parked state, I/O thread only */
     rlock__req *late;   /* the request whose reply is late, or NULL */
@@ -331,13 +332,19 @@ static int read_reply(slot *s, int64_t deadline_ms, redisReply **out)
     return rlock__sync_read(s->ctx, deadline_ms, out);
 }
 
-/* Checks an idle slot's socket before use: a connection the server closed
- * (restart, CLIENT KILL) is seen here, before a command is written to it,
- * so that the command goes out on a fresh connection instead of failing
- * with "may or may not have run". Owed replies that arrived are consumed.
+/* Checks the socket of a slot idle for a while before use: a connection
+ * the server closed (restart, CLIENT KILL) is seen here, before a command
+ * is written to it, so that the command goes out on a fresh connection
+ * instead of failing with "may or may not have run". Owed replies that
+ * arrived are consumed. A slot in steady use skips the system call: a
+ * close that lands between two calls costs a retry, not an error.
  * s->mu held. */
-static void check_idle(slot *s, int64_t deadline_ms)
+#define RLOCK__IDLE_CHECK_MS 5
+
+static void check_idle(slot *s, int64_t now, int64_t deadline_ms)
 {
+    if (now - s->used_at_ms < RLOCK__IDLE_CHECK_MS)
+        return;
     for (;;) {
         struct pollfd pfd = {.fd = s->ctx->fd, .events = POLLIN};
         if (poll(&pfd, 1, 0) == 0)
@@ -361,9 +368,10 @@ static int round_trip(slot *s, rlock__req *r, int64_t timeout_ms)
 {
     rlock_client *c = s->direct->client;
     int rc;
-    int64_t deadline = rlock__now_ms() + timeout_ms;
+    int64_t now = rlock__now_ms(), deadline = now + timeout_ms;
     if (s->ctx != NULL)
-        check_idle(s, deadline);
+        check_idle(s, now, deadline);
+    s->used_at_ms = now;
     if (s->ctx == NULL) {
         int64_t connect_ms = c->cfg.connect_timeout_ms < timeout_ms
                                  ? c->cfg.connect_timeout_ms

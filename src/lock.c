@@ -429,41 +429,37 @@ static int64_t min64(int64_t a, int64_t b)
     return a < b ? a : b;
 }
 
-/* True when other threads of this client already wait for e (subscribed)
- * and the calling thread does not hold it: it then waits for its turn
- * instead of trying at once. Otherwise a thread that just unlocked would
- * take the lock straight back, ahead of the waiter its unlock message
- * is waking (Redisson's RLock barges like that; its waiters then wait
- * for seconds under contention). */
-static bool behind_local_waiters(rlock__entry *e)
-{
-    pthread_mutex_lock(&e->mu);
-    rlock__holder *h = rlock__entry_find_holder(e, rlock__thread_id());
-    bool behind = e->waiters > 0 && e->subscribed && (h == NULL || h->lost);
-    pthread_mutex_unlock(&e->mu);
-    return behind;
-}
-
-/* The same courtesy toward other processes, which this client cannot see
- * waiting: when this client released e moments ago and its own attempts
- * found e taken within the last second (so others are likely queued on
- * the unlock message just sent), a new acquire first gives them
- * RLOCK__YIELD_MS to take it, or until the next unlock message. */
+/* How long a new acquire first waits for its turn before it tries, or 0
+ * to try at once. Otherwise a thread that just unlocked would take the
+ * lock straight back, ahead of the waiters its unlock message is waking
+ * (Redisson's RLock barges like that, and its waiters then wait for
+ * seconds under contention):
+ * - behind other threads of this client already waiting (subscribed), it
+ *   waits for a permit like them;
+ * - other processes cannot be seen waiting, so when this client released
+ *   e moments ago and its own attempts found e taken within the last
+ *   second, it gives them RLOCK__YIELD_MS (or until the next message).
+ * Never for a thread that holds e (reentry). */
 #define RLOCK__YIELD_AFTER_RELEASE_MS 10
 #define RLOCK__CONTENDED_WINDOW_MS    1000
 #define RLOCK__YIELD_MS               2
 
-static bool yield_to_others(rlock__entry *e)
+static int64_t first_wait_ms(rlock__entry *e, int64_t now)
 {
-    int64_t now = rlock__now_ms();
+    int64_t wait = 0;
     pthread_mutex_lock(&e->mu);
     rlock__holder *h = rlock__entry_find_holder(e, rlock__thread_id());
-    bool yield = (h == NULL || h->lost) && e->released_at_ms > 0 &&
-                 now - e->released_at_ms < RLOCK__YIELD_AFTER_RELEASE_MS &&
-                 e->contended_at_ms > 0 &&
-                 now - e->contended_at_ms < RLOCK__CONTENDED_WINDOW_MS;
+    if (h != NULL && !h->lost)
+        wait = 0;
+    else if (e->waiters > 0 && e->subscribed)
+        wait = e->client->cfg.recheck_interval_ms;
+    else if (e->released_at_ms > 0 &&
+             now - e->released_at_ms < RLOCK__YIELD_AFTER_RELEASE_MS &&
+             e->contended_at_ms > 0 &&
+             now - e->contended_at_ms < RLOCK__CONTENDED_WINDOW_MS)
+        wait = RLOCK__YIELD_MS;
     pthread_mutex_unlock(&e->mu);
-    return yield;
+    return wait;
 }
 
 /* Notes that an attempt found e held by someone else. */
@@ -495,13 +491,9 @@ int rlock_trylock(rlock *l, int64_t wait_ms, int64_t lease_ms)
             ? INT64_MAX
             : now + wait_ms;
 
-    /* first wait, for a thread that lets others go first */
-    int64_t queued_until = 0;
-    if (wait_ms != 0 && behind_local_waiters(e))
-        queued_until = now + c->cfg.recheck_interval_ms;
-    else if (wait_ms != 0 && yield_to_others(e))
-        queued_until = now + RLOCK__YIELD_MS;
-    bool queued = queued_until != 0;
+    int64_t first_wait = wait_ms != 0 ? first_wait_ms(e, now) : 0;
+    int64_t queued_until = now + first_wait;
+    bool queued = first_wait > 0;
     if (!queued) {
         rc = try_acquire(l, lease_ms, &ttl, deadline);
         if (rc != 0)
