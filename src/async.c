@@ -167,8 +167,8 @@ struct rlock__aop {
     bool unknown;   /* a lost attempt may have taken the lock */
     bool canceled;
     bool finished;
-    /* unlock */
     rlock__holder *spare; /* acquire: the hold's record, allocated early */
+    /* unlock */
     uint64_t epoch;
     char *latch;
     char request_id[RLOCK__REQUEST_ID_LEN + 1];
@@ -303,9 +303,13 @@ static void on_phantom_dropped(rlock__req *r)
         finish(op, RLOCK_ECANCELED);
         return;
     }
-    if (r->status == 0)
+    if (r->status == 0) {
+        /* the connections work again: the acquire is retried at once */
         op->unknown = false;
-    else if (r->status != RLOCK_ECONN) {
+        attempt(op);
+        return;
+    }
+    if (r->status != RLOCK_ECONN) {
         finish(op, r->status);
         return;
     }
