@@ -571,7 +571,8 @@ static int release(rlock *l, const char *owner, int64_t lease_ms)
          * second hand-off for it (out of memory, it just expires) */
         r->latch_del = rlock__strdup(latch);
         rc = rlock__req_call(r, c->cfg.command_timeout_ms);
-        value = r->value;
+        if (rc == 0) /* a late reply may still be written into r */
+            value = r->value;
         rlock__req_unref(r);
         if ((rc != RLOCK_ECONN && rc != RLOCK_ETIMEDOUT) ||
             attempt >= c->cfg.retry_attempts)
