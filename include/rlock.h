@@ -77,6 +77,7 @@ RLOCK_API const char *rlock_version_string(void);
 #define RLOCK_EFORKED (-111)   /* client inherited across fork() */
 #define RLOCK_ESERVER (-112)   /* Redis answered with an error reply */
 #define RLOCK_ECANCELED (-113) /* an async acquire was cancelled */
+#define RLOCK_ENOTSUP (-114)   /* not available for this kind of lock */
 
 /* Returns a one-line English description of err (any value).
  * Ownership: static storage. Thread-safety: any thread. */
@@ -125,6 +126,7 @@ RLOCK_API void rlock_config_free(rlock_config *cfg);
  *   retry_interval_ms    [0, 2^31)
  *   recheck_interval_ms  [1, 2^31)
  *   connections          [1, 64]
+ *   fair_wait_timeout_ms [1, 2^31)    a fair-lock waiter's slack (below)
  * Thread-safety: as rlock_config_new(). */
 RLOCK_API int rlock_config_set_watchdog_timeout(rlock_config *cfg, int64_t ms);
 RLOCK_API int rlock_config_set_command_timeout(rlock_config *cfg, int64_t ms);
@@ -133,6 +135,12 @@ RLOCK_API int rlock_config_set_retry_attempts(rlock_config *cfg, int n);
 RLOCK_API int rlock_config_set_retry_interval(rlock_config *cfg, int64_t ms);
 RLOCK_API int rlock_config_set_recheck_interval(rlock_config *cfg, int64_t ms);
 RLOCK_API int rlock_config_set_connections(rlock_config *cfg, int n);
+/* Redisson's fairLockWaitTimeout (threadWaitTime), default 5000: how long
+ * past the time it was told to wait a queued fair-lock waiter keeps its
+ * place. A waiter that died is purged from the queue after it, so it never
+ * blocks the queue for longer. rlock_trylock() with a wait uses that wait
+ * instead, as Redisson does. Java's 4.x default is 300000. */
+RLOCK_API int rlock_config_set_fair_wait_timeout(rlock_config *cfg, int64_t ms);
 
 /* Server settings, for rlock_client_connect_with(out, NULL, cfg):
  *   server      a URI as rlock_client_connect() takes it; it must parse
@@ -426,6 +434,128 @@ RLOCK_API int rlock_cancel(rlock *l, uint64_t owner);
 /* Returns owner's hold count of l as this client remembers it (0 when not
  * held or found lost); no Redis traffic. */
 RLOCK_API int rlock_owner_hold_count(rlock *l, uint64_t owner);
+
+/* ------------------------------------------------------------------------ */
+/* Other kinds of lock: Redisson's fair, read-write, fenced and spin locks.
+ *
+ * Each is an rlock handle that every rlock_* lock function above accepts
+ * (lock, trylock, unlock, force_unlock, queries, rlock_on_lost, rlock_free),
+ * with the same reentrancy, watchdog and lost-lock signalling, and each
+ * writes to Redis exactly what its Redisson namesake writes, so C and Java
+ * share them. Handles of different kinds on one name are different locks to
+ * this client, as they are to Redisson (a fair, fenced or spin lock and a
+ * plain lock on one name exclude each other: they share the lock hash).
+ * Ownership, thread-safety and errors: as rlock_get(). */
+
+/* The kinds rlock_kind() reports. */
+#define RLOCK_KIND_LOCK 0   /* rlock_get: Redisson getLock */
+#define RLOCK_KIND_FAIR 1   /* rlock_fair_get: getFairLock */
+#define RLOCK_KIND_READ 2   /* rlock_rw_read: getReadWriteLock().readLock() */
+#define RLOCK_KIND_WRITE 3  /* rlock_rw_write: ...writeLock() */
+#define RLOCK_KIND_FENCED 4 /* rlock_fenced_get: getFencedLock */
+#define RLOCK_KIND_SPIN 5   /* rlock_spin_get: getSpinLock */
+
+/* Returns l's RLOCK_KIND_*, or RLOCK_EINVAL when l is NULL. */
+RLOCK_API int rlock_kind(const rlock *l);
+
+/* Fair lock: threads of every client acquire in the order they asked,
+ * through Redisson's queue list and timeout sorted set; each waiter is
+ * woken on its own channel when its turn comes. A waiter that died keeps
+ * its place for at most the fair wait timeout (see the config) past the
+ * wait it was told, then it is purged. A waiter whose budget runs out
+ * leaves the queue. Its scripts take this host's wall clock: keep clocks in
+ * sync (NTP), as Redisson requires. The async API answers RLOCK_ENOTSUP. */
+RLOCK_API int rlock_fair_get(rlock_client *c, const char *name, rlock **out);
+
+/* Read-write lock: any number of readers, or one writer; both sides are
+ * reentrant, and a thread holding the write lock may also take the read
+ * lock (not the reverse: a reader asking to write waits, as in Redisson).
+ * rlock_rw_read() and rlock_rw_write() return the two sides' handles,
+ * owned by rw: valid until rlock_rw_free(rw), never passed to rlock_free().
+ * rlock_rw_get returns 0, RLOCK_EINVAL, RLOCK_ENOMEM, RLOCK_EFORKED or
+ * RLOCK_ECLOSED. */
+typedef struct rlock_rw rlock_rw;
+RLOCK_API int rlock_rw_get(rlock_client *c, const char *name, rlock_rw **out);
+RLOCK_API rlock *rlock_rw_read(rlock_rw *rw);
+RLOCK_API rlock *rlock_rw_write(rlock_rw *rw);
+RLOCK_API void rlock_rw_free(rlock_rw *rw);
+
+/* Fenced lock: every acquire, reentry included, also draws the next value
+ * of a counter that never goes back (Redisson's redisson_lock_token:{name}),
+ * so a storage system can refuse writes carrying an older token than one it
+ * has seen: a holder that paused past its lease cannot overwrite the work
+ * of the next holder. rlock_lock()/rlock_trylock() work too (the token is
+ * drawn and not returned). */
+RLOCK_API int rlock_fenced_get(rlock_client *c, const char *name, rlock **out);
+
+/* As rlock_lock() / rlock_trylock(); on success *token is the token of this
+ * acquisition (>= 1), else it is left unchanged. token may not be NULL. */
+RLOCK_API int rlock_fenced_lock(rlock *l, int64_t *token);
+RLOCK_API int rlock_fenced_trylock(rlock *l, int64_t wait_ms, int64_t lease_ms,
+                                   int64_t *token);
+
+/* Returns the last token drawn on l's name (0 when none yet), or a
+ * negative code (RLOCK_ENOTSUP when l is not a fenced lock). */
+RLOCK_API int64_t rlock_fenced_token(rlock *l);
+
+/* Spin lock: Redisson's lock that waits by backing off instead of through
+ * pub/sub (for clusters where pub/sub traffic is the bottleneck). Its unlock
+ * publishes nothing. The async API answers RLOCK_ENOTSUP. */
+RLOCK_API int rlock_spin_get(rlock_client *c, const char *name, rlock **out);
+
+/* Sets how a spin lock handle backs off between attempts: the first pause
+ * is initial_ms, each next one multiplier times the last plus a random
+ * 0..(failures - 1) ms, never more than max_ms. Redisson's exponential
+ * default is (1, 128, 2); its constant back-off is (d, d, 1). Returns 0, or
+ * RLOCK_EINVAL (1 <= initial_ms <= max_ms < 2^31 and 1 <= multiplier <= 16
+ * required) or RLOCK_ENOTSUP (not a spin lock). Not while another thread
+ * waits on the handle. */
+RLOCK_API int rlock_spin_set_backoff(rlock *l, int64_t initial_ms,
+                                     int64_t max_ms, int multiplier);
+
+/* ------------------------------------------------------------------------ */
+/* Multi-lock and Redlock: several locks taken as one.
+ *
+ * A multi-lock (Redisson getMultiLock) holds all of its locks or none: the
+ * locks may be of any kind and on any clients (Redis servers); each is taken
+ * by the calling thread, with exactly the state it writes on its own. When
+ * one cannot be taken, those already taken are released, and the round
+ * starts again while the wait lasts.
+ *
+ * A Redlock (Redisson's RedLock, the Redlock algorithm) takes the same lock
+ * name on N independent servers and succeeds once a majority (N/2 + 1) is
+ * held; each server gets max(time left / N, 1) ms, so a server that is down
+ * or stalled costs the caller at most its share. Partial acquisitions are
+ * rolled back.
+ *
+ * *validity_ms (when not NULL) receives how long the caller may count on
+ * the locks: lease - elapsed - drift, where drift = lease / 100 + 2 ms and
+ * lease is the watchdog timeout when none was given. An acquisition left
+ * with no validity is rolled back and reported as RLOCK_ETIMEDOUT.
+ *
+ * The handles are borrowed: they must outlive m, and must not be locked
+ * or unlocked by hand by the thread that holds m. A multi-lock is used by
+ * one thread at a time. rlock_*_new return 0, RLOCK_EINVAL (no locks, a
+ * NULL one, or more than 64) or RLOCK_ENOMEM. */
+typedef struct rlock_multi rlock_multi;
+RLOCK_API int rlock_multi_new(rlock *const *locks, size_t n,
+                              rlock_multi **out);
+RLOCK_API int rlock_redlock_new(rlock *const *locks, size_t n,
+                                rlock_multi **out);
+RLOCK_API void rlock_multi_free(rlock_multi *m);
+
+/* As rlock_lock() / rlock_trylock() for all the locks (a quorum, for a
+ * Redlock). Returns 0, RLOCK_ETIMEDOUT, or the first error that made a
+ * lock fail when no lock could be tried at all (e.g. RLOCK_ECONN). */
+RLOCK_API int rlock_multi_lock(rlock_multi *m, int64_t *validity_ms);
+RLOCK_API int rlock_multi_trylock(rlock_multi *m, int64_t wait_ms,
+                                  int64_t lease_ms, int64_t *validity_ms);
+
+/* Releases every lock the calling thread holds through m. Returns 0, or
+ * for a multi-lock the first error an unlock reported (the others are
+ * still released); a Redlock ignores errors of servers that are down as
+ * long as it released a majority (else RLOCK_ELOST or the error). */
+RLOCK_API int rlock_multi_unlock(rlock_multi *m);
 
 #ifdef __cplusplus
 }

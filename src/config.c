@@ -21,6 +21,7 @@ void rlock__config_defaults(rlock_config *cfg)
     cfg->retry_attempts = 3;
     cfg->retry_interval_ms = 1500;
     cfg->recheck_interval_ms = 2000;
+    cfg->fair_wait_timeout_ms = 5000;
     cfg->connections = 2;
     cfg->server = NULL;
     cfg->user = NULL;
@@ -163,6 +164,11 @@ int rlock_config_set_retry_interval(rlock_config *cfg, int64_t ms)
 int rlock_config_set_recheck_interval(rlock_config *cfg, int64_t ms)
 {
     return set_ms(cfg, cfg ? &cfg->recheck_interval_ms : NULL, ms, 1);
+}
+
+int rlock_config_set_fair_wait_timeout(rlock_config *cfg, int64_t ms)
+{
+    return set_ms(cfg, cfg ? &cfg->fair_wait_timeout_ms : NULL, ms, 1);
 }
 
 int rlock_config_set_retry_attempts(rlock_config *cfg, int n)

@@ -346,6 +346,15 @@ static int apply_watchdog(loader *ld, const char *path, const json_t *v)
                        rlock_config_set_watchdog_timeout(ld->cfg, ms));
 }
 
+static int apply_fair_wait(loader *ld, const char *path, const json_t *v)
+{
+    int64_t ms = 0;
+    int rc = get_int(ld, path, v, 1, MS_MAX, &ms);
+    return rc ? rc
+              : setter(ld, path,
+                       rlock_config_set_fair_wait_timeout(ld->cfg, ms));
+}
+
 static int apply_connect_timeout(loader *ld, const char *path, const json_t *v)
 {
     int64_t ms = 0;
@@ -486,7 +495,7 @@ static const key_rule top_rules[] = {
     {"lazyInitialization", IGNORE_BOOL, NULL},
     {"protocol", IGNORE_STRING, NULL},
     {"lockWatchdogBatchSize", IGNORE_INT, NULL},
-    {"fairLockWaitTimeout", IGNORE_INT, NULL},
+    {"fairLockWaitTimeout", HONOURED, apply_fair_wait},
     {"nettyHook", IGNORE_ANY, NULL},
     {"connectionListener", IGNORE_ANY, NULL},
     {"addressResolverGroupFactory", IGNORE_ANY, NULL},

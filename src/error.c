@@ -18,7 +18,8 @@
     X(RLOCK_ECLOSED, "the client is shutting down")                           \
     X(RLOCK_EFORKED, "the client belongs to the parent process")              \
     X(RLOCK_ESERVER, "Redis answered with an error")                          \
-    X(RLOCK_ECANCELED, "the asynchronous call was cancelled")
+    X(RLOCK_ECANCELED, "the asynchronous call was cancelled")                 \
+    X(RLOCK_ENOTSUP, "not available for this kind of lock")
 
 /* Returns the description of err, or a generic sentence for unknown codes. */
 const char *rlock_strerror(int err)

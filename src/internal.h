@@ -132,6 +132,7 @@ struct rlock_config {
     int64_t retry_interval_ms;
     int64_t recheck_interval_ms;
     int connections;
+    int64_t fair_wait_timeout_ms;
 
     /* server settings; every string is owned (NULL: not set) */
     char *server;         /* URI used when connect gets none */
@@ -320,6 +321,16 @@ struct rlock {
 };
 
 rlock__entry *rlock__entry_get(rlock_client *c, const char *name);
+
+/* For multi.c. rlock__trylock_ex() is rlock_trylock() that also returns a
+ * fenced lock's token (token may be NULL) and, when bounded, never lets one
+ * Redis round trip outlast the wait (a Redlock's per-server share: a stalled
+ * server costs its share, not a command timeout). rlock__set_lease()
+ * PEXPIREs a lock the calling thread holds to lease_ms and makes that the
+ * lease its inner unlocks restore (RedissonMultiLock after newLease). */
+int rlock__trylock_ex(rlock *l, int64_t wait_ms, int64_t lease_ms,
+                      int64_t *token, bool bounded);
+int rlock__set_lease(rlock *l, int64_t lease_ms);
 void rlock__entry_add_hold(rlock__entry *e, uint64_t tid, int64_t lease_ms,
                            rlock__holder *spare);
 int rlock__release_begin(rlock__entry *e, uint64_t tid, uint64_t *epoch,
