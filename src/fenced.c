@@ -1,0 +1,2 @@
+/* fenced.c: work in progress */
+#include "internal.h"

@@ -1,0 +1,2 @@
+/* kinds.c: work in progress */
+#include "internal.h"

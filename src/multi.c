@@ -1,0 +1,2 @@
+/* multi.c: work in progress */
+#include "internal.h"

@@ -1,0 +1,2 @@
+/* rwlock.c: work in progress */
+#include "internal.h"

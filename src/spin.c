@@ -1,0 +1,2 @@
+/* spin.c: work in progress */
+#include "internal.h"
