@@ -2,7 +2,8 @@
 -- unlock latch that makes a retried call answer as the first one did).
 -- KEYS[1] lock hash, KEYS[2] unlock channel, KEYS[3] unlock latch key
 -- ARGV[1] unlock message, ARGV[2] lease to restore when holds remain,
--- ARGV[3] owner tag, ARGV[4] publish command, ARGV[5] latch lifetime in ms
+-- ARGV[3] owner tag, ARGV[4] publish command (empty: publish nothing, as
+-- Redisson's SpinLock), ARGV[5] latch lifetime in ms
 -- Reply: nil (not held by owner), 0 (still held), 1 (released).
 local latched = redis.call('get', KEYS[3])
 if latched ~= false then
@@ -18,6 +19,8 @@ if left > 0 then
     return 0
 end
 redis.call('del', KEYS[1])
-redis.call(ARGV[4], KEYS[2], ARGV[1])
+if ARGV[4] ~= '' then
+    redis.call(ARGV[4], KEYS[2], ARGV[1])
+end
 redis.call('set', KEYS[3], 1, 'px', ARGV[5])
 return 1

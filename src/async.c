@@ -153,7 +153,6 @@ struct rlock__aop {
     rlock *lock;
     rlock__entry *entry; /* referenced */
     uint64_t owner;
-    char owner_tag[RLOCK__OWNER_MAX];
     int64_t lease_ms;    /* acquire: as given; unlock: the hold's */
     int64_t deadline_ms; /* acquire: the wait budget */
     rlock_done_cb cb;
@@ -260,13 +259,9 @@ static void arm(rlock__aop *op, int64_t at_ms)
     rlock__timer_start(op->timer, after, 0);
 }
 
-/* Sends a request for op with reply handler fn. */
-static void send_for(rlock__aop *op, const rlock__script *script,
-                     rlock__reply_kind kind, int numkeys, int argc,
-                     const char *const *argv, void (*fn)(rlock__req *))
+/* Sends request r (NULL: out of memory) for op with reply handler fn. */
+static void send_req(rlock__aop *op, rlock__req *r, void (*fn)(rlock__req *))
 {
-    rlock__req *r =
-        rlock__req_new(op->client, script, kind, numkeys, argc, argv);
     if (r == NULL) {
         finish(op, RLOCK_ENOMEM);
         return;
@@ -384,6 +379,38 @@ static void on_acquire_reply(rlock__req *r)
     arm(op, min64(until, op->deadline_ms));
 }
 
+static void on_phantom_dropped(rlock__req *r);
+
+/* Removes the hold a lost attempt may have taken (lock.c's drop_phantom):
+ * every hold of the owner, or one release for kinds with no such script. */
+static void send_phantom_drop(rlock__aop *op)
+{
+    rlock__entry *e = op->entry;
+    rlock__spec spec;
+    rlock__req *r = NULL;
+    if (rlock__spec_drop(&spec, e, op->owner) == 0) {
+        r = rlock__req_from_spec(op->client, &spec);
+    } else {
+        char id[RLOCK__REQUEST_ID_LEN + 1];
+        char *latch = rlock__request_id(id) == 0
+                          ? rlock__latch_name(e->name, id)
+                          : NULL;
+        int64_t lease = op->lease_ms == RLOCK_LEASE_WATCHDOG
+                            ? op->client->cfg.watchdog_timeout_ms
+                            : op->lease_ms;
+        if (latch != NULL &&
+            rlock__spec_release(&spec, e, op->owner, lease, latch) == 0) {
+            r = rlock__req_from_spec(op->client, &spec);
+            rlock__spec_clear(&spec);
+        }
+        if (r != NULL)
+            r->latch_del = latch;
+        else
+            free(latch);
+    }
+    send_req(op, r, on_phantom_dropped);
+}
+
 /* One acquire attempt (or, after a lost one, the drop of its possible
  * phantom hold first; see lock.c's drop_phantom). */
 static void attempt(rlock__aop *op)
@@ -394,28 +421,34 @@ static void attempt(rlock__aop *op)
         arm(op, op->deadline_ms + op->client->cfg.command_timeout_ms);
     else
         rlock__timer_stop(op->timer);
+    rlock__spec spec;
     if (op->unknown) {
         pthread_mutex_lock(&e->mu);
         rlock__holder *h = rlock__entry_find_holder(e, op->owner);
         bool holds = h != NULL && !h->lost;
         pthread_mutex_unlock(&e->mu);
         if (!holds) {
-            const char *argv[] = {e->name, e->channel, "0", op->owner_tag,
-                                  "PUBLISH"};
-            send_for(op, &rlock__script_lock_release_owner,
-                     RLOCK__REPLY_INTEGER, 2, 5, argv, on_phantom_dropped);
+            send_phantom_drop(op);
             return;
         }
         op->unknown = false;
     }
-    char lease[24];
-    snprintf(lease, sizeof(lease), "%lld",
-             (long long)(op->lease_ms == RLOCK_LEASE_WATCHDOG
-                             ? op->client->cfg.watchdog_timeout_ms
-                             : op->lease_ms));
-    const char *argv[] = {e->name, lease, op->owner_tag};
-    send_for(op, &rlock__script_lock_acquire, RLOCK__REPLY_ACQUIRE, 1, 3, argv,
-             on_acquire_reply);
+    if (rlock__spec_acquire(&spec, e, op->owner, op->lease_ms, 0, false) != 0) {
+        finish(op, RLOCK_ENOMEM);
+        return;
+    }
+    rlock__req *r = rlock__req_from_spec(op->client, &spec);
+    rlock__spec_clear(&spec);
+    if (r != NULL) {
+        /* a late reply that took the lock is given back (on_acquire_reply) */
+        rlock__entry_ref(e);
+        r->lock_entry = e;
+        r->lock_owner = op->owner;
+        r->lock_lease_ms = op->lease_ms == RLOCK_LEASE_WATCHDOG
+                               ? op->client->cfg.watchdog_timeout_ms
+                               : op->lease_ms;
+    }
+    send_req(op, r, on_acquire_reply);
 }
 
 static void acquire_timer(rlock__aop *op)
@@ -471,17 +504,16 @@ static void on_unlock_reply(rlock__req *r);
 
 static void send_unlock(rlock__aop *op)
 {
-    rlock__entry *e = op->entry;
-    rlock_client *c = op->client;
-    char lease[24], latch_ms[24];
-    snprintf(lease, sizeof(lease), "%lld", (long long)op->lease_ms);
-    snprintf(latch_ms, sizeof(latch_ms), "%lld", (long long)c->latch_ms);
-    const char *argv[] = {e->name, e->channel,    op->latch, "0",
-                          lease,   op->owner_tag, "PUBLISH", latch_ms};
+    rlock__spec spec;
+    rlock__req *r = NULL;
+    if (rlock__spec_release(&spec, op->entry, op->owner, op->lease_ms,
+                            op->latch) == 0) {
+        r = rlock__req_from_spec(op->client, &spec);
+        rlock__spec_clear(&spec);
+    }
     /* hiredis has no reply timeout: the timer bounds each attempt */
-    rlock__timer_start(op->timer, c->cfg.command_timeout_ms, 0);
-    send_for(op, &rlock__script_lock_release, RLOCK__REPLY_UNLOCK, 3, 8, argv,
-             on_unlock_reply);
+    rlock__timer_start(op->timer, op->client->cfg.command_timeout_ms, 0);
+    send_req(op, r, on_unlock_reply);
 }
 
 static void unlock_done(rlock__aop *op, int rc)
@@ -588,7 +620,6 @@ static int op_new(rlock *l, op_kind kind, uint64_t owner, rlock_done_cb cb,
     op->arg = arg;
     op->deadline_ms = INT64_MAX;
     op->task.run = run_start;
-    rlock__owner_tag(op->owner_tag, l->client->id, owner);
     op->timer = rlock__timer_new(l->client->loop, op_timer, op);
     if (op->timer == NULL) {
         free(op);
@@ -606,6 +637,11 @@ int rlock_lock_async(rlock *l, uint64_t owner, int64_t wait_ms,
     if (wait_ms < RLOCK_WAIT_FOREVER || lease_ms == 0 ||
         lease_ms < RLOCK_LEASE_WATCHDOG || lease_ms > RLOCK__LEASE_MAX)
         return RLOCK_EINVAL;
+    /* a fair waiter needs a channel of its own and a spin waiter none:
+     * neither is in the async state machine yet */
+    if (l != NULL &&
+        (l->entry->kind == RLOCK_KIND_FAIR || l->entry->kind == RLOCK_KIND_SPIN))
+        return RLOCK_ENOTSUP;
     rlock__aop *op = NULL;
     int rc = op_new(l, OP_ACQUIRE, owner, cb, arg, &op);
     if (rc != 0)

@@ -15,6 +15,20 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+/* Every script, loaded into the server's cache when a client connects. */
+const rlock__script *const rlock__all_scripts[] = {
+    &rlock__script_lock_acquire,        &rlock__script_lock_release,
+    &rlock__script_lock_force_release,  &rlock__script_lock_renew,
+    &rlock__script_lock_release_owner,  &rlock__script_fair_acquire,
+    &rlock__script_fair_give_up,        &rlock__script_fair_release,
+    &rlock__script_fair_force_release,  &rlock__script_fenced_acquire,
+    &rlock__script_read_acquire,        &rlock__script_read_release,
+    &rlock__script_read_renew,          &rlock__script_write_acquire,
+    &rlock__script_write_release,       &rlock__script_rw_force_release,
+    &rlock__script_rw_is_locked};
+const size_t rlock__all_scripts_count =
+    sizeof(rlock__all_scripts) / sizeof(*rlock__all_scripts);
+
 /* Returns 0 when c may be used by this process, else the reason not. */
 int rlock__client_check(const rlock_client *c)
 {
@@ -45,11 +59,8 @@ static int check_server(rlock_client *c)
     const char *ping[1] = {"PING"};
     rc = rlock__sync_expect(ctx, c->cfg.command_timeout_ms, 1, ping, NULL,
                             RLOCK_EPROTO, REDIS_REPLY_STATUS);
-    const rlock__script *scripts[] = {
-        &rlock__script_lock_acquire, &rlock__script_lock_release,
-        &rlock__script_lock_force_release, &rlock__script_lock_renew,
-        &rlock__script_lock_release_owner};
-    for (size_t i = 0; rc == 0 && i < sizeof(scripts) / sizeof(*scripts); i++) {
+    const rlock__script *const *scripts = rlock__all_scripts;
+    for (size_t i = 0; rc == 0 && i < rlock__all_scripts_count; i++) {
         const char *argv[3] = {"SCRIPT", "LOAD",
                                (const char *)scripts[i]->body};
         size_t lens[3] = {6, 4, scripts[i]->len};
@@ -207,23 +218,46 @@ static void send_tracked(release_all *ra, rlock__req *r)
     ra->reqs[ra->n++] = r;
 }
 
-/* Under entries_mu: sends one release_owner call per hold still valid. */
+/* Sends the calls that give back one hold: one drop of all its holds
+ * where the kind has one, else one release per hold, each with a latch of
+ * its own that the I/O thread deletes. */
+static void release_hold(release_all *ra, rlock__entry *e, rlock__holder *h)
+{
+    rlock__spec spec;
+    if (rlock__spec_drop(&spec, e, h->tid) == 0) {
+        send_tracked(ra, rlock__req_from_spec(ra->c, &spec));
+        return;
+    }
+    for (int i = 0; i < h->count; i++) {
+        char id[RLOCK__REQUEST_ID_LEN + 1];
+        char *latch = rlock__request_id(id) == 0
+                          ? rlock__latch_name(e->name, id)
+                          : NULL;
+        if (latch == NULL)
+            return; /* the rest expire with their lease */
+        rlock__req *r = NULL;
+        if (rlock__spec_release(&spec, e, h->tid, h->lease_ms, latch) == 0) {
+            r = rlock__req_from_spec(ra->c, &spec);
+            rlock__spec_clear(&spec);
+        }
+        if (r != NULL)
+            r->latch_del = latch;
+        else
+            free(latch);
+        send_tracked(ra, r);
+    }
+}
+
+/* Under entries_mu: gives back every hold still valid. */
 static void release_entry(const char *key, void *value, void *arg)
 {
     rlock__entry *e = value;
     release_all *ra = arg;
     (void)key;
     pthread_mutex_lock(&e->mu);
-    for (rlock__holder *h = e->holders; h != NULL; h = h->next) {
-        if (h->lost || h->count <= 0)
-            continue;
-        char owner[RLOCK__OWNER_MAX];
-        rlock__owner_tag(owner, ra->c->id, h->tid);
-        const char *argv[] = {e->name, e->channel, "0", owner, "PUBLISH"};
-        send_tracked(ra,
-                     rlock__req_new(ra->c, &rlock__script_lock_release_owner,
-                                    RLOCK__REPLY_INTEGER, 2, 5, argv));
-    }
+    for (rlock__holder *h = e->holders; h != NULL; h = h->next)
+        if (!h->lost && h->count > 0)
+            release_hold(ra, e, h);
     pthread_mutex_unlock(&e->mu);
 }
 

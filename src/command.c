@@ -49,6 +49,7 @@ rlock__req *rlock__req_new(rlock_client *c, const rlock__script *script,
     r->task.run = run_task;
     r->argv = rlock__calloc((size_t)argc + 1, sizeof(*r->argv));
     r->argvlen = rlock__calloc((size_t)argc + 1, sizeof(*r->argvlen));
+    r->nrenew = numkeys; /* one reply per key, unless told otherwise */
     if (kind == RLOCK__REPLY_RENEW)
         r->renewed = rlock__calloc((size_t)numkeys + 1, 1);
     if (r->argv == NULL || r->argvlen == NULL ||
@@ -85,32 +86,32 @@ void rlock__req_unref(rlock__req *r)
     free(r->argvlen);
     free(r->renewed);
     free(r->latch_del);
+    if (r->lock_entry != NULL)
+        rlock__entry_unref(r->lock_entry);
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->cv);
     free(r);
 }
 
-/* Makes the request that gives back a hold acquire acq took: the release
- * script with a fresh latch. Returns NULL when out of memory. */
+/* Makes the request that gives back a hold acquire acq took: its kind's
+ * release with a fresh latch. Returns NULL when out of memory, or when acq
+ * does not say whose hold it took. */
 rlock__req *rlock__give_back_new(rlock__req *acq)
 {
-    rlock_client *c = acq->client;
-    const char *name = acq->argv[0], *lease = acq->argv[1];
-    const char *owner = acq->argv[2];
-    char id[RLOCK__REQUEST_ID_LEN + 1], latch_ms[24];
+    rlock__entry *e = acq->lock_entry;
+    char id[RLOCK__REQUEST_ID_LEN + 1];
     rlock__req *r = NULL;
-    if (rlock__request_id(id) != 0)
+    if (e == NULL || rlock__request_id(id) != 0)
         return NULL;
-    char *channel = rlock__channel_name(name);
-    char *latch = rlock__latch_name(name, id);
-    snprintf(latch_ms, sizeof(latch_ms), "%lld", (long long)c->latch_ms);
-    if (channel != NULL && latch != NULL) {
-        const char *argv[] = {name,  channel, latch,     "0",
-                              lease, owner,   "PUBLISH", latch_ms};
-        r = rlock__req_new(c, &rlock__script_lock_release,
-                           RLOCK__REPLY_IGNORE, 3, 8, argv);
+    char *latch = rlock__latch_name(e->name, id);
+    rlock__spec spec;
+    if (latch != NULL &&
+        rlock__spec_release(&spec, e, acq->lock_owner, acq->lock_lease_ms,
+                            latch) == 0) {
+        spec.reply = RLOCK__REPLY_IGNORE;
+        r = rlock__req_from_spec(acq->client, &spec);
+        rlock__spec_clear(&spec);
     }
-    free(channel);
     free(latch);
     return r;
 }
@@ -165,7 +166,10 @@ void rlock__req_decode(rlock__req *r, const redisReply *reply)
     int rc;
     switch (r->kind) {
     case RLOCK__REPLY_ACQUIRE:
-        rc = rlock__reply_acquire(reply, &r->value);
+        rc = rlock__reply_acquire(reply, &r->value,
+                                  r->script == &rlock__script_fenced_acquire
+                                      ? &r->token
+                                      : NULL);
         r->nil = rc == 1;
         r->status = rc < 0 ? rc : 0;
         break;
@@ -180,7 +184,7 @@ void rlock__req_decode(rlock__req *r, const redisReply *reply)
         r->status = rc < 0 ? rc : 0;
         break;
     case RLOCK__REPLY_RENEW:
-        r->status = rlock__reply_renew(reply, (size_t)r->numkeys, r->renewed);
+        r->status = rlock__reply_renew(reply, (size_t)r->nrenew, r->renewed);
         break;
     case RLOCK__REPLY_IGNORE:
         r->status = rlock__reply_error_code(reply);

@@ -54,6 +54,7 @@ int rlock__request_id(char out[RLOCK__REQUEST_ID_LEN + 1]);
 void rlock__owner_tag(char out[RLOCK__OWNER_MAX], const char *uuid,
                       uint64_t tid);
 int64_t rlock__now_ms(void);
+int64_t rlock__wall_ms(void);
 void rlock__abs_timespec(int64_t deadline_ms, struct timespec *ts);
 
 /* ----------------------------------------------------------------- keys.c */
@@ -61,6 +62,7 @@ void rlock__abs_timespec(int64_t deadline_ms, struct timespec *ts);
 char *rlock__prefixed_name(const char *prefix, const char *name);
 char *rlock__channel_name(const char *name);
 char *rlock__latch_name(const char *name, const char *request_id);
+char *rlock__key_prefix(const char *name);
 
 /* ------------------------------------------------------------------ uri.c */
 
@@ -116,7 +118,8 @@ enum {
 
 int rlock__reply_error_code(const struct redisReply *r);
 int rlock__reply_is_noscript(const struct redisReply *r);
-int rlock__reply_acquire(const struct redisReply *r, int64_t *ttl);
+int rlock__reply_acquire(const struct redisReply *r, int64_t *ttl,
+                         int64_t *token);
 int rlock__reply_unlock(const struct redisReply *r);
 int rlock__reply_integer(const struct redisReply *r, int64_t *out);
 int rlock__reply_renew(const struct redisReply *r, size_t n,
@@ -230,9 +233,17 @@ struct rlock__req {
     char **argv; /* owned copies */
     size_t *argvlen;
 
+    /* an acquire: whose hold it takes, so that a hold taken after its
+     * caller gave up can be given back (rlock__give_back_new) */
+    struct rlock__entry *lock_entry; /* referenced */
+    uint64_t lock_owner;
+    int64_t lock_lease_ms;
+    int nrenew; /* RLOCK__REPLY_RENEW: locks in the reply */
+
     /* result, written by the I/O thread before done is set */
     int status; /* 0 or RLOCK_E* */
     int64_t value;
+    int64_t token; /* a fenced acquire's token */
     bool nil;
     unsigned char *renewed; /* RLOCK__REPLY_RENEW: numkeys entries */
 
@@ -289,12 +300,20 @@ typedef struct rlock__holder {
     int64_t renewed_at_ms; /* CLOCK_MONOTONIC of the last known lease */
 } rlock__holder;
 
-/* Shared state of one lock name within a client (Redisson's
- * RedissonLockEntry plus the watchdog's entry). */
+/* Shared state of one lock within a client (Redisson's RedissonLockEntry
+ * plus the watchdog's entry): one per kind and name. A fair lock's waiting
+ * thread also waits on an entry of its own (RLOCK__KIND_FAIR_WAIT), whose
+ * channel is that waiter's; it never holds anything. */
+#define RLOCK__KIND_FAIR_WAIT 100
+
 typedef struct rlock__entry {
     rlock_client *client;
+    int kind;      /* RLOCK_KIND_* or RLOCK__KIND_FAIR_WAIT */
+    char *key;     /* in the client's table: kind and name */
     char *name;
-    char *channel;
+    char *channel; /* where its waiters are woken */
+    char *aux[2];  /* fair: queue, timeouts; fenced: token key;
+                      read/write: the key prefix "{N}" */
     int refs; /* under client->entries_mu */
 
     pthread_mutex_t mu;
@@ -318,9 +337,18 @@ typedef struct rlock__entry {
 struct rlock {
     rlock_client *client;
     rlock__entry *entry;
+    bool borrowed; /* owned by an rlock_rw: rlock_free() leaves it */
+    /* spin lock back-off (rlock_spin_set_backoff) */
+    int64_t spin_initial_ms;
+    int64_t spin_max_ms;
+    int spin_multiplier;
 };
 
-rlock__entry *rlock__entry_get(rlock_client *c, const char *name);
+rlock__entry *rlock__entry_get(rlock_client *c, int kind, const char *name,
+                               const char *waiter);
+int rlock__handle_new(rlock_client *c, int kind, const char *name,
+                      rlock **out);
+void rlock__handle_free(rlock *l);
 
 /* For multi.c. rlock__trylock_ex() is rlock_trylock() that also returns a
  * fenced lock's token (token may be NULL) and, when bounded, never lets one
@@ -343,6 +371,41 @@ rlock__holder *rlock__entry_find_holder(rlock__entry *e, uint64_t tid);
 void rlock__entry_remove_holder(rlock__entry *e, rlock__holder *h);
 void rlock__entry_wake(rlock__entry *e, bool all);
 void rlock__entries_sweep(rlock_client *c);
+
+/* ---------------------------------------------------------------- kinds.c */
+
+/* An owner tag, with room for the write side's ":write". */
+#define RLOCK__TAG_MAX (RLOCK__OWNER_MAX + 6)
+
+/* One script call of a lock kind, laid out for rlock__req_new(). */
+#define RLOCK__SPEC_ARGS 11
+typedef struct rlock__spec {
+    const rlock__script *script; /* NULL: a plain command */
+    rlock__reply_kind reply;
+    int numkeys;
+    int argc;
+    const char *argv[RLOCK__SPEC_ARGS];
+    char owner[RLOCK__TAG_MAX + 8]; /* room for reader + ":write" */
+    char reader[RLOCK__TAG_MAX];
+    char nums[3][24];
+    char *owned; /* a name made for this call */
+} rlock__spec;
+
+void rlock__kind_owner_tag(char out[RLOCK__TAG_MAX], const rlock__entry *e,
+                           uint64_t owner);
+int rlock__kind_names(rlock__entry *e, const char *waiter);
+bool rlock__kind_has_drop(int kind);
+int rlock__spec_acquire(rlock__spec *s, const rlock__entry *e, uint64_t owner,
+                        int64_t lease_ms, int64_t wait_ms, bool try_once);
+int rlock__spec_release(rlock__spec *s, const rlock__entry *e, uint64_t owner,
+                        int64_t lease_ms, const char *latch);
+int rlock__spec_drop(rlock__spec *s, const rlock__entry *e, uint64_t owner);
+int rlock__spec_force(rlock__spec *s, const rlock__entry *e);
+int rlock__spec_give_up(rlock__spec *s, const rlock__entry *e, uint64_t owner,
+                        int64_t wait_ms);
+int rlock__spec_is_locked(rlock__spec *s, const rlock__entry *e);
+void rlock__spec_clear(rlock__spec *s);
+rlock__req *rlock__req_from_spec(rlock_client *c, const rlock__spec *s);
 
 /* --------------------------------------------------------------- pubsub.c */
 

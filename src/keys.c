@@ -44,3 +44,15 @@ char *rlock__latch_name(const char *name, const char *request_id)
     free(prefix);
     return out;
 }
+
+/* Returns the malloc'd "{N}" (or N when N has a '{'): Redisson's suffix
+ * helper without a suffix, the "key prefix" of read-lock lease keys. */
+char *rlock__key_prefix(const char *name)
+{
+    bool tagged = strchr(name, '{') != NULL;
+    size_t len = strlen(name) + 3;
+    char *out = rlock__malloc(len);
+    if (out != NULL)
+        snprintf(out, len, tagged ? "%s" : "{%s}", name);
+    return out;
+}

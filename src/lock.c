@@ -42,32 +42,59 @@ static void entry_free(rlock__entry *e)
     pthread_cond_destroy(&e->cv);
     pthread_cond_destroy(&e->permit_cv);
     free(e->channel);
+    free(e->aux[0]);
+    free(e->aux[1]);
     free(e->name);
+    free(e->key);
     free(e);
 }
 
-/* Returns the entry for name with one more reference, creating it if
- * needed, or NULL when out of memory. */
-rlock__entry *rlock__entry_get(rlock_client *c, const char *name)
+/* The entry's key in the client's table: its kind, the waiter's tag for a
+ * fair waiter's entry, and the name (tags are "<uuid>:<digits>", so no two
+ * keys collide). Returns a malloc'd string or NULL. */
+static char *entry_key(int kind, const char *name, const char *waiter)
 {
+    size_t len = strlen(name) + (waiter ? strlen(waiter) : 0) + 16;
+    char *key = rlock__malloc(len);
+    if (key != NULL)
+        snprintf(key, len, "%d:%s%s%s", kind, waiter ? waiter : "",
+                 waiter ? ":" : "", name);
+    return key;
+}
+
+/* Returns the entry of the lock kind/name with one more reference, creating
+ * it if needed, or NULL when out of memory. waiter: the owner tag of a fair
+ * waiter's entry (RLOCK__KIND_FAIR_WAIT), else NULL. */
+rlock__entry *rlock__entry_get(rlock_client *c, int kind, const char *name,
+                               const char *waiter)
+{
+    char *key = entry_key(kind, name, waiter);
+    if (key == NULL)
+        return NULL;
     pthread_mutex_lock(&c->entries_mu);
-    rlock__entry *e = rlock__map_get(&c->entries, name);
+    rlock__entry *e = rlock__map_get(&c->entries, key);
     if (e != NULL) {
         e->refs++;
         pthread_mutex_unlock(&c->entries_mu);
+        free(key);
         return e;
     }
     e = rlock__calloc(1, sizeof(*e));
     if (e == NULL)
         goto out;
     e->client = c;
+    e->kind = kind;
     e->refs = 1;
+    e->key = key;
+    key = NULL;
     e->name = rlock__strdup(name);
-    e->channel = rlock__channel_name(name);
-    if (e->name == NULL || e->channel == NULL ||
-        rlock__map_put(&c->entries, name, e) != 0) {
+    if (e->name == NULL || rlock__kind_names(e, waiter) != 0 ||
+        rlock__map_put(&c->entries, e->key, e) != 0) {
         free(e->name);
         free(e->channel);
+        free(e->aux[0]);
+        free(e->aux[1]);
+        free(e->key);
         free(e);
         e = NULL;
         goto out;
@@ -77,6 +104,7 @@ rlock__entry *rlock__entry_get(rlock_client *c, const char *name)
     pthread_cond_init(&e->permit_cv, &c->condattr);
 out:
     pthread_mutex_unlock(&c->entries_mu);
+    free(key);
     return e;
 }
 
@@ -101,7 +129,7 @@ void rlock__entry_unref(rlock__entry *e)
         bool idle = e->holders == NULL;
         pthread_mutex_unlock(&e->mu);
         if (idle) {
-            rlock__map_remove(&c->entries, e->name);
+            rlock__map_remove(&c->entries, e->key);
             entry_free(e);
         }
     }
@@ -130,7 +158,7 @@ void rlock__entries_sweep(rlock_client *c)
         return;
     rlock__map_foreach(&c->entries, sweep_entry, &cursor);
     for (rlock__entry **p = idle; p < cursor; p++) {
-        rlock__map_remove(&c->entries, (*p)->name);
+        rlock__map_remove(&c->entries, (*p)->key);
         entry_free(*p);
     }
     free(idle);
@@ -234,7 +262,9 @@ static int check_handle(const rlock *l)
     return rlock__client_check(l->client);
 }
 
-int rlock_get(rlock_client *c, const char *name, rlock **out)
+/* Makes a handle on the lock kind/name (the rlock_*_get functions). */
+int rlock__handle_new(rlock_client *c, int kind, const char *name,
+                      rlock **out)
 {
     if (out != NULL)
         *out = NULL;
@@ -250,16 +280,20 @@ int rlock_get(rlock_client *c, const char *name, rlock **out)
     if (l == NULL)
         return RLOCK_ENOMEM;
     l->client = c;
-    l->entry = rlock__entry_get(c, name);
+    l->entry = rlock__entry_get(c, kind, name, NULL);
     if (l->entry == NULL) {
         free(l);
         return RLOCK_ENOMEM;
     }
+    /* Redisson's exponential back-off (facts sheet 1.9) */
+    l->spin_initial_ms = 1;
+    l->spin_max_ms = 128;
+    l->spin_multiplier = 2;
     *out = l;
     return RLOCK_OK;
 }
 
-void rlock_free(rlock *l)
+void rlock__handle_free(rlock *l)
 {
     if (l == NULL)
         return;
@@ -268,6 +302,27 @@ void rlock_free(rlock *l)
     if (getpid() == l->client->pid)
         rlock__entry_unref(l->entry);
     free(l);
+}
+
+int rlock_get(rlock_client *c, const char *name, rlock **out)
+{
+    return rlock__handle_new(c, RLOCK_KIND_LOCK, name, out);
+}
+
+int rlock_fair_get(rlock_client *c, const char *name, rlock **out)
+{
+    return rlock__handle_new(c, RLOCK_KIND_FAIR, name, out);
+}
+
+void rlock_free(rlock *l)
+{
+    if (l != NULL && !l->borrowed) /* an rlock_rw's side: rlock_rw_free */
+        rlock__handle_free(l);
+}
+
+int rlock_kind(const rlock *l)
+{
+    return l != NULL ? l->entry->kind : RLOCK_EINVAL;
 }
 
 const char *rlock_name(const rlock *l)
@@ -297,14 +352,42 @@ static void sleep_ms(int64_t ms)
         ;
 }
 
+static int release(rlock *l, uint64_t tid, int64_t lease_ms);
+
+/* What one acquire call asks for. */
+typedef struct attempt_args {
+    int64_t lease_ms;    /* as given: may be RLOCK_LEASE_WATCHDOG */
+    int64_t fair_wait_ms; /* a fair waiter's slack; 0: the configured one */
+    bool try_once;       /* a fair attempt that must not queue */
+    bool bounded;        /* no round trip may outlast the deadline */
+    int64_t deadline_ms;
+    int64_t *token;      /* a fenced acquire's token, or NULL */
+} attempt_args;
+
+static int64_t min64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+/* The time one round trip may take. */
+static int64_t call_timeout(rlock_client *c, const attempt_args *a)
+{
+    int64_t t = c->cfg.command_timeout_ms;
+    if (a->bounded) {
+        int64_t left = a->deadline_ms - rlock__now_ms();
+        t = min64(t, left > 1 ? left : 1);
+    }
+    return t;
+}
+
 /* After an acquire whose reply was lost with its connection, the script
  * may or may not have run. If this thread held no hold before, any field of
- * its owner tag in Redis can only be that phantom, so it is removed with the
- * release_owner script; a reentrant phantom cannot be told apart and is left
- * to the lease. The call waits for its reply, so that it cannot overtake a
- * retried acquire on another connection. Returns 0 when it is safe to try
- * again. */
-static int drop_phantom(rlock *l, uint64_t tid, const char *owner)
+ * its owner tag in Redis can only be that phantom: it is removed (with the
+ * release_owner script, or one release for kinds without one); a reentrant
+ * phantom cannot be told apart and is left to the lease. The call waits for
+ * its reply, so that it cannot overtake a retried acquire on another
+ * connection. Returns 0 when it is safe to try again. */
+static int drop_phantom(rlock *l, uint64_t tid, const attempt_args *a)
 {
     rlock__entry *e = l->entry;
     pthread_mutex_lock(&e->mu);
@@ -313,42 +396,80 @@ static int drop_phantom(rlock *l, uint64_t tid, const char *owner)
     pthread_mutex_unlock(&e->mu);
     if (holds)
         return RLOCK_OK;
-    const char *argv[] = {e->name, e->channel, "0", owner, "PUBLISH"};
-    return rlock__call(l->client, &rlock__script_lock_release_owner,
-                       RLOCK__REPLY_INTEGER, 2, 5, argv, NULL, NULL);
+    if (!rlock__kind_has_drop(e->kind)) {
+        int rc = release(l, tid, a->lease_ms == RLOCK_LEASE_WATCHDOG
+                                     ? l->client->cfg.watchdog_timeout_ms
+                                     : a->lease_ms);
+        return rc < 0 ? rc : RLOCK_OK;
+    }
+    rlock__spec spec;
+    int rc = rlock__spec_drop(&spec, e, tid);
+    if (rc != 0)
+        return rc;
+    rlock__req *r = rlock__req_from_spec(l->client, &spec);
+    if (r == NULL)
+        return RLOCK_ENOMEM;
+    rc = rlock__req_call(r, call_timeout(l->client, a));
+    rlock__req_unref(r);
+    return rc;
+}
+
+/* One acquire round trip. Returns 0 with *nil (taken), *ttl and the token
+ * set, or a negative code. */
+static int call_acquire(rlock *l, uint64_t tid, const attempt_args *a,
+                        int64_t *ttl, bool *nil, int64_t *token)
+{
+    rlock_client *c = l->client;
+    rlock__spec spec;
+    int rc = rlock__spec_acquire(&spec, l->entry, tid, a->lease_ms,
+                                 a->fair_wait_ms, a->try_once);
+    if (rc != 0)
+        return rc;
+    rlock__req *r = rlock__req_from_spec(c, &spec);
+    rlock__spec_clear(&spec);
+    if (r == NULL)
+        return RLOCK_ENOMEM;
+    /* if this call gives up before the reply, a hold it took is given
+     * back (command.c, direct.c) */
+    rlock__entry_ref(l->entry);
+    r->lock_entry = l->entry;
+    r->lock_owner = tid;
+    r->lock_lease_ms = a->lease_ms == RLOCK_LEASE_WATCHDOG
+                           ? c->cfg.watchdog_timeout_ms
+                           : a->lease_ms;
+    rc = rlock__req_call(r, call_timeout(c, a));
+    if (rc == 0) {
+        *ttl = r->value;
+        *nil = r->nil;
+        *token = r->token;
+    }
+    rlock__req_unref(r);
+    return rc;
 }
 
 /* One acquire attempt by the calling thread, retried when its connection
  * dropped: at once, then every retry interval, at most retry_attempts times
- * and never sleeping past deadline_ms. Returns 1 when held, 0 when someone else
- * holds it (*ttl set), or a negative code. */
-static int try_acquire(rlock *l, int64_t lease_ms, int64_t *ttl,
-                       int64_t deadline_ms)
+ * and never sleeping past the deadline. Returns 1 when held, 0 when someone
+ * else holds it (*ttl set), or a negative code. */
+static int try_acquire(rlock *l, const attempt_args *a, int64_t *ttl)
 {
     rlock_client *c = l->client;
     uint64_t tid = rlock__thread_id();
-    char owner[RLOCK__OWNER_MAX], lease[24];
     bool nil = false;
+    int64_t token = 0;
     int rc;
-    rlock__owner_tag(owner, c->id, tid);
-    snprintf(lease, sizeof(lease), "%lld",
-             (long long)(lease_ms == RLOCK_LEASE_WATCHDOG
-                             ? c->cfg.watchdog_timeout_ms
-                             : lease_ms));
-    const char *argv[] = {l->entry->name, lease, owner};
     bool unknown = false; /* an attempt may have run: drop it first */
     rlock__holder *spare = rlock__malloc(sizeof(*spare));
     if (spare == NULL)
         return RLOCK_ENOMEM; /* before Redis is touched */
     for (int attempt = 0;; attempt++) {
         if (!unknown) {
-            rc = rlock__call(c, &rlock__script_lock_acquire,
-                             RLOCK__REPLY_ACQUIRE, 1, 3, argv, ttl, &nil);
+            rc = call_acquire(l, tid, a, ttl, &nil, &token);
             if (rc != RLOCK_ECONN)
                 break;
             unknown = true;
         }
-        rc = drop_phantom(l, tid, owner);
+        rc = drop_phantom(l, tid, a);
         if (rc == 0)
             unknown = false;
         else if (rc != RLOCK_ECONN)
@@ -358,7 +479,7 @@ static int try_acquire(rlock *l, int64_t lease_ms, int64_t *ttl,
         int64_t pause =
             attempt == 0 || rc == 0 ? 0 : c->cfg.retry_interval_ms;
         if (attempt >= c->cfg.retry_attempts ||
-            (pause > 0 && rlock__now_ms() + pause >= deadline_ms)) {
+            (pause > 0 && rlock__now_ms() + pause >= a->deadline_ms)) {
             rc = RLOCK_ECONN;
             break;
         }
@@ -368,7 +489,9 @@ static int try_acquire(rlock *l, int64_t lease_ms, int64_t *ttl,
         free(spare);
         return rc;
     }
-    rlock__entry_add_hold(l->entry, tid, lease_ms, spare);
+    rlock__entry_add_hold(l->entry, tid, a->lease_ms, spare);
+    if (a->token != NULL)
+        *a->token = token;
     return 1;
 }
 
@@ -424,11 +547,6 @@ static void wait_permit(rlock__entry *e, int64_t until_ms)
     pthread_mutex_unlock(&e->mu);
 }
 
-static int64_t min64(int64_t a, int64_t b)
-{
-    return a < b ? a : b;
-}
-
 /* How long a new acquire first waits for its turn before it tries, or 0
  * to try at once. Otherwise a thread that just unlocked would take the
  * lock straight back, ahead of the waiters its unlock message is waking
@@ -470,7 +588,43 @@ static void note_contended(rlock__entry *e)
     pthread_mutex_unlock(&e->mu);
 }
 
-int rlock_trylock(rlock *l, int64_t wait_ms, int64_t lease_ms)
+/* A spin lock waits by backing off between attempts, never through its
+ * channel (facts sheet §6): the pauses grow from spin_initial_ms by
+ * spin_multiplier plus a random 0..failures-1 ms, up to spin_max_ms. */
+static int spin_acquire(rlock *l, attempt_args *a, bool no_wait)
+{
+    int64_t ttl = -1, delay = l->spin_initial_ms;
+    unsigned seed = (unsigned)(rlock__thread_id() ^ (uint64_t)rlock__now_ms());
+    for (int failures = 1;; failures++) {
+        int rc = try_acquire(l, a, &ttl);
+        if (rc != 0)
+            return rc == 1 ? RLOCK_OK : rc;
+        int64_t now = rlock__now_ms();
+        if (no_wait || now >= a->deadline_ms)
+            return RLOCK_ETIMEDOUT;
+        sleep_ms(min64(delay, a->deadline_ms - now));
+        delay = delay * l->spin_multiplier + rand_r(&seed) % failures;
+        delay = min64(delay, l->spin_max_ms);
+    }
+}
+
+/* A fair lock's waiter leaves the queue when it stops waiting without the
+ * lock, so that those behind it need not wait out its slack. */
+static void fair_give_up(rlock *l, const attempt_args *a)
+{
+    rlock__spec spec;
+    if (rlock__spec_give_up(&spec, l->entry, rlock__thread_id(),
+                            a->fair_wait_ms) != 0)
+        return;
+    rlock__req *r = rlock__req_from_spec(l->client, &spec);
+    if (r == NULL)
+        return; /* its place expires with its slack */
+    rlock__req_call(r, l->client->cfg.command_timeout_ms);
+    rlock__req_unref(r);
+}
+
+int rlock__trylock_ex(rlock *l, int64_t wait_ms, int64_t lease_ms,
+                      int64_t *token, bool bounded)
 {
     int rc = check_handle(l);
     if (rc != 0)
@@ -486,16 +640,28 @@ int rlock_trylock(rlock *l, int64_t wait_ms, int64_t lease_ms)
     if (rc != 0)
         return rc;
     int64_t now = rlock__now_ms(), ttl = -1;
-    int64_t deadline =
-        wait_ms == RLOCK_WAIT_FOREVER || wait_ms > INT64_MAX - now
-            ? INT64_MAX
-            : now + wait_ms;
+    attempt_args a = {
+        .lease_ms = lease_ms,
+        .fair_wait_ms = wait_ms > 0 ? wait_ms : 0,
+        .try_once = wait_ms == 0,
+        .bounded = bounded,
+        .deadline_ms = wait_ms == RLOCK_WAIT_FOREVER || wait_ms > INT64_MAX - now
+                           ? INT64_MAX
+                           : now + wait_ms,
+        .token = token,
+    };
+    if (e->kind == RLOCK_KIND_SPIN)
+        return spin_acquire(l, &a, wait_ms == 0);
 
-    int64_t first_wait = wait_ms != 0 ? first_wait_ms(e, now) : 0;
+    /* the anti-barging wait (above) is for kinds that let anyone in; the
+     * fair lock's queue orders its waiters, and readers share */
+    bool barges = e->kind == RLOCK_KIND_LOCK || e->kind == RLOCK_KIND_FENCED ||
+                  e->kind == RLOCK_KIND_WRITE;
+    int64_t first_wait = wait_ms != 0 && barges ? first_wait_ms(e, now) : 0;
     int64_t queued_until = now + first_wait;
     bool queued = first_wait > 0;
     if (!queued) {
-        rc = try_acquire(l, lease_ms, &ttl, deadline);
+        rc = try_acquire(l, &a, &ttl);
         if (rc != 0)
             return rc == 1 ? RLOCK_OK : rc;
         note_contended(e);
@@ -503,14 +669,26 @@ int rlock_trylock(rlock *l, int64_t wait_ms, int64_t lease_ms)
             return RLOCK_ETIMEDOUT;
     }
 
-    waiter_enter(e);
+    /* a fair waiter is woken on its own channel, through an entry of its
+     * own; every other kind waits on the lock's entry */
+    rlock__entry *we = e;
+    if (e->kind == RLOCK_KIND_FAIR) {
+        char tag[RLOCK__TAG_MAX];
+        rlock__kind_owner_tag(tag, e, rlock__thread_id());
+        we = rlock__entry_get(c, RLOCK__KIND_FAIR_WAIT, e->name, tag);
+        if (we == NULL) {
+            fair_give_up(l, &a);
+            return RLOCK_ENOMEM;
+        }
+    }
+    waiter_enter(we);
     if (!queued)
         wait_subscribed(
-            e, min64(deadline, rlock__now_ms() + RLOCK__SUBSCRIBE_WAIT_MS));
+            we, min64(a.deadline_ms, rlock__now_ms() + RLOCK__SUBSCRIBE_WAIT_MS));
     for (;;) {
         int64_t until;
         if (!queued) {
-            rc = try_acquire(l, lease_ms, &ttl, deadline);
+            rc = try_acquire(l, &a, &ttl);
             if (rc != 0)
                 break;
             note_contended(e);
@@ -524,14 +702,24 @@ int rlock_trylock(rlock *l, int64_t wait_ms, int64_t lease_ms)
             now = rlock__now_ms();
             until = queued_until;
         }
-        if (now >= deadline) {
+        if (now >= a.deadline_ms) {
             rc = RLOCK_ETIMEDOUT;
             break;
         }
-        wait_permit(e, min64(until, deadline));
+        wait_permit(we, min64(until, a.deadline_ms));
     }
-    waiter_leave(e);
+    waiter_leave(we);
+    if (we != e) {
+        if (rc != 1)
+            fair_give_up(l, &a);
+        rlock__entry_unref(we);
+    }
     return rc == 1 ? RLOCK_OK : rc;
+}
+
+int rlock_trylock(rlock *l, int64_t wait_ms, int64_t lease_ms)
+{
+    return rlock__trylock_ex(l, wait_ms, lease_ms, NULL, false);
 }
 
 int rlock_lock(rlock *l)
@@ -544,25 +732,21 @@ int rlock_lock(rlock *l)
 /* Runs the release script, retrying a lost reply with the same request id:
  * the latch makes the retry answer as the first run did. Deletes the latch
  * once a reply is in. Returns RLOCK__UNLOCK_* or a negative code. */
-static int release(rlock *l, const char *owner, int64_t lease_ms)
+static int release(rlock *l, uint64_t tid, int64_t lease_ms)
 {
     rlock_client *c = l->client;
-    char id[RLOCK__REQUEST_ID_LEN + 1], lease[24], latch_ms[24];
+    char id[RLOCK__REQUEST_ID_LEN + 1];
     int rc = rlock__request_id(id);
     if (rc != 0)
         return rc;
     char *latch = rlock__latch_name(l->entry->name, id);
     if (latch == NULL)
         return RLOCK_ENOMEM;
-    snprintf(lease, sizeof(lease), "%lld", (long long)lease_ms);
-    snprintf(latch_ms, sizeof(latch_ms), "%lld", (long long)c->latch_ms);
-    const char *argv[] = {
-        l->entry->name, l->entry->channel, latch,   "0", lease,
-        owner,          "PUBLISH",         latch_ms};
+    rlock__spec spec;
+    rc = rlock__spec_release(&spec, l->entry, tid, lease_ms, latch);
     int64_t value = 0;
-    for (int attempt = 0;; attempt++) {
-        rlock__req *r = rlock__req_new(c, &rlock__script_lock_release,
-                                       RLOCK__REPLY_UNLOCK, 3, 8, argv);
+    for (int attempt = 0; rc == 0; attempt++) {
+        rlock__req *r = rlock__req_from_spec(c, &spec);
         if (r == NULL) {
             rc = RLOCK_ENOMEM;
             break;
@@ -581,7 +765,9 @@ static int release(rlock *l, const char *owner, int64_t lease_ms)
          * server gets the retry interval */
         if (attempt > 0 || rc != RLOCK_ECONN)
             sleep_ms(c->cfg.retry_interval_ms);
+        rc = 0;
     }
+    rlock__spec_clear(&spec);
     free(latch);
     return rc == 0 ? (int)value : rc;
 }
@@ -641,7 +827,6 @@ int rlock_unlock(rlock *l)
         return RLOCK_EDEADLK;
     rlock__entry *e = l->entry;
     uint64_t tid = rlock__thread_id();
-    char owner[RLOCK__OWNER_MAX];
 
     uint64_t epoch = 0;
     int64_t lease_ms = 0;
@@ -649,8 +834,7 @@ int rlock_unlock(rlock *l)
     if (rc != 0)
         return rc;
 
-    rlock__owner_tag(owner, l->client->id, tid);
-    rc = release(l, owner, lease_ms);
+    rc = release(l, tid, lease_ms);
     if (rc == RLOCK__UNLOCK_RELEASED) {
         pthread_mutex_lock(&e->mu);
         e->released_at_ms = rlock__now_ms();
@@ -665,17 +849,65 @@ int rlock_force_unlock(rlock *l)
     int rc = check_handle(l);
     if (rc != 0)
         return rc;
-    const char *argv[] = {l->entry->name, l->entry->channel, "0", "PUBLISH"};
-    rc = rlock__call(l->client, &rlock__script_lock_force_release,
-                     RLOCK__REPLY_INTEGER, 2, 4, argv, NULL, NULL);
+    rlock__spec spec;
+    rlock__spec_force(&spec, l->entry);
+    rlock__req *r = rlock__req_from_spec(l->client, &spec);
+    if (r == NULL)
+        return RLOCK_ENOMEM;
+    rc = rlock__req_call(r, l->client->cfg.command_timeout_ms);
+    int64_t deleted = rc == 0 ? r->value : 0;
+    rlock__req_unref(r);
     if (rc != 0)
         return rc;
-    /* every local hold is void now: their unlocks answer RLOCK_ELOST */
+    /* every local hold is void now: their unlocks answer RLOCK_ELOST. One
+     * side of a read-write lock is only deleted in its own mode: a writer's
+     * reads survive a forced read unlock that found the lock in write mode */
+    int kind = l->entry->kind;
+    if (deleted == 0 && (kind == RLOCK_KIND_READ || kind == RLOCK_KIND_WRITE))
+        return RLOCK_OK;
     pthread_mutex_lock(&l->entry->mu);
     for (rlock__holder *h = l->entry->holders; h != NULL; h = h->next)
         rlock__hold_lost(l->entry, h, RLOCK_LOST_GONE);
     pthread_mutex_unlock(&l->entry->mu);
     return RLOCK_OK;
+}
+
+/* Gives the calling thread's hold of l a new lease: PEXPIRE, and the lease
+ * its inner unlocks restore (a multi-lock sets its lease once all its locks
+ * are in). Returns 0, RLOCK_ENOTOWNER, RLOCK_ELOST or a connection error. */
+int rlock__set_lease(rlock *l, int64_t lease_ms)
+{
+    int rc = check_handle(l);
+    if (rc != 0)
+        return rc;
+    if (lease_ms <= 0 || lease_ms > RLOCK__LEASE_MAX)
+        return RLOCK_EINVAL;
+    rlock__entry *e = l->entry;
+    uint64_t tid = rlock__thread_id();
+    pthread_mutex_lock(&e->mu);
+    rlock__holder *h = rlock__entry_find_holder(e, tid);
+    rc = h == NULL ? RLOCK_ENOTOWNER : h->lost ? RLOCK_ELOST : RLOCK_OK;
+    pthread_mutex_unlock(&e->mu);
+    if (rc != 0)
+        return rc;
+    char lease[24];
+    snprintf(lease, sizeof(lease), "%lld", (long long)lease_ms);
+    const char *argv[] = {"PEXPIRE", e->name, lease};
+    int64_t set = 0;
+    rc = rlock__call(l->client, NULL, RLOCK__REPLY_INTEGER, 0, 3, argv, &set,
+                     NULL);
+    if (rc != 0)
+        return rc;
+    pthread_mutex_lock(&e->mu);
+    h = rlock__entry_find_holder(e, tid);
+    if (h != NULL && set == 1) {
+        h->lease_ms = lease_ms;
+        h->watchdog = false;
+    } else if (h != NULL && !h->lost) {
+        rlock__hold_lost(e, h, RLOCK_LOST_GONE);
+    }
+    pthread_mutex_unlock(&e->mu);
+    return set == 1 ? RLOCK_OK : RLOCK_ELOST;
 }
 
 /* ---------------------------------------------------------------- queries */
@@ -698,11 +930,14 @@ static int query(rlock *l, int argc, const char *const *argv, int64_t *value)
 
 int rlock_is_locked(rlock *l)
 {
-    if (l == NULL)
-        return RLOCK_EINVAL;
-    const char *argv[] = {"EXISTS", l->entry->name};
+    int rc = check_handle(l);
+    if (rc != 0)
+        return rc;
+    rlock__spec spec;
+    rlock__spec_is_locked(&spec, l->entry);
     int64_t v = 0;
-    int rc = query(l, 2, argv, &v);
+    rc = rlock__call(l->client, spec.script, spec.reply, spec.numkeys,
+                     spec.argc, spec.argv, &v, NULL);
     return rc != 0 ? rc : v > 0;
 }
 
@@ -717,8 +952,8 @@ static int query_own_field(rlock *l, const char *op, int64_t *value)
         return RLOCK_EINVAL;
     rlock__entry *e = l->entry;
     uint64_t tid = rlock__thread_id();
-    char owner[RLOCK__OWNER_MAX];
-    rlock__owner_tag(owner, l->client->id, tid);
+    char owner[RLOCK__TAG_MAX];
+    rlock__kind_owner_tag(owner, e, tid);
     pthread_mutex_lock(&e->mu);
     rlock__holder *h = rlock__entry_find_holder(e, tid);
     bool held = h != NULL && !h->lost;

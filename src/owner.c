@@ -110,6 +110,15 @@ int64_t rlock__now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Returns the wall clock in ms since the epoch: only for the fair lock's
+ * scripts, whose queue deadlines Redisson keeps in wall-clock time. */
+int64_t rlock__wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /* Converts a monotonic deadline in ms into a timespec for
  * pthread_cond_timedwait on a CLOCK_MONOTONIC condition variable. */
 void rlock__abs_timespec(int64_t deadline_ms, struct timespec *ts)

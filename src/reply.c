@@ -43,12 +43,31 @@ int rlock__reply_is_noscript(const struct redisReply *r)
 }
 
 /* Decodes an acquire reply: returns 1 when acquired (nil), 0 when busy with
- * *ttl set to the holder's PTTL, or a negative RLOCK_E* code. */
-int rlock__reply_acquire(const struct redisReply *r, int64_t *ttl)
+ * *ttl set to the holder's PTTL, or a negative RLOCK_E* code. With token
+ * set, the fenced form is read instead: {-1, token} when acquired (*token
+ * set), {PTTL, -1} when busy. */
+int rlock__reply_acquire(const struct redisReply *r, int64_t *ttl,
+                         int64_t *token)
 {
     int err = rlock__reply_error_code(r);
     if (err != 0)
         return err;
+    if (token != NULL) {
+        if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+            r->element[0]->type != REDIS_REPLY_INTEGER ||
+            r->element[1]->type != REDIS_REPLY_INTEGER)
+            return RLOCK_EPROTO;
+        long long first = r->element[0]->integer;
+        long long second = r->element[1]->integer;
+        if (first == -1 && second >= 1) {
+            *token = second;
+            return 1;
+        }
+        if (second != -1 || first == -1)
+            return RLOCK_EPROTO;
+        *ttl = first;
+        return 0;
+    }
     if (r->type == REDIS_REPLY_NIL)
         return 1;
     if (r->type != REDIS_REPLY_INTEGER)

@@ -22,5 +22,21 @@ extern const rlock__script rlock__script_lock_release;
 extern const rlock__script rlock__script_lock_force_release;
 extern const rlock__script rlock__script_lock_renew;
 extern const rlock__script rlock__script_lock_release_owner;
+extern const rlock__script rlock__script_fair_acquire;
+extern const rlock__script rlock__script_fair_give_up;
+extern const rlock__script rlock__script_fair_release;
+extern const rlock__script rlock__script_fair_force_release;
+extern const rlock__script rlock__script_fenced_acquire;
+extern const rlock__script rlock__script_read_acquire;
+extern const rlock__script rlock__script_read_release;
+extern const rlock__script rlock__script_read_renew;
+extern const rlock__script rlock__script_write_acquire;
+extern const rlock__script rlock__script_write_release;
+extern const rlock__script rlock__script_rw_force_release;
+extern const rlock__script rlock__script_rw_is_locked;
+
+/* Every script above (client.c). */
+extern const rlock__script *const rlock__all_scripts[];
+extern const size_t rlock__all_scripts_count;
 
 #endif

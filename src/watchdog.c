@@ -36,16 +36,22 @@ typedef struct renewal {
     rlock__entry *entry; /* referenced */
     uint64_t tid;
     uint64_t epoch;
-    char owner[RLOCK__OWNER_MAX];
+    char owner[RLOCK__TAG_MAX];
 } renewal;
 
 typedef struct gathering {
-    rlock_client *client;
-    int64_t now_ms;
     size_t n;
     size_t cap;
     renewal *items;
 } gathering;
+
+/* Holds to renew: read holds have their own script (their lease keys). */
+typedef struct gatherings {
+    rlock_client *client;
+    int64_t now_ms;
+    gathering plain;
+    gathering reads;
+} gatherings;
 
 typedef struct batch {
     int64_t sent_at_ms;
@@ -107,14 +113,15 @@ void rlock__watchdog_free(rlock__watchdog *wd)
 static void gather_entry(const char *key, void *value, void *arg)
 {
     rlock__entry *e = value;
-    gathering *g = arg;
+    gatherings *gs = arg;
+    gathering *g = e->kind == RLOCK_KIND_READ ? &gs->reads : &gs->plain;
     (void)key;
     pthread_mutex_lock(&e->mu);
     for (rlock__holder *h = e->holders; h != NULL; h = h->next) {
         if (!h->watchdog || h->lost || h->count <= 0)
             continue;
-        if (g->now_ms - h->renewed_at_ms >=
-            g->client->cfg.watchdog_timeout_ms) {
+        if (gs->now_ms - h->renewed_at_ms >=
+            gs->client->cfg.watchdog_timeout_ms) {
             /* renewals failed for a whole lease */
             rlock__hold_lost(e, h, RLOCK_LOST_EXPIRED);
             continue;
@@ -132,7 +139,7 @@ static void gather_entry(const char *key, void *value, void *arg)
         rn->entry = e;
         rn->tid = h->tid;
         rn->epoch = h->epoch;
-        rlock__owner_tag(rn->owner, g->client->id, h->tid);
+        rlock__kind_owner_tag(rn->owner, e, h->tid);
     }
     pthread_mutex_unlock(&e->mu);
 }
@@ -160,26 +167,51 @@ static void on_renewed(rlock__req *r)
     free(b);
 }
 
-/* Sends one renewal call for items[0..n). On failure the entries are
- * released and the holds are tried again next tick. */
+/* Sends one renewal call for items[0..n): lock_renew, or read_renew for
+ * read holds, which also renews each hold's lease key. On failure the
+ * entries are released and the holds are tried again next tick. */
 static void send_batch(rlock_client *c, const renewal *items, size_t n,
-                       int64_t now)
+                       int64_t now, bool reads)
 {
     char lease[24];
-    const char **argv = rlock__malloc(sizeof(*argv) * (2 * n + 1));
+    size_t nkeys = reads ? 2 * n : n;
+    const char **argv = rlock__malloc(sizeof(*argv) * (nkeys + n + 1));
+    char **prefixes = reads ? rlock__calloc(n + 1, sizeof(*prefixes)) : NULL;
     batch *b = rlock__malloc(sizeof(*b) + sizeof(renewal) * n);
     rlock__req *r = NULL;
+    bool ok = argv != NULL && b != NULL && (!reads || prefixes != NULL);
     snprintf(lease, sizeof(lease), "%lld",
              (long long)c->cfg.watchdog_timeout_ms);
-    if (argv != NULL && b != NULL) {
-        for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; ok && i < n; i++) {
+        argv[nkeys + 1 + i] = items[i].owner;
+        if (!reads) {
             argv[i] = items[i].entry->name;
-            argv[n + 1 + i] = items[i].owner;
+            continue;
         }
-        argv[n] = lease;
-        r = rlock__req_new(c, &rlock__script_lock_renew, RLOCK__REPLY_RENEW,
-                           (int)n, (int)(2 * n + 1), argv);
+        /* a reader's lease keys: "{N}:<tag>:rwlock_timeout:<k>" */
+        const char *key_prefix = items[i].entry->aux[0];
+        size_t len = strlen(key_prefix) + strlen(items[i].owner) + 24;
+        prefixes[i] = rlock__malloc(len);
+        if (prefixes[i] == NULL) {
+            ok = false;
+            break;
+        }
+        snprintf(prefixes[i], len, "%s:%s:rwlock_timeout", key_prefix,
+                 items[i].owner);
+        argv[2 * i] = items[i].entry->name;
+        argv[2 * i + 1] = prefixes[i];
     }
+    if (ok) {
+        argv[nkeys] = lease;
+        r = rlock__req_new(c,
+                           reads ? &rlock__script_read_renew
+                                 : &rlock__script_lock_renew,
+                           RLOCK__REPLY_RENEW, (int)nkeys,
+                           (int)(nkeys + n + 1), argv);
+    }
+    for (size_t i = 0; prefixes != NULL && i < n; i++)
+        free(prefixes[i]);
+    free(prefixes);
     free(argv);
     if (r == NULL) {
         for (size_t i = 0; i < n; i++)
@@ -187,6 +219,7 @@ static void send_batch(rlock_client *c, const renewal *items, size_t n,
         free(b);
         return;
     }
+    r->nrenew = (int)n;
     b->sent_at_ms = now;
     b->n = n;
     memcpy(b->items, items, sizeof(renewal) * n);
@@ -195,18 +228,24 @@ static void send_batch(rlock_client *c, const renewal *items, size_t n,
     rlock__req_dispatch(r);
 }
 
+static void send_all(rlock_client *c, gathering *g, int64_t now, bool reads)
+{
+    for (size_t off = 0; off < g->n; off += RLOCK__RENEW_BATCH) {
+        size_t n =
+            g->n - off < RLOCK__RENEW_BATCH ? g->n - off : RLOCK__RENEW_BATCH;
+        send_batch(c, g->items + off, n, now, reads);
+    }
+    free(g->items);
+}
+
 static void tick(void *arg)
 {
     rlock__watchdog *wd = arg;
     rlock_client *c = wd->client;
-    gathering g = {.client = c, .now_ms = rlock__now_ms()};
+    gatherings gs = {.client = c, .now_ms = rlock__now_ms()};
     pthread_mutex_lock(&c->entries_mu);
-    rlock__map_foreach(&c->entries, gather_entry, &g);
+    rlock__map_foreach(&c->entries, gather_entry, &gs);
     pthread_mutex_unlock(&c->entries_mu);
-    for (size_t off = 0; off < g.n; off += RLOCK__RENEW_BATCH) {
-        size_t n =
-            g.n - off < RLOCK__RENEW_BATCH ? g.n - off : RLOCK__RENEW_BATCH;
-        send_batch(c, g.items + off, n, g.now_ms);
-    }
-    free(g.items);
+    send_all(c, &gs.plain, gs.now_ms, false);
+    send_all(c, &gs.reads, gs.now_ms, true);
 }

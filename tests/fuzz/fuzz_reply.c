@@ -151,7 +151,7 @@ static void check_error_code(const redisReply *r)
 static void check_acquire(const redisReply *r)
 {
     int64_t ttl = TTL_UNSET;
-    int rc = rlock__reply_acquire(r, &ttl);
+    int rc = rlock__reply_acquire(r, &ttl, NULL);
 
     switch (r->type) {
     case REDIS_REPLY_ERROR:
@@ -290,7 +290,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int64_t v = TTL_UNSET;
         unsigned char renewed = 0xee;
 
-        CHECK(rlock__reply_acquire(NULL, &v) == RLOCK_ECONN);
+        CHECK(rlock__reply_acquire(NULL, &v, NULL) == RLOCK_ECONN);
         CHECK(rlock__reply_unlock(NULL) == RLOCK_ECONN);
         CHECK(rlock__reply_integer(NULL, &v) == RLOCK_ECONN);
         CHECK(rlock__reply_renew(NULL, 1, &renewed) == RLOCK_ECONN);

@@ -117,10 +117,7 @@ static bool fs_word(const char *s, size_t n, const char *word)
 static void fs_answer_redis(fs_conn *cn, int argc, const char **argv,
                             const size_t *argvlen)
 {
-    static const rlock__script *const scripts[] = {
-        &rlock__script_lock_acquire, &rlock__script_lock_release,
-        &rlock__script_lock_force_release, &rlock__script_lock_renew,
-        &rlock__script_lock_release_owner};
+    const rlock__script *const *scripts = rlock__all_scripts;
     char buf[128];
 
     if (fs_word(argv[0], argvlen[0], "PING")) {
@@ -135,7 +132,7 @@ static void fs_answer_redis(fs_conn *cn, int argc, const char **argv,
     }
     if (argc == 3 && fs_word(argv[0], argvlen[0], "SCRIPT") &&
         fs_word(argv[1], argvlen[1], "LOAD")) {
-        for (size_t i = 0; i < sizeof(scripts) / sizeof(*scripts); i++) {
+        for (size_t i = 0; i < rlock__all_scripts_count; i++) {
             if (argvlen[2] == scripts[i]->len &&
                 memcmp(argv[2], scripts[i]->body, argvlen[2]) == 0) {
                 int n = snprintf(buf, sizeof(buf), "$40\r\n%s\r\n",

@@ -244,6 +244,7 @@ static const struct {
     {RLOCK_EFORKED, "RLOCK_EFORKED"},
     {RLOCK_ESERVER, "RLOCK_ESERVER"},
     {RLOCK_ECANCELED, "RLOCK_ECANCELED"},
+    {RLOCK_ENOTSUP, "RLOCK_ENOTSUP"},
 };
 #define NCODES (sizeof(codes) / sizeof(codes[0]))
 
@@ -259,7 +260,7 @@ static void test_err_name_unknown_code(void **state)
     (void)state;
     assert_string_equal(rlock_err_name(-1), "RLOCK_E?");
     assert_string_equal(rlock_err_name(-100), "RLOCK_E?");
-    assert_string_equal(rlock_err_name(-114), "RLOCK_E?");
+    assert_string_equal(rlock_err_name(-115), "RLOCK_E?");
     assert_string_equal(rlock_err_name(1), "RLOCK_E?");
 }
 

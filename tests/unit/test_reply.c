@@ -248,7 +248,7 @@ static void test_acquire_nil_is_acquired(void **state)
     int64_t ttl = -12345;
 
     (void)state;
-    assert_int_equal(rlock__reply_acquire(r, &ttl), 1);
+    assert_int_equal(rlock__reply_acquire(r, &ttl, NULL), 1);
     assert_int_equal(ttl, -12345); /* untouched */
     free_reply(r);
 }
@@ -259,7 +259,7 @@ static void test_acquire_integer_is_busy_with_ttl(void **state)
     int64_t ttl = 0;
 
     (void)state;
-    assert_int_equal(rlock__reply_acquire(r, &ttl), 0);
+    assert_int_equal(rlock__reply_acquire(r, &ttl, NULL), 0);
     assert_int_equal(ttl, 29876);
     free_reply(r);
 }
@@ -270,7 +270,7 @@ static void test_acquire_large_ttl_keeps_64_bits(void **state)
     int64_t ttl = 0;
 
     (void)state;
-    assert_int_equal(rlock__reply_acquire(r, &ttl), 0);
+    assert_int_equal(rlock__reply_acquire(r, &ttl, NULL), 0);
     assert_true(ttl == INT64_MAX);
     free_reply(r);
 }
@@ -280,7 +280,7 @@ static void test_acquire_null_reply_is_econn(void **state)
     int64_t ttl = 0;
 
     (void)state;
-    assert_int_equal(rlock__reply_acquire(NULL, &ttl), RLOCK_ECONN);
+    assert_int_equal(rlock__reply_acquire(NULL, &ttl, NULL), RLOCK_ECONN);
 }
 
 static void test_acquire_wrongtype_is_eserver(void **state)
@@ -289,7 +289,7 @@ static void test_acquire_wrongtype_is_eserver(void **state)
     int64_t ttl = 0;
 
     (void)state;
-    assert_int_equal(rlock__reply_acquire(r, &ttl), RLOCK_ESERVER);
+    assert_int_equal(rlock__reply_acquire(r, &ttl, NULL), RLOCK_ESERVER);
     free_reply(r);
 }
 
@@ -299,7 +299,7 @@ static void test_acquire_noauth_is_eauth(void **state)
     int64_t ttl = 0;
 
     (void)state;
-    assert_int_equal(rlock__reply_acquire(r, &ttl), RLOCK_EAUTH);
+    assert_int_equal(rlock__reply_acquire(r, &ttl, NULL), RLOCK_EAUTH);
     free_reply(r);
 }
 
@@ -309,7 +309,7 @@ static void test_acquire_loading_is_econn(void **state)
     int64_t ttl = 0;
 
     (void)state;
-    assert_int_equal(rlock__reply_acquire(r, &ttl), RLOCK_ECONN);
+    assert_int_equal(rlock__reply_acquire(r, &ttl, NULL), RLOCK_ECONN);
     free_reply(r);
 }
 
@@ -319,7 +319,7 @@ static void test_acquire_string_is_eproto(void **state)
     int64_t ttl = 0;
 
     (void)state;
-    assert_int_equal(rlock__reply_acquire(r, &ttl), RLOCK_EPROTO);
+    assert_int_equal(rlock__reply_acquire(r, &ttl, NULL), RLOCK_EPROTO);
     free_reply(r);
 }
 
@@ -329,7 +329,7 @@ static void test_acquire_status_is_eproto(void **state)
     int64_t ttl = 0;
 
     (void)state;
-    assert_int_equal(rlock__reply_acquire(r, &ttl), RLOCK_EPROTO);
+    assert_int_equal(rlock__reply_acquire(r, &ttl, NULL), RLOCK_EPROTO);
     free_reply(r);
 }
 
@@ -339,7 +339,7 @@ static void test_acquire_array_is_eproto(void **state)
     int64_t ttl = 0;
 
     (void)state;
-    assert_int_equal(rlock__reply_acquire(r, &ttl), RLOCK_EPROTO);
+    assert_int_equal(rlock__reply_acquire(r, &ttl, NULL), RLOCK_EPROTO);
     free_reply(r);
 }
 

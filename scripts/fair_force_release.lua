@@ -1,0 +1,29 @@
+-- Delete a fair lock whoever holds it and wake the head of its queue
+-- (Redisson FairLock forceUnlock).
+-- KEYS[1] lock hash, KEYS[2] queue list, KEYS[3] timeout sorted set,
+-- KEYS[4] lock channel
+-- ARGV[1] unlock message, ARGV[2] now (wall clock, ms), ARGV[3] publish
+-- command
+-- Reply: 1 if a lock was deleted, else 0.
+local queue, timeouts = KEYS[2], KEYS[3]
+local now = tonumber(ARGV[2])
+while true do
+    local head = redis.call('lindex', queue, 0)
+    if head == false then
+        break
+    end
+    local due = redis.call('zscore', timeouts, head)
+    if due == false or tonumber(due) > now then
+        break
+    end
+    redis.call('zrem', timeouts, head)
+    redis.call('lpop', queue)
+end
+if redis.call('del', KEYS[1]) == 1 then
+    local head = redis.call('lindex', queue, 0)
+    if head ~= false then
+        redis.call(ARGV[3], KEYS[4] .. ':' .. head, ARGV[1])
+    end
+    return 1
+end
+return 0

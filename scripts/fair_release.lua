@@ -1,0 +1,55 @@
+-- Release one hold of a fair lock and wake the head of its queue on the
+-- head's own channel (Redisson FairLock unlock, with the unlock latch).
+-- KEYS[1] lock hash, KEYS[2] queue list, KEYS[3] timeout sorted set,
+-- KEYS[4] lock channel (a waiter's channel is it + ":" + owner tag),
+-- KEYS[5] unlock latch key
+-- ARGV[1] unlock message, ARGV[2] lease to restore when holds remain,
+-- ARGV[3] owner tag, ARGV[4] now (wall clock, ms), ARGV[5] publish command,
+-- ARGV[6] latch lifetime in ms
+-- Reply: nil (not held by owner), 0 (still held), 1 (released). Where
+-- Redisson replies 1 for a lock that is not there at all, this replies nil
+-- (the caller's hold is gone) and leaves the same latch and message.
+local latched = redis.call('get', KEYS[5])
+if latched ~= false then
+    return tonumber(latched)
+end
+local key, queue, timeouts = KEYS[1], KEYS[2], KEYS[3]
+local now = tonumber(ARGV[4])
+while true do
+    local head = redis.call('lindex', queue, 0)
+    if head == false then
+        break
+    end
+    local due = redis.call('zscore', timeouts, head)
+    if due == false or tonumber(due) > now then
+        break
+    end
+    redis.call('zrem', timeouts, head)
+    redis.call('lpop', queue)
+end
+
+local function wake_head()
+    local head = redis.call('lindex', queue, 0)
+    if head ~= false then
+        redis.call(ARGV[5], KEYS[4] .. ':' .. head, ARGV[1])
+    end
+end
+
+if redis.call('exists', key) == 0 then
+    wake_head()
+    redis.call('set', KEYS[5], 1, 'px', ARGV[6])
+    return nil
+end
+if redis.call('hexists', key, ARGV[3]) == 0 then
+    return nil
+end
+local left = redis.call('hincrby', key, ARGV[3], -1)
+if left > 0 then
+    redis.call('pexpire', key, ARGV[2])
+    redis.call('set', KEYS[5], 0, 'px', ARGV[6])
+    return 0
+end
+redis.call('del', key)
+redis.call('set', KEYS[5], 1, 'px', ARGV[6])
+wake_head()
+return 1

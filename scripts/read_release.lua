@@ -1,0 +1,56 @@
+-- Release one read hold of a read-write lock (Redisson ReadLock unlock,
+-- with the unlock latch). The hash lives as long as its longest-lived read
+-- hold; the last reader out deletes it and wakes one waiter.
+-- KEYS[1] lock hash, KEYS[2] rwlock channel, KEYS[3] the owner's timeout
+-- prefix, KEYS[4] key prefix ("{N}", or N when N has a brace),
+-- KEYS[5] unlock latch key
+-- ARGV[1] unlock message, ARGV[2] reader owner tag, ARGV[3] publish
+-- command, ARGV[4] latch lifetime in ms
+-- Reply: nil (not held by owner), 0 (still held), 1 (released).
+local latched = redis.call('get', KEYS[5])
+if latched ~= false then
+    return tonumber(latched)
+end
+local key = KEYS[1]
+local mode = redis.call('hget', key, 'mode')
+if mode == false then
+    redis.call(ARGV[3], KEYS[2], ARGV[1])
+    redis.call('set', KEYS[5], 1, 'px', ARGV[4])
+    return nil
+end
+if redis.call('hexists', key, ARGV[2]) == 0 then
+    return nil
+end
+local count = redis.call('hincrby', key, ARGV[2], -1)
+if count == 0 then
+    redis.call('hdel', key, ARGV[2])
+end
+redis.call('del', KEYS[3] .. ':' .. (count + 1))
+
+if redis.call('hlen', key) > 1 then
+    local longest = -3
+    local fields = redis.call('hkeys', key)
+    for _, field in ipairs(fields) do
+        local holds = tonumber(redis.call('hget', key, field))
+        if holds ~= nil then
+            for i = holds, 1, -1 do
+                local left = redis.call('pttl',
+                    KEYS[4] .. ':' .. field .. ':rwlock_timeout:' .. i)
+                longest = math.max(left, longest)
+            end
+        end
+    end
+    if longest > 0 then
+        redis.call('pexpire', key, longest)
+        redis.call('set', KEYS[5], 0, 'px', ARGV[4])
+        return 0
+    end
+    if mode == 'write' then
+        redis.call('set', KEYS[5], 0, 'px', ARGV[4])
+        return 0
+    end
+end
+redis.call('del', key)
+redis.call(ARGV[3], KEYS[2], ARGV[1])
+redis.call('set', KEYS[5], 1, 'px', ARGV[4])
+return 1

@@ -1,0 +1,37 @@
+-- Release one write hold of a read-write lock (Redisson WriteLock unlock,
+-- with the unlock latch). A writer that still reads keeps the lock in read
+-- mode and, as in Redisson, publishes nothing.
+-- KEYS[1] lock hash, KEYS[2] rwlock channel, KEYS[3] unlock latch key
+-- ARGV[1] unlock message ("1": wakes every waiter), ARGV[2] lease to
+-- restore when holds remain, ARGV[3] writer owner tag, ARGV[4] publish
+-- command, ARGV[5] latch lifetime in ms
+-- Reply: nil (not held by owner), 0 (still held), 1 (released).
+local latched = redis.call('get', KEYS[3])
+if latched ~= false then
+    return tonumber(latched)
+end
+local key = KEYS[1]
+local mode = redis.call('hget', key, 'mode')
+if mode == false then
+    redis.call(ARGV[4], KEYS[2], ARGV[1])
+    redis.call('set', KEYS[3], 1, 'px', ARGV[5])
+    return nil
+end
+if mode ~= 'write' or redis.call('hexists', key, ARGV[3]) == 0 then
+    return nil
+end
+local left = redis.call('hincrby', key, ARGV[3], -1)
+if left > 0 then
+    redis.call('pexpire', key, ARGV[2])
+    redis.call('set', KEYS[3], 0, 'px', ARGV[5])
+    return 0
+end
+redis.call('hdel', key, ARGV[3])
+if redis.call('hlen', key) == 1 then
+    redis.call('del', key)
+    redis.call(ARGV[4], KEYS[2], ARGV[1])
+else
+    redis.call('hset', key, 'mode', 'read')
+end
+redis.call('set', KEYS[3], 1, 'px', ARGV[5])
+return 1
