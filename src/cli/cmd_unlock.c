@@ -6,13 +6,12 @@
  * can do from outside is Redisson's forceUnlock, and --force is required to
  * say so. The key's layout is read first (lock_state.c): a key that is not
  * a lock is left alone, so a typo cannot delete someone's data.
- *   - RLock layout (lock, fair, fenced): rlock_force_unlock(), which deletes
- *     the hash and publishes "0" on the lock channel; for a fair lock the
- *     head of its queue is also told on its own channel, as Redisson's fair
- *     forceUnlock does.
- *   - read-write: the library's force-release script with the read-write
- *     channel and Redisson's message for the mode ("1" for write, which
- *     wakes every waiter; "0" for read).
+ * The lock is then deleted through a library handle of its kind, whose
+ * rlock_force_unlock() is that kind's Redisson forceUnlock:
+ *   - lock, fenced: deletes the hash and publishes "0" on the lock channel;
+ *   - fair: the same, and tells the head of its queue on its own channel;
+ *   - read-write: the side of its mode, with Redisson's message for it
+ *     ("1" for write, which wakes every waiter; "0" for read).
  */
 #include "cli.h"
 
@@ -38,72 +37,35 @@ static const char unlock_help[] =
 
 enum { OPT_FORCE = CLI_OPT_FIRST_OWN };
 
-/* Tells the head of a fair lock's queue, on its own channel, that the lock
- * is free. Returns 0 or an exit status. */
-static int wake_fair_head(redisContext *ctx, const char *name)
+/* Deletes lock name as its kind's forceUnlock does, through a handle of
+ * that kind (the library knows each kind's channel and message). */
+static int force_kind(rlock_client *c, const char *name, cli_kind kind,
+                      const char *mode)
 {
-    char *queue = rlock__prefixed_name("redisson_lock_queue", name);
-    char *channel = rlock__channel_name(name);
-    int st = CLI_OK;
-    if (queue == NULL || channel == NULL) {
-        cli_error("out of memory");
-        st = CLI_SOFTWARE;
-        goto out;
+    rlock *l = NULL;
+    rlock_rw *rw = NULL;
+    int rc;
+    if (kind == CLI_KIND_READ_WRITE) {
+        rc = rlock_rw_get(c, name, &rw);
+        if (rc == 0)
+            l = strcmp(mode, "write") == 0 ? rlock_rw_write(rw)
+                                           : rlock_rw_read(rw);
+    } else if (kind == CLI_KIND_FAIR) {
+        rc = rlock_fair_get(c, name, &l);
+    } else {
+        rc = rlock_get(c, name, &l);
     }
-    const char *lindex[] = {"LINDEX", queue, "0"};
-    redisReply *head = cli_command(ctx, 3, lindex);
-    if (head == NULL) {
-        cli_error("lost the connection to Redis: %s", ctx->errstr);
-        st = CLI_UNAVAILABLE;
-        goto out;
+    if (rc == 0)
+        rc = rlock_force_unlock(l);
+    if (rw != NULL)
+        rlock_rw_free(rw);
+    else
+        rlock_free(l);
+    if (rc != 0) {
+        cli_error("cannot force-unlock '%s': %s", name, rlock_strerror(rc));
+        return cli_status_of(rc);
     }
-    if (head->type == REDIS_REPLY_STRING) {
-        size_t n = strlen(channel) + head->len + 2;
-        char *own = malloc(n);
-        if (own != NULL) {
-            snprintf(own, n, "%s:%s", channel, head->str);
-            const char *publish[] = {"PUBLISH", own, "0"};
-            freeReplyObject(cli_command(ctx, 3, publish));
-            free(own);
-        }
-    }
-    freeReplyObject(head);
-out:
-    free(queue);
-    free(channel);
-    return st;
-}
-
-/* Force-unlocks a read-write lock with the library's force script. */
-static int force_read_write(redisContext *ctx, const char *name,
-                            const char *mode)
-{
-    char *channel = rlock__prefixed_name("redisson_rwlock", name);
-    if (channel == NULL) {
-        cli_error("out of memory");
-        return CLI_SOFTWARE;
-    }
-    const rlock__script *s = &rlock__script_lock_force_release;
-    const char *argv[] = {"EVAL",   (const char *)s->body,
-                          "2",      name,
-                          channel,  strcmp(mode, "write") == 0 ? "1" : "0",
-                          "PUBLISH"};
-    size_t lens[7];
-    for (int i = 0; i < 7; i++) /* the body is not NUL-terminated */
-        lens[i] = i == 1 ? s->len : strlen(argv[i]);
-    redisReply *r = redisCommandArgv(ctx, 7, argv, lens);
-    free(channel);
-    if (r == NULL) {
-        cli_error("lost the connection to Redis: %s", ctx->errstr);
-        return CLI_UNAVAILABLE;
-    }
-    int st = CLI_OK;
-    if (r->type == REDIS_REPLY_ERROR) {
-        cli_error("Redis refused to unlock '%s': %s", name, r->str);
-        st = CLI_FAILURE;
-    }
-    freeReplyObject(r);
-    return st;
+    return CLI_OK;
 }
 
 /* Describes st's holders as "uuid:tid (holds n), ..." into buf. */
@@ -136,7 +98,7 @@ static int force_one(rlock_client *c, redisContext *ctx, const char *name)
         code = CLI_FAILURE;
         break;
     case CLI_KIND_READ_WRITE:
-        code = force_read_write(ctx, name, st.mode);
+        code = force_kind(c, name, st.kind, st.mode);
         if (code == 0)
             printf("%s: force-unlocked (read-write lock, %s mode, held by "
                    "%s)\n",
@@ -144,24 +106,11 @@ static int force_one(rlock_client *c, redisContext *ctx, const char *name)
         break;
     case CLI_KIND_LOCK:
     case CLI_KIND_FAIR:
-    case CLI_KIND_FENCED: {
-        rlock *l;
-        int rc = rlock_get(c, name, &l);
-        if (rc == 0) {
-            rc = rlock_force_unlock(l);
-            rlock_free(l);
-        }
-        if (rc != 0) {
-            cli_error("cannot force-unlock '%s': %s", name, rlock_strerror(rc));
-            code = cli_status_of(rc);
-            break;
-        }
-        if (st.kind == CLI_KIND_FAIR)
-            code = wake_fair_head(ctx, name);
+    case CLI_KIND_FENCED:
+        code = force_kind(c, name, st.kind, NULL);
         if (code == 0)
             printf("%s: force-unlocked (was held by %s)\n", name, who);
         break;
-    }
     }
     cli_lock_clear(&st);
     return code;
