@@ -901,8 +901,9 @@ int rlock__set_lease(rlock *l, int64_t lease_ms)
     pthread_mutex_lock(&e->mu);
     h = rlock__entry_find_holder(e, tid);
     if (h != NULL && set == 1) {
+        /* an outer hold taken under the watchdog stays renewed, as in
+         * Redisson, where the multi-lock's lease adds no watchdog entry */
         h->lease_ms = lease_ms;
-        h->watchdog = false;
     } else if (h != NULL && !h->lost) {
         rlock__hold_lost(e, h, RLOCK_LOST_GONE);
     }

@@ -169,6 +169,31 @@ static void check_acquire(const redisReply *r)
     }
 }
 
+/* The fenced form (facts sheet §5): exactly {-1, token >= 1} is taken,
+ * exactly {PTTL, -1} with PTTL != -1 is busy; every other reply that is
+ * not an error is RLOCK_EPROTO. */
+static void check_fenced_acquire(const redisReply *r)
+{
+    int64_t ttl = TTL_UNSET, token = TTL_UNSET;
+    int rc = rlock__reply_acquire(r, &ttl, &token);
+    bool pair = r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+                r->element[0]->type == REDIS_REPLY_INTEGER &&
+                r->element[1]->type == REDIS_REPLY_INTEGER;
+
+    if (r->type == REDIS_REPLY_ERROR) {
+        CHECK(rc == expected_error(r) && ttl == TTL_UNSET &&
+              token == TTL_UNSET);
+    } else if (pair && r->element[0]->integer == -1 &&
+               r->element[1]->integer >= 1) {
+        CHECK(rc == 1 && token == r->element[1]->integer && ttl == TTL_UNSET);
+    } else if (pair && r->element[1]->integer == -1 &&
+               r->element[0]->integer != -1) {
+        CHECK(rc == 0 && ttl == r->element[0]->integer && token == TTL_UNSET);
+    } else {
+        CHECK(rc == RLOCK_EPROTO && ttl == TTL_UNSET && token == TTL_UNSET);
+    }
+}
+
 static void check_unlock(const redisReply *r)
 {
     int rc = rlock__reply_unlock(r);
@@ -265,6 +290,7 @@ static void check_tree(const redisReply *r, size_t hint)
 {
     check_error_code(r);
     check_acquire(r);
+    check_fenced_acquire(r);
     check_unlock(r);
     check_integer(r);
     check_renew(r, 0);

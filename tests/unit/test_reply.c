@@ -242,6 +242,50 @@ static void test_is_noscript_false_for_null(void **state)
 
 /* --------------------------------------------------------------- acquire */
 
+static void test_fenced_acquire_taken_gives_token(void **state)
+{
+    redisReply *r = mk_array(2, mk_int(-1), mk_int(7));
+    int64_t ttl = -12345, token = 0;
+
+    (void)state;
+    assert_int_equal(rlock__reply_acquire(r, &ttl, &token), 1);
+    assert_int_equal(token, 7);
+    assert_int_equal(ttl, -12345);
+    free_reply(r);
+}
+
+static void test_fenced_acquire_busy_gives_ttl(void **state)
+{
+    redisReply *r = mk_array(2, mk_int(29000), mk_int(-1));
+    int64_t ttl = 0, token = 0;
+
+    (void)state;
+    assert_int_equal(rlock__reply_acquire(r, &ttl, &token), 0);
+    assert_int_equal(ttl, 29000);
+    assert_int_equal(token, 0);
+    free_reply(r);
+}
+
+static void test_fenced_acquire_other_shapes_are_eproto(void **state)
+{
+    redisReply *nil = mk_nil();
+    redisReply *zero_token = mk_array(2, mk_int(-1), mk_int(0));
+    redisReply *both = mk_array(2, mk_int(-1), mk_int(-1));
+    redisReply *one = mk_array(1, mk_int(-1));
+    int64_t ttl = 0, token = 0;
+
+    (void)state;
+    assert_int_equal(rlock__reply_acquire(nil, &ttl, &token), RLOCK_EPROTO);
+    assert_int_equal(rlock__reply_acquire(zero_token, &ttl, &token),
+                     RLOCK_EPROTO);
+    assert_int_equal(rlock__reply_acquire(both, &ttl, &token), RLOCK_EPROTO);
+    assert_int_equal(rlock__reply_acquire(one, &ttl, &token), RLOCK_EPROTO);
+    free_reply(nil);
+    free_reply(zero_token);
+    free_reply(both);
+    free_reply(one);
+}
+
 static void test_acquire_nil_is_acquired(void **state)
 {
     redisReply *r = mk_nil();
@@ -718,6 +762,9 @@ int main(void)
         cmocka_unit_test(test_acquire_null_reply_is_econn),
         cmocka_unit_test(test_acquire_wrongtype_is_eserver),
         cmocka_unit_test(test_acquire_noauth_is_eauth),
+        cmocka_unit_test(test_fenced_acquire_taken_gives_token),
+        cmocka_unit_test(test_fenced_acquire_busy_gives_ttl),
+        cmocka_unit_test(test_fenced_acquire_other_shapes_are_eproto),
         cmocka_unit_test(test_acquire_loading_is_econn),
         cmocka_unit_test(test_acquire_string_is_eproto),
         cmocka_unit_test(test_acquire_status_is_eproto),
