@@ -34,12 +34,19 @@ typedef struct bench_opts {
     int workers;          /* threads or processes */
     double seconds;       /* measured time */
     bool procs;           /* contended: processes instead of threads */
+    const char *kind;     /* contended: lock|fair|spin|fenced|write */
     int locks;            /* held: number of locks */
     int64_t watchdog_ms;  /* watchdog timeout (held: default 1000) */
     int connections;      /* rlock command connections, 0: default */
     double limit_seconds; /* embedded limit run, 0: none */
     char prefix[96];      /* key prefix, unique per run */
 } bench_opts;
+
+/* Gets a handle of the lock kind ("lock", "fair", "spin", "fenced" or
+ * "write") on name; a write lock's rlock_rw goes to *rw (free it instead of
+ * the handle). With c NULL, only checks the kind: RLOCK_EINVAL when unknown. */
+int bench_kind_get(const char *kind, rlock_client *c, const char *name,
+                   rlock **l, rlock_rw **rw);
 
 /* --------------------------------------------------------------- stats.c */
 

@@ -83,6 +83,36 @@ static int increment(redisContext *c, const char *key)
 }
 
 /* One worker's life; returns 0 or an error (also kept in sh->rc). */
+int bench_kind_get(const char *kind, rlock_client *c, const char *name,
+                   rlock **l, rlock_rw **rw)
+{
+    static const char *const kinds[] = {"lock", "fair", "spin", "fenced",
+                                        "write"};
+    size_t k = 0;
+    while (k < sizeof(kinds) / sizeof(*kinds) && strcmp(kind, kinds[k]) != 0)
+        k++;
+    if (k == sizeof(kinds) / sizeof(*kinds))
+        return RLOCK_EINVAL;
+    if (c == NULL)
+        return RLOCK_OK;
+    switch (k) {
+    case 1:
+        return rlock_fair_get(c, name, l);
+    case 2:
+        return rlock_spin_get(c, name, l);
+    case 3:
+        return rlock_fenced_get(c, name, l);
+    case 4: {
+        int rc = rlock_rw_get(c, name, rw);
+        if (rc == 0)
+            *l = rlock_rw_write(*rw);
+        return rc;
+    }
+    default:
+        return rlock_get(c, name, l);
+    }
+}
+
 static int worker_run(worker *w)
 {
     const bench_opts *o = w->o;
@@ -90,6 +120,7 @@ static int worker_run(worker *w)
     rlock_client *client = w->client;
     redisContext *c = bench_connect(o);
     rlock *l = NULL;
+    rlock_rw *rw = NULL;
     char name[160], counter[160];
     int rc = -1;
     snprintf(name, sizeof(name), "%scontended", o->prefix);
@@ -98,7 +129,7 @@ static int worker_run(worker *w)
         goto out_ready;
     if (client == NULL && (rc = bench_client(o, &client)) != 0)
         goto out_ready;
-    if ((rc = rlock_get(client, name, &l)) != 0)
+    if ((rc = bench_kind_get(o->kind, client, name, &l, &rw)) != 0)
         goto out_ready;
     rc = 0;
 out_ready:
@@ -125,7 +156,10 @@ out_ready:
         fprintf(stderr, "rlock-bench: contended worker %d: %s\n", w->index,
                 rc == -1 ? "Redis error" : rlock_strerror(rc));
     sh->rc[w->index] = rc;
-    rlock_free(l);
+    if (rw != NULL)
+        rlock_rw_free(rw);
+    else
+        rlock_free(l);
     if (w->client == NULL)
         rlock_client_free(client);
     redisFree(c);
@@ -208,6 +242,7 @@ static void report(const bench_opts *o, shared *sh, int64_t start,
                   n > 1 ? 100.0 * (double)same / (double)(n - 1) : 0);
     json_object_set_new(out, "acquisitions", json_integer(total));
     json_object_set_new(out, "procs", json_boolean(o->procs));
+    json_object_set_new(out, "kind", json_string(o->kind));
     bench_samples_free(&handoff);
 }
 

@@ -35,6 +35,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: rlock-bench --url redis://HOST:PORT --scenario NAME\n"
                "         [--workers N] [--seconds S] [--procs] [--locks K]\n"
+               "         [--kind lock|fair|spin|fenced|write]\n"
                "         [--watchdog-ms MS] [--connections N]\n"
                "         [--limit-seconds S] [--prefix P]\n"
                "scenarios: uncontended contended parallel held limit\n");
@@ -66,6 +67,7 @@ static int parse_args(int argc, char **argv, bench_opts *o)
         {"workers", required_argument, NULL, 'w'},
         {"seconds", required_argument, NULL, 't'},
         {"procs", no_argument, NULL, 'p'},
+        {"kind", required_argument, NULL, 'K'},
         {"locks", required_argument, NULL, 'k'},
         {"watchdog-ms", required_argument, NULL, 'd'},
         {"connections", required_argument, NULL, 'c'},
@@ -75,7 +77,8 @@ static int parse_args(int argc, char **argv, bench_opts *o)
         {NULL, 0, NULL, 0},
     };
     *o = (bench_opts){
-        .workers = 1, .seconds = 5, .locks = 10000, .limit_seconds = 1};
+        .workers = 1, .seconds = 5, .locks = 10000, .limit_seconds = 1,
+        .kind = "lock"};
     snprintf(o->prefix, sizeof(o->prefix), "rlock-bench:%ld:", (long)getpid());
     int opt;
     while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -94,6 +97,9 @@ static int parse_args(int argc, char **argv, bench_opts *o)
             break;
         case 'p':
             o->procs = true;
+            break;
+        case 'K':
+            o->kind = optarg;
             break;
         case 'k':
             o->locks = atoi(optarg);
@@ -120,7 +126,8 @@ static int parse_args(int argc, char **argv, bench_opts *o)
     }
     if (o->url == NULL || o->scenario == NULL || optind != argc ||
         o->workers < 1 || o->seconds <= 0 || o->locks < 1 ||
-        o->watchdog_ms < 0 || o->limit_seconds < 0) {
+        o->watchdog_ms < 0 || o->limit_seconds < 0 ||
+        bench_kind_get(o->kind, NULL, NULL, NULL, NULL) == RLOCK_EINVAL) {
         usage(stderr);
         return 2;
     }

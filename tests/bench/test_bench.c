@@ -130,7 +130,7 @@ static void test_parallel(void **state)
                  "parallel");
 }
 
-static void check_contended(const char *args)
+static void check_contended(const char *args, const char *kind)
 {
     static const char *const fields[] = {
         "acq_per_s",      "lost_increments",    "handoff_p50_us",
@@ -142,6 +142,7 @@ static void check_contended(const char *args)
     assert_int_equal(json_integer_value(json_object_get(j, "lost_increments")),
                      0);
     assert_true(json_integer_value(json_object_get(j, "max_acq")) > 0);
+    assert_string_equal(json_string_value(json_object_get(j, "kind")), kind);
     json_decref(j);
 }
 
@@ -149,14 +150,32 @@ static void test_contended_threads(void **state)
 {
     (void)state;
     check_contended("--scenario contended --workers 4 --seconds 1 "
-                    "--limit-seconds 0.3");
+                    "--limit-seconds 0.3",
+                    "lock");
 }
 
 static void test_contended_procs(void **state)
 {
     (void)state;
     check_contended("--scenario contended --procs --workers 4 --seconds 1 "
-                    "--limit-seconds 0.3");
+                    "--limit-seconds 0.3",
+                    "lock");
+}
+
+static void test_contended_fair_procs(void **state)
+{
+    (void)state;
+    check_contended("--scenario contended --procs --workers 4 --seconds 1 "
+                    "--kind fair --limit-seconds 0.3",
+                    "fair");
+}
+
+static void test_contended_spin_threads(void **state)
+{
+    (void)state;
+    check_contended("--scenario contended --workers 4 --seconds 1 "
+                    "--kind spin --limit-seconds 0.3",
+                    "spin");
 }
 
 static void test_held(void **state)
@@ -189,6 +208,8 @@ int main(void)
         cmocka_unit_test(test_parallel),
         cmocka_unit_test(test_contended_threads),
         cmocka_unit_test(test_contended_procs),
+        cmocka_unit_test(test_contended_fair_procs),
+        cmocka_unit_test(test_contended_spin_threads),
         cmocka_unit_test(test_held),
     };
     return cmocka_run_group_tests_name("bench", tests, group_setup,
