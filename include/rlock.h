@@ -464,7 +464,7 @@ RLOCK_API int rlock_kind(const rlock *l);
  * its place for at most the fair wait timeout (see the config) past the
  * wait it was told, then it is purged. A waiter whose budget runs out
  * leaves the queue. Its scripts take this host's wall clock: keep clocks in
- * sync (NTP), as Redisson requires. The async API answers RLOCK_ENOTSUP. */
+ * sync (NTP), as Redisson requires. */
 RLOCK_API int rlock_fair_get(rlock_client *c, const char *name, rlock **out);
 
 /* Read-write lock: any number of readers, or one writer; both sides are
@@ -500,7 +500,7 @@ RLOCK_API int64_t rlock_fenced_token(rlock *l);
 
 /* Spin lock: Redisson's lock that waits by backing off instead of through
  * pub/sub (for clusters where pub/sub traffic is the bottleneck). Its unlock
- * publishes nothing. The async API answers RLOCK_ENOTSUP. */
+ * publishes nothing. */
 RLOCK_API int rlock_spin_get(rlock_client *c, const char *name, rlock **out);
 
 /* Sets how a spin lock handle backs off between attempts: the first pause

@@ -152,9 +152,15 @@ struct rlock__aop {
     rlock_client *client;
     rlock *lock;
     rlock__entry *entry; /* referenced */
+    rlock__entry *wait_entry; /* referenced: where it waits and is linked
+                                 (a fair waiter's own entry, else entry) */
     uint64_t owner;
     int64_t lease_ms;    /* acquire: as given; unlock: the hold's */
     int64_t deadline_ms; /* acquire: the wait budget */
+    int64_t fair_wait_ms; /* acquire: a fair waiter's slack (0: default) */
+    bool try_once;        /* acquire: a fair attempt that must not queue */
+    int64_t spin_delay_ms; /* acquire: a spin lock's next back-off */
+    int spin_failures;
     rlock_done_cb cb;
     void *arg;
     rlock__timer *timer;
@@ -184,6 +190,8 @@ static int64_t min64(int64_t a, int64_t b)
 static void op_free(rlock__aop *op)
 {
     rlock__timer_free(op->timer);
+    if (op->wait_entry != op->entry)
+        rlock__entry_unref(op->wait_entry);
     rlock__entry_unref(op->entry);
     free(op->spare);
     free(op->latch);
@@ -199,7 +207,7 @@ static void maybe_free(rlock__aop *op)
 
 static void link_op(rlock__aop *op)
 {
-    rlock__entry *e = op->entry;
+    rlock__entry *e = op->wait_entry;
     op->prev = NULL;
     op->next = e->async_ops;
     if (e->async_ops != NULL)
@@ -210,7 +218,7 @@ static void link_op(rlock__aop *op)
 
 static void unlink_op(rlock__aop *op)
 {
-    rlock__entry *e = op->entry;
+    rlock__entry *e = op->wait_entry;
     if (!op->linked)
         return;
     if (op->prev != NULL)
@@ -226,7 +234,7 @@ static void set_waiting(rlock__aop *op, bool waiting)
 {
     if (op->waiting == waiting)
         return;
-    rlock__entry *e = op->entry;
+    rlock__entry *e = op->wait_entry;
     op->waiting = waiting;
     pthread_mutex_lock(&e->mu);
     e->async_waiters += waiting ? 1 : -1;
@@ -237,9 +245,23 @@ static void set_waiting(rlock__aop *op, bool waiting)
         rlock__pubsub_sync(e); /* first waiter joins, last one leaves */
 }
 
+/* A fair acquire that ends without the lock leaves the queue (lock.c's
+ * fair_give_up); nobody waits for the reply. */
+static void fair_give_up(rlock__aop *op)
+{
+    rlock__spec spec;
+    if (rlock__spec_give_up(&spec, op->entry, op->owner, op->fair_wait_ms) ==
+        0)
+        rlock__send_ignored(op->client, spec.script, spec.numkeys, spec.argc,
+                            spec.argv);
+}
+
 /* Ends op with status and delivers its completion. */
 static void finish(rlock__aop *op, int status)
 {
+    if (op->kind == OP_ACQUIRE && status != RLOCK_OK && !op->finished &&
+        op->entry->kind == RLOCK_KIND_FAIR && status != RLOCK_ECLOSED)
+        fair_give_up(op);
     op->finished = true;
     rlock__timer_stop(op->timer);
     set_waiting(op, false);
@@ -366,6 +388,17 @@ static void on_acquire_reply(rlock__req *r)
         return;
     }
     op->attempts = 0;
+    if (op->entry->kind == RLOCK_KIND_SPIN) {
+        /* no channel: back off and try again (lock.c's spin_acquire) */
+        int64_t delay = op->spin_delay_ms;
+        op->spin_failures++;
+        op->spin_delay_ms = min64(
+            op->spin_delay_ms * op->lock->spin_multiplier +
+                (int64_t)(rlock__now_ms() % op->spin_failures),
+            op->lock->spin_max_ms);
+        arm(op, min64(now + delay, op->deadline_ms));
+        return;
+    }
     if (!op->waiting) {
         set_waiting(op, true); /* the subscription's confirmation re-tries */
     } else if (op->permit) {
@@ -433,7 +466,8 @@ static void attempt(rlock__aop *op)
         }
         op->unknown = false;
     }
-    if (rlock__spec_acquire(&spec, e, op->owner, op->lease_ms, 0, false) != 0) {
+    if (rlock__spec_acquire(&spec, e, op->owner, op->lease_ms,
+                            op->fair_wait_ms, op->try_once) != 0) {
         finish(op, RLOCK_ENOMEM);
         return;
     }
@@ -627,6 +661,7 @@ static int op_new(rlock *l, op_kind kind, uint64_t owner, rlock_done_cb cb,
     }
     rlock__entry_ref(l->entry);
     op->entry = l->entry;
+    op->wait_entry = l->entry;
     *out = op;
     return RLOCK_OK;
 }
@@ -637,16 +672,27 @@ int rlock_lock_async(rlock *l, uint64_t owner, int64_t wait_ms,
     if (wait_ms < RLOCK_WAIT_FOREVER || lease_ms == 0 ||
         lease_ms < RLOCK_LEASE_WATCHDOG || lease_ms > RLOCK__LEASE_MAX)
         return RLOCK_EINVAL;
-    /* a fair waiter needs a channel of its own and a spin waiter none:
-     * neither is in the async state machine yet */
-    if (l != NULL &&
-        (l->entry->kind == RLOCK_KIND_FAIR || l->entry->kind == RLOCK_KIND_SPIN))
-        return RLOCK_ENOTSUP;
     rlock__aop *op = NULL;
     int rc = op_new(l, OP_ACQUIRE, owner, cb, arg, &op);
     if (rc != 0)
         return rc;
     op->lease_ms = lease_ms;
+    op->fair_wait_ms = wait_ms > 0 ? wait_ms : 0;
+    op->try_once = wait_ms == 0;
+    op->spin_delay_ms = l->spin_initial_ms;
+    if (l->entry->kind == RLOCK_KIND_FAIR) {
+        /* a fair waiter is woken on its own channel (lock.c) */
+        char tag[RLOCK__TAG_MAX];
+        rlock__kind_owner_tag(tag, l->entry, owner);
+        op->wait_entry =
+            rlock__entry_get(l->client, RLOCK__KIND_FAIR_WAIT, l->entry->name,
+                             tag);
+        if (op->wait_entry == NULL) {
+            op->wait_entry = op->entry;
+            op_free(op);
+            return RLOCK_ENOMEM;
+        }
+    }
     op->spare = rlock__malloc(sizeof(*op->spare));
     if (op->spare == NULL) {
         op_free(op);
@@ -721,8 +767,20 @@ int rlock_cancel(rlock *l, uint64_t owner)
         return RLOCK_ENOMEM;
     ct->task.run = run_cancel;
     ct->owner = owner;
-    rlock__entry_ref(l->entry);
-    ct->entry = l->entry;
+    if (l->entry->kind == RLOCK_KIND_FAIR) {
+        /* its acquires are linked on the waiter's own entry */
+        char tag[RLOCK__TAG_MAX];
+        rlock__kind_owner_tag(tag, l->entry, owner);
+        ct->entry = rlock__entry_get(l->client, RLOCK__KIND_FAIR_WAIT,
+                                     l->entry->name, tag);
+        if (ct->entry == NULL) {
+            free(ct);
+            return RLOCK_ENOMEM;
+        }
+    } else {
+        rlock__entry_ref(l->entry);
+        ct->entry = l->entry;
+    }
     rlock__loop_submit(l->client->loop, &ct->task);
     return RLOCK_OK;
 }

@@ -533,6 +533,168 @@ static void test_one_loop_serves_many_lock_requests(void **state)
     free(srv);
 }
 
+
+/* ------------------------------------------------------ other lock kinds */
+
+/* Waits until the list key has n entries; returns the last length. */
+static long long await_llen(rt_redis *r, const char *key, long long n)
+{
+    int64_t until = rt_now_ms() + 3000;
+    long long seen;
+    while ((seen = rt_cmd_int(r, "LLEN %s", key)) != n && rt_now_ms() < until)
+        rt_sleep_ms(5);
+    return seen;
+}
+
+typedef struct fair_order {
+    pthread_mutex_t mu;
+    uint64_t owners[8];
+    int n;
+} fair_order;
+
+static void on_fair_locked(rlock *l, uint64_t owner, int status, void *arg)
+{
+    fair_order *o = arg;
+    (void)l;
+    pthread_mutex_lock(&o->mu);
+    if (status == RLOCK_OK && o->n < 8)
+        o->owners[o->n++] = owner;
+    pthread_mutex_unlock(&o->mu);
+}
+
+static int fair_taken(fair_order *o)
+{
+    pthread_mutex_lock(&o->mu);
+    int n = o->n;
+    pthread_mutex_unlock(&o->mu);
+    return n;
+}
+
+static void test_async_fair_owners_get_the_lock_in_queue_order(void **state)
+{
+    lt_fixture *f = *state;
+    char name[128], queue[192];
+    LT_TEST_NAME(name);
+    snprintf(queue, sizeof(queue), "redisson_lock_queue:{%s}", name);
+    rlock *l = NULL;
+    assert_int_equal(rlock_fair_get(f->client, name, &l), RLOCK_OK);
+    fair_order order = {.n = 0};
+    pthread_mutex_init(&order.mu, NULL);
+    uint64_t owners[4];
+
+    assert_int_equal(rlock_lock(l), RLOCK_OK);
+    for (int i = 0; i < 4; i++) {
+        owners[i] = rlock_owner_new();
+        assert_int_equal(rlock_lock_async(l, owners[i], RLOCK_WAIT_FOREVER,
+                                          RLOCK_LEASE_WATCHDOG, on_fair_locked,
+                                          &order),
+                         RLOCK_OK);
+        assert_int_equal(await_llen(&f->redis, queue, i + 1), i + 1);
+    }
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    for (int i = 0; i < 4; i++) {
+        int64_t until = rt_now_ms() + 5000;
+        while (fair_taken(&order) <= i && rt_now_ms() < until)
+            rt_sleep_ms(2);
+        assert_int_equal(fair_taken(&order), i + 1);
+        /* the turn of the next one comes only with this unlock */
+        assert_true(order.owners[i] == owners[i]);
+        assert_int_equal(unlock_sync(l, owners[i]), RLOCK_OK);
+    }
+    assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", queue), 0);
+    assert_int_equal(
+        rt_cmd_int(&f->redis, "EXISTS redisson_lock_timeout:{%s}", name), 0);
+    assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
+    pthread_mutex_destroy(&order.mu);
+    rlock_free(l);
+}
+
+static void test_async_fair_budget_or_cancel_leaves_the_queue(void **state)
+{
+    lt_fixture *f = *state;
+    char name[128], queue[192];
+    LT_TEST_NAME(name);
+    snprintf(queue, sizeof(queue), "redisson_lock_queue:{%s}", name);
+    rlock *l = NULL;
+    assert_int_equal(rlock_fair_get(f->client, name, &l), RLOCK_OK);
+    uint64_t timed = rlock_owner_new(), canceled = rlock_owner_new();
+    completion c;
+    completion_init(&c);
+
+    assert_int_equal(rlock_lock(l), RLOCK_OK);
+    assert_int_equal(lock_sync(l, timed, 300), RLOCK_ETIMEDOUT);
+    assert_int_equal(await_llen(&f->redis, queue, 0), 0);
+    assert_int_equal(rlock_lock_async(l, canceled, RLOCK_WAIT_FOREVER,
+                                      RLOCK_LEASE_WATCHDOG, on_done, &c),
+                     RLOCK_OK);
+    assert_int_equal(await_llen(&f->redis, queue, 1), 1);
+    assert_int_equal(rlock_cancel(l, canceled), RLOCK_OK);
+    assert_int_equal(await(&c, 5000), RLOCK_ECANCELED);
+    assert_int_equal(await_llen(&f->redis, queue, 0), 0);
+    assert_int_equal(
+        rt_cmd_int(&f->redis, "ZCARD redisson_lock_timeout:{%s}", name), 0);
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    completion_destroy(&c);
+    rlock_free(l);
+}
+
+static void test_async_spin_waiter_backs_off_without_a_channel(void **state)
+{
+    lt_fixture *f = *state;
+    char name[128];
+    LT_TEST_NAME(name);
+    rlock *l = NULL;
+    assert_int_equal(rlock_spin_get(f->client, name, &l), RLOCK_OK);
+    assert_int_equal(rlock_spin_set_backoff(l, 20, 20, 1), RLOCK_OK);
+    uint64_t owner = rlock_owner_new();
+    completion c;
+    completion_init(&c);
+
+    assert_int_equal(rlock_lock(l), RLOCK_OK);
+    assert_int_equal(rlock_lock_async(l, owner, 10000, RLOCK_LEASE_WATCHDOG,
+                                      on_done, &c),
+                     RLOCK_OK);
+    rt_sleep_ms(200);
+    assert_int_equal(calls_of(&c), 0);
+    assert_int_equal(numsub(&f->redis, name), 0);
+    int64_t t0 = rt_now_ms();
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    assert_int_equal(await(&c, 5000), RLOCK_OK);
+    /* within a back-off step (20 ms) and a round trip, not a re-check */
+    assert_true(rt_now_ms() - t0 < 1000);
+    assert_int_equal(rlock_owner_hold_count(l, owner), 1);
+    assert_int_equal(unlock_sync(l, owner), RLOCK_OK);
+    assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
+    completion_destroy(&c);
+    rlock_free(l);
+}
+
+static void test_async_read_owners_share_and_exclude_a_writer(void **state)
+{
+    lt_fixture *f = *state;
+    char name[128];
+    LT_TEST_NAME(name);
+    rlock_rw *rw = NULL;
+    assert_int_equal(rlock_rw_get(f->client, name, &rw), RLOCK_OK);
+    rlock *rd = rlock_rw_read(rw), *wr = rlock_rw_write(rw);
+    uint64_t r1 = rlock_owner_new(), r2 = rlock_owner_new();
+    uint64_t w = rlock_owner_new();
+
+    assert_int_equal(lock_sync(rd, r1, 0), RLOCK_OK);
+    assert_int_equal(lock_sync(rd, r2, 0), RLOCK_OK);
+    assert_int_equal(lock_sync(wr, w, 0), RLOCK_ETIMEDOUT);
+    assert_int_equal(unlock_sync(rd, r1), RLOCK_OK);
+    assert_int_equal(unlock_sync(rd, r2), RLOCK_OK);
+    assert_int_equal(lock_sync(wr, w, 1000), RLOCK_OK);
+    char field[128];
+    owner_field(field, sizeof(field), f->client, w);
+    assert_int_equal(rt_cmd_int(&f->redis, "HEXISTS %s %s:write", name, field),
+                     1);
+    assert_int_equal(unlock_sync(wr, w), RLOCK_OK);
+    assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
+    rlock_rw_free(rw);
+}
+
 int main(void)
 {
     if (rt_require_redis() != 0)
@@ -550,6 +712,10 @@ int main(void)
         cmocka_unit_test(test_bad_arguments_are_einval),
         cmocka_unit_test(test_async_and_blocking_owners_exclude_each_other),
         cmocka_unit_test(test_one_loop_serves_many_lock_requests),
+        cmocka_unit_test(test_async_fair_owners_get_the_lock_in_queue_order),
+        cmocka_unit_test(test_async_fair_budget_or_cancel_leaves_the_queue),
+        cmocka_unit_test(test_async_spin_waiter_backs_off_without_a_channel),
+        cmocka_unit_test(test_async_read_owners_share_and_exclude_a_writer),
     };
     return cmocka_run_group_tests(tests, lt_group_setup, lt_group_teardown);
 }
