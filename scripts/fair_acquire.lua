@@ -49,6 +49,9 @@ end
 
 local function until_head_due()
     local head = redis.call('lindex', queue, 0)
+    if head == owner then
+        return 1 -- our turn: the holder's lease is running out right now
+    end
     local due = head and redis.call('zscore', timeouts, head)
     if due then
         return math.max(1, tonumber(due) - now)
@@ -58,8 +61,8 @@ end
 
 if redis.call('zscore', timeouts, owner) ~= false then
     local ttl = redis.call('pttl', key)
-    if ttl > 0 then
-        return ttl
+    if ttl >= 0 then
+        return math.max(ttl, 1)
     end
     return until_head_due()
 end
