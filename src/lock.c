@@ -352,7 +352,8 @@ static void sleep_ms(int64_t ms)
         ;
 }
 
-static int release(rlock *l, uint64_t tid, int64_t lease_ms);
+static int release(rlock *l, uint64_t tid, int64_t lease_ms, int retries,
+                   int64_t timeout_ms);
 
 /* What one acquire call asks for. */
 typedef struct attempt_args {
@@ -397,9 +398,9 @@ static int drop_phantom(rlock *l, uint64_t tid, const attempt_args *a)
     if (holds)
         return RLOCK_OK;
     if (!rlock__kind_has_drop(e->kind)) {
-        int rc = release(l, tid, a->lease_ms == RLOCK_LEASE_WATCHDOG
-                                     ? l->client->cfg.watchdog_timeout_ms
-                                     : a->lease_ms);
+        /* one call, as the drop script is: the acquire's loop retries */
+        int rc = release(l, tid, l->client->cfg.watchdog_timeout_ms, 0,
+                         call_timeout(l->client, a));
         return rc < 0 ? rc : RLOCK_OK;
     }
     rlock__spec spec;
@@ -729,10 +730,12 @@ int rlock_lock(rlock *l)
 
 /* ---------------------------------------------------------------- release */
 
-/* Runs the release script, retrying a lost reply with the same request id:
- * the latch makes the retry answer as the first run did. Deletes the latch
- * once a reply is in. Returns RLOCK__UNLOCK_* or a negative code. */
-static int release(rlock *l, uint64_t tid, int64_t lease_ms)
+/* Runs the kind's release script, each call within timeout_ms, retrying a
+ * lost reply up to retries times with the same request id: the latch makes
+ * the retry answer as the first run did. Deletes the latch once a reply is
+ * in. Returns RLOCK__UNLOCK_* or a negative code. */
+static int release(rlock *l, uint64_t tid, int64_t lease_ms, int retries,
+                   int64_t timeout_ms)
 {
     rlock_client *c = l->client;
     char id[RLOCK__REQUEST_ID_LEN + 1];
@@ -754,12 +757,11 @@ static int release(rlock *l, uint64_t tid, int64_t lease_ms)
         /* the I/O thread DELs the latch as soon as the reply is in: no
          * second hand-off for it (out of memory, it just expires) */
         r->latch_del = rlock__strdup(latch);
-        rc = rlock__req_call(r, c->cfg.command_timeout_ms);
+        rc = rlock__req_call(r, timeout_ms);
         if (rc == 0) /* a late reply may still be written into r */
             value = r->value;
         rlock__req_unref(r);
-        if ((rc != RLOCK_ECONN && rc != RLOCK_ETIMEDOUT) ||
-            attempt >= c->cfg.retry_attempts)
+        if ((rc != RLOCK_ECONN && rc != RLOCK_ETIMEDOUT) || attempt >= retries)
             break;
         /* a dropped connection is retried at once on a fresh one; a slow
          * server gets the retry interval */
@@ -834,7 +836,8 @@ int rlock_unlock(rlock *l)
     if (rc != 0)
         return rc;
 
-    rc = release(l, tid, lease_ms);
+    rc = release(l, tid, lease_ms, l->client->cfg.retry_attempts,
+                 l->client->cfg.command_timeout_ms);
     if (rc == RLOCK__UNLOCK_RELEASED) {
         pthread_mutex_lock(&e->mu);
         e->released_at_ms = rlock__now_ms();
