@@ -15,6 +15,7 @@
  * test's threads, clients or allocator state crosses over), given its job
  * on stdin. Calls that could hang run on helper threads with deadlines.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -189,7 +190,9 @@ static int spawn_child(ft_child *ch)
             _exit(126);
         for (int fd = 3; fd < 4096; fd++)
             close(fd);
-        execl("/proc/self/exe", "test_fault_kinds", CHILD_FLAG, (char *)NULL);
+        /* argv[0], not /proc/self/exe: under valgrind that is valgrind */
+        execl(program_invocation_name, "test_fault_kinds", CHILD_FLAG,
+              (char *)NULL);
         _exit(127);
     }
     close(down[0]);
