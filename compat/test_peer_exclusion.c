@@ -25,85 +25,19 @@
 #include "rlock.h"
 
 #define LT_SUITE    "peer_exclusion"
-#define PEER_MS     10000
 #define WATCHDOG_MS 30000
 #define SENTINEL    "sentinel"
 
-typedef struct fixture {
-    rt_redis redis;
-    rlock_client *client;
-} fixture;
-
-static int group_setup(void **state)
-{
-    fixture *f = calloc(1, sizeof(*f));
-
-    if (f == NULL || rt_redis_start(&f->redis) != 0) {
-        free(f);
-        return -1;
-    }
-    *state = f;
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    fixture *f = *state;
-
-    rt_redis_stop(&f->redis);
-    free(f);
-    return 0;
-}
-
+/* Only the fixture's client a: the other side is always a peer. */
 static int setup(void **state)
 {
-    fixture *f = *state;
+    ct_fixture *f = *state;
 
-    f->client = ct_connect(&f->redis);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fixture *f = *state;
-
-    np_kill_all();
-    rlock_client_free(f->client);
-    f->client = NULL;
+    f->a = ct_connect(&f->redis);
     return 0;
 }
 
 /* ---------------------------------------------------------------- helpers */
-
-/* Runs probe.js on name and asserts what the peer sees: isLocked() and
- * whether a tryLock(0) succeeded. */
-static void expect_peer_sees(fixture *f, const char *name, int locked,
-                             int acquired)
-{
-    np_peer *p = np_start("probe", f->redis.url, name, NULL);
-    json_t *ev = np_expect(p, "probe", PEER_MS);
-
-    assert_int_equal(np_bool(ev, "locked"), locked);
-    assert_int_equal(np_bool(ev, "acquired"), acquired);
-    json_decref(ev);
-    np_finish(p, PEER_MS);
-}
-
-/* Runs trylock.js on name with wait_ms and returns whether it acquired (it
- * gives a successful hold back at once). */
-static int peer_trylock(fixture *f, const char *name, const char *wait_ms)
-{
-    np_peer *p = np_start("trylock", f->redis.url, name,
-                          (const char *const[]){wait_ms, NULL});
-    json_t *ev = np_expect(p, "trylock", PEER_MS);
-    int acquired = np_bool(ev, "acquired");
-
-    json_decref(ev);
-    if (acquired)
-        json_decref(np_expect(p, "unlocked", PEER_MS));
-    np_finish(p, PEER_MS);
-    return acquired;
-}
 
 /* Asserts that nothing was published on sub's channel since it started:
  * publishes a sentinel itself, which must be the first message to arrive
@@ -115,60 +49,39 @@ static void expect_no_message(rt_redis *r, rt_sub *s, const char *channel)
     assert_string_equal(rt_sub_message(s, 0), SENTINEL);
 }
 
-/* Starts hold.js on name (held until told) and returns it with the hash
- * field it wrote copied to field. */
-static np_peer *peer_hold(fixture *f, const char *name, char *field, size_t n)
-{
-    np_peer *p =
-        np_start("hold", f->redis.url, name, (const char *const[]){"-1", NULL});
-    json_t *ev = np_expect(p, "locked", PEER_MS);
-
-    snprintf(field, n, "%s", np_str(ev, "field"));
-    json_decref(ev);
-    return p;
-}
-
-/* Tells a hold.js peer to unlock and asserts that it did. */
-static void peer_release(np_peer *p)
-{
-    np_send(p, "unlock");
-    json_decref(np_expect(p, "unlocked", PEER_MS));
-    np_finish(p, PEER_MS);
-}
-
 /* ------------------------------------------------------------ exclusion */
 
 static void test_c_holder_makes_peer_trylock_fail(void **state)
 {
-    fixture *f = *state;
+    ct_fixture *f = *state;
     char name[128], field[128];
     rlock *l;
 
     LT_TEST_NAME(name);
-    lt_owner_field(field, sizeof(field), f->client);
-    l = lt_get_lock(f->client, name);
+    lt_owner_field(field, sizeof(field), f->a);
+    l = lt_get_lock(f->a, name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
 
-    assert_false(peer_trylock(f, name, "0"));
-    assert_false(peer_trylock(f, name, "300"));
+    assert_false(ct_peer_trylock(&f->redis, name, "0"));
+    assert_false(ct_peer_trylock(&f->redis, name, "300"));
     lt_assert_single_field(&f->redis, name, field, "1");
 
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    assert_true(peer_trylock(f, name, "0"));
+    assert_true(ct_peer_trylock(&f->redis, name, "0"));
     rlock_free(l);
 }
 
 static void test_peer_holder_makes_c_trylock_fail(void **state)
 {
-    fixture *f = *state;
+    ct_fixture *f = *state;
     char name[128], field[160];
     np_peer *holder;
     rlock *l;
     int64_t start;
 
     LT_TEST_NAME(name);
-    holder = peer_hold(f, name, field, sizeof(field));
-    l = lt_get_lock(f->client, name);
+    holder = ct_peer_hold(&f->redis, name, field, sizeof(field));
+    l = lt_get_lock(f->a, name);
 
     assert_int_equal(rlock_trylock(l, 0, RLOCK_LEASE_WATCHDOG),
                      RLOCK_ETIMEDOUT);
@@ -179,7 +92,7 @@ static void test_peer_holder_makes_c_trylock_fail(void **state)
     assert_int_equal(rlock_is_held_by_me(l), 0);
     lt_assert_single_field(&f->redis, name, field, "1");
 
-    peer_release(holder);
+    ct_peer_release(holder);
     assert_int_equal(rlock_trylock(l, 0, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     rlock_free(l);
@@ -189,7 +102,7 @@ static void test_peer_holder_makes_c_trylock_fail(void **state)
 
 static void test_peer_cannot_unlock_c_hold(void **state)
 {
-    fixture *f = *state;
+    ct_fixture *f = *state;
     char name[128], field[128], channel[160], *before, *after;
     np_peer *p;
     rt_sub *sub;
@@ -197,19 +110,19 @@ static void test_peer_cannot_unlock_c_hold(void **state)
     rlock *l;
 
     LT_TEST_NAME(name);
-    lt_owner_field(field, sizeof(field), f->client);
+    lt_owner_field(field, sizeof(field), f->a);
     lt_channel_of(channel, sizeof(channel), name);
-    l = lt_get_lock(f->client, name);
+    l = lt_get_lock(f->a, name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     sub = rt_sub_start(&f->redis, channel);
     assert_non_null(sub);
     before = lt_hash_dump(&f->redis, name);
 
     p = np_start("unlock", f->redis.url, name, NULL);
-    ev = np_expect(p, "unlock", PEER_MS);
+    ev = np_expect(p, "unlock", CT_PEER_MS);
     assert_false(np_bool(ev, "ok"));
     json_decref(ev);
-    np_finish(p, PEER_MS);
+    np_finish(p, CT_PEER_MS);
 
     after = lt_hash_dump(&f->redis, name);
     assert_string_equal(after, before);
@@ -225,7 +138,7 @@ static void test_peer_cannot_unlock_c_hold(void **state)
 
 static void test_c_cannot_unlock_peer_hold(void **state)
 {
-    fixture *f = *state;
+    ct_fixture *f = *state;
     char name[128], field[160], channel[160], *before, *after;
     np_peer *holder;
     rt_sub *sub;
@@ -233,11 +146,11 @@ static void test_c_cannot_unlock_peer_hold(void **state)
 
     LT_TEST_NAME(name);
     lt_channel_of(channel, sizeof(channel), name);
-    holder = peer_hold(f, name, field, sizeof(field));
+    holder = ct_peer_hold(&f->redis, name, field, sizeof(field));
     sub = rt_sub_start(&f->redis, channel);
     assert_non_null(sub);
     before = lt_hash_dump(&f->redis, name);
-    l = lt_get_lock(f->client, name);
+    l = lt_get_lock(f->a, name);
 
     assert_int_equal(rlock_unlock(l), RLOCK_ENOTOWNER);
 
@@ -245,7 +158,7 @@ static void test_c_cannot_unlock_peer_hold(void **state)
     assert_string_equal(after, before);
     expect_no_message(&f->redis, sub, channel);
     /* the peer still holds, and its own unlock still works */
-    peer_release(holder);
+    ct_peer_release(holder);
     assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
     free(before);
     free(after);
@@ -257,19 +170,19 @@ static void test_c_cannot_unlock_peer_hold(void **state)
 
 static void test_c_nested_holds_are_one_field_counting_three(void **state)
 {
-    fixture *f = *state;
+    ct_fixture *f = *state;
     char name[128], field[128];
     rlock *l;
 
     LT_TEST_NAME(name);
-    lt_owner_field(field, sizeof(field), f->client);
-    l = lt_get_lock(f->client, name);
+    lt_owner_field(field, sizeof(field), f->a);
+    l = lt_get_lock(f->a, name);
     for (int i = 0; i < 3; i++)
         assert_int_equal(rlock_lock(l), RLOCK_OK);
 
     lt_assert_single_field(&f->redis, name, field, "3");
     assert_int_equal(rlock_hold_count(l), 3);
-    expect_peer_sees(f, name, 1, 0);
+    ct_expect_peer_sees(&f->redis, name, 1, 0);
     for (int i = 0; i < 3; i++)
         assert_int_equal(rlock_unlock(l), RLOCK_OK);
     rlock_free(l);
@@ -277,42 +190,42 @@ static void test_c_nested_holds_are_one_field_counting_three(void **state)
 
 static void test_peer_sees_c_nested_lock_held_until_third_unlock(void **state)
 {
-    fixture *f = *state;
+    ct_fixture *f = *state;
     char name[128], field[128];
     rlock *l;
 
     LT_TEST_NAME(name);
-    lt_owner_field(field, sizeof(field), f->client);
-    l = lt_get_lock(f->client, name);
+    lt_owner_field(field, sizeof(field), f->a);
+    l = lt_get_lock(f->a, name);
     for (int i = 0; i < 3; i++)
         assert_int_equal(rlock_lock(l), RLOCK_OK);
 
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     lt_assert_single_field(&f->redis, name, field, "2");
-    expect_peer_sees(f, name, 1, 0);
+    ct_expect_peer_sees(&f->redis, name, 1, 0);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     lt_assert_single_field(&f->redis, name, field, "1");
-    expect_peer_sees(f, name, 1, 0);
+    ct_expect_peer_sees(&f->redis, name, 1, 0);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
-    expect_peer_sees(f, name, 0, 1);
+    ct_expect_peer_sees(&f->redis, name, 0, 1);
     rlock_free(l);
 }
 
 static void test_c_sees_peer_nested_lock_held_until_third_unlock(void **state)
 {
-    fixture *f = *state;
+    ct_fixture *f = *state;
     char name[128], field[160];
     np_peer *p;
     json_t *ev;
     rlock *l;
 
     LT_TEST_NAME(name);
-    l = lt_get_lock(f->client, name);
+    l = lt_get_lock(f->a, name);
     p = np_start("nested", f->redis.url, name,
                  (const char *const[]){"3", NULL});
     for (int k = 1; k <= 3; k++) {
-        ev = np_expect(p, "locked", PEER_MS);
+        ev = np_expect(p, "locked", CT_PEER_MS);
         assert_int_equal(np_int(ev, "holds"), k);
         snprintf(field, sizeof(field), "%s", np_str(ev, "field"));
         json_decref(ev);
@@ -324,7 +237,7 @@ static void test_c_sees_peer_nested_lock_held_until_third_unlock(void **state)
         assert_int_equal(rlock_trylock(l, 0, RLOCK_LEASE_WATCHDOG),
                          RLOCK_ETIMEDOUT);
         np_send(p, "unlock");
-        ev = np_expect(p, "unlocked", PEER_MS);
+        ev = np_expect(p, "unlocked", CT_PEER_MS);
         assert_int_equal(np_int(ev, "holds"), left);
         assert_int_equal(np_bool(ev, "locked"), left > 0);
         json_decref(ev);
@@ -335,8 +248,8 @@ static void test_c_sees_peer_nested_lock_held_until_third_unlock(void **state)
             lt_assert_single_field(&f->redis, name, field, count);
         }
     }
-    json_decref(np_expect(p, "done", PEER_MS));
-    np_finish(p, PEER_MS);
+    json_decref(np_expect(p, "done", CT_PEER_MS));
+    np_finish(p, CT_PEER_MS);
 
     assert_int_equal(rlock_is_locked(l), 0);
     assert_int_equal(rlock_trylock(l, 0, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
@@ -348,24 +261,24 @@ static void test_c_sees_peer_nested_lock_held_until_third_unlock(void **state)
 
 static void test_peer_and_c_exclude_on_name_with_leading_hash_tag(void **state)
 {
-    fixture *f = *state;
+    ct_fixture *f = *state;
     const char *name = "{peer_exclusion}tagged";
     char field[128];
     rlock *l;
 
-    lt_owner_field(field, sizeof(field), f->client);
-    l = lt_get_lock(f->client, name);
+    lt_owner_field(field, sizeof(field), f->a);
+    l = lt_get_lock(f->a, name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     lt_assert_single_field(&f->redis, name, field, "1");
-    expect_peer_sees(f, name, 1, 0);
+    ct_expect_peer_sees(&f->redis, name, 1, 0);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    expect_peer_sees(f, name, 0, 1);
+    ct_expect_peer_sees(&f->redis, name, 0, 1);
     rlock_free(l);
 }
 
 int main(void)
 {
-#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, ct_teardown)
     const struct CMUnitTest tests[] = {
         T(test_c_holder_makes_peer_trylock_fail),
         T(test_peer_holder_makes_c_trylock_fail),
@@ -380,5 +293,5 @@ int main(void)
 
     rt_require_redis();
     np_require_node();
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, ct_group_setup, ct_group_teardown);
 }

@@ -37,55 +37,7 @@
 #include "rlock.h"
 
 #define LT_SUITE      "peer_kinds"
-#define PEER_MS       10000 /* budget for a peer event that needs no wait */
 #define SPIN_BOUND_MS 1000 /* a spin waiter polls at least every 128 ms */
-
-typedef struct fixture {
-    rt_redis redis;
-    rlock_client *a; /* the test's own client */
-    rlock_client *b; /* a second C process, as far as Redis can tell */
-} fixture;
-
-static int group_setup(void **state)
-{
-    fixture *f = calloc(1, sizeof(*f));
-
-    if (f == NULL || rt_redis_start(&f->redis) != 0) {
-        free(f);
-        return -1;
-    }
-    *state = f;
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    fixture *f = *state;
-
-    rt_redis_stop(&f->redis);
-    free(f);
-    return 0;
-}
-
-static int setup(void **state)
-{
-    fixture *f = *state;
-
-    f->a = ct_connect(&f->redis);
-    f->b = ct_connect(&f->redis);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fixture *f = *state;
-
-    np_kill_all();
-    rlock_client_free(f->a);
-    rlock_client_free(f->b);
-    f->a = f->b = NULL;
-    return 0;
-}
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -117,7 +69,7 @@ static void token_key_of(char *buf, size_t n, const char *name)
 }
 
 /* Returns the token counter's value, 0 when the key does not exist. */
-static long long token_value(fixture *f, const char *name)
+static long long token_value(ct_fixture *f, const char *name)
 {
     char key[192], *v;
     long long n;
@@ -132,61 +84,10 @@ static long long token_value(fixture *f, const char *name)
     return n;
 }
 
-/* Runs probe.js on name and asserts what the peer sees: isLocked() and
- * whether a tryLock(0) succeeded. */
-static void expect_peer_sees(fixture *f, const char *name, int locked,
-                             int acquired)
-{
-    np_peer *p = np_start("probe", f->redis.url, name, NULL);
-    json_t *ev = np_expect(p, "probe", PEER_MS);
-
-    assert_int_equal(np_bool(ev, "locked"), locked);
-    assert_int_equal(np_bool(ev, "acquired"), acquired);
-    json_decref(ev);
-    np_finish(p, PEER_MS);
-}
-
-/* Runs trylock.js on name with wait_ms and returns whether it acquired (it
- * gives a successful hold back at once). */
-static int peer_trylock(fixture *f, const char *name, const char *wait_ms)
-{
-    np_peer *p = np_start("trylock", f->redis.url, name,
-                          (const char *const[]){wait_ms, NULL});
-    json_t *ev = np_expect(p, "trylock", PEER_MS);
-    int acquired = np_bool(ev, "acquired");
-
-    json_decref(ev);
-    if (acquired)
-        json_decref(np_expect(p, "unlocked", PEER_MS));
-    np_finish(p, PEER_MS);
-    return acquired;
-}
-
-/* Starts hold.js on name (held until told) and returns it with the hash
- * field it wrote copied to field. */
-static np_peer *peer_hold(fixture *f, const char *name, char *field, size_t n)
-{
-    np_peer *p =
-        np_start("hold", f->redis.url, name, (const char *const[]){"-1", NULL});
-    json_t *ev = np_expect(p, "locked", PEER_MS);
-
-    snprintf(field, n, "%s", np_str(ev, "field"));
-    json_decref(ev);
-    return p;
-}
-
-/* Tells a hold.js peer to unlock and asserts that it did. */
-static void peer_release(np_peer *p)
-{
-    np_send(p, "unlock");
-    json_decref(np_expect(p, "unlocked", PEER_MS));
-    np_finish(p, PEER_MS);
-}
-
 /* Asserts that hash name has one field, owned by a thread of client c,
  * holding value. */
-static void expect_held_by_client(fixture *f, const char *name, rlock_client *c,
-                                  const char *value)
+static void expect_held_by_client(ct_fixture *f, const char *name,
+                                  rlock_client *c, const char *value)
 {
     redisReply *rep = rt_cmd(&f->redis, "HGETALL %s", name);
     size_t n = strlen(rlock_client_id(c));
@@ -201,7 +102,7 @@ static void expect_held_by_client(fixture *f, const char *name, rlock_client *c,
 }
 
 /* Asserts that no channel but rlock's private anchors has a subscriber. */
-static void expect_no_lock_subscriptions(fixture *f)
+static void expect_no_lock_subscriptions(ct_fixture *f)
 {
     redisReply *rep = rt_cmd(&f->redis, "PUBSUB CHANNELS");
 
@@ -217,7 +118,7 @@ static void expect_no_lock_subscriptions(fixture *f)
 
 static void test_c_spin_holder_makes_peer_trylock_fail(void **state)
 {
-    fixture *f = *state;
+    ct_fixture *f = *state;
     char name[128], field[128];
     rlock *l;
 
@@ -226,25 +127,25 @@ static void test_c_spin_holder_makes_peer_trylock_fail(void **state)
     l = spin_get(f->a, name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
 
-    expect_peer_sees(f, name, 1, 0);
-    assert_false(peer_trylock(f, name, "300"));
+    ct_expect_peer_sees(&f->redis, name, 1, 0);
+    assert_false(ct_peer_trylock(&f->redis, name, "300"));
     lt_assert_single_field(&f->redis, name, field, "1");
 
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    expect_peer_sees(f, name, 0, 1);
+    ct_expect_peer_sees(&f->redis, name, 0, 1);
     rlock_free(l);
 }
 
 static void test_peer_holder_makes_c_spin_trylock_fail(void **state)
 {
-    fixture *f = *state;
+    ct_fixture *f = *state;
     char name[128], field[160];
     np_peer *holder;
     int64_t start;
     rlock *l;
 
     LT_TEST_NAME(name);
-    holder = peer_hold(f, name, field, sizeof(field));
+    holder = ct_peer_hold(&f->redis, name, field, sizeof(field));
     l = spin_get(f->a, name);
 
     assert_int_equal(rlock_trylock(l, 0, RLOCK_LEASE_WATCHDOG),
@@ -256,7 +157,7 @@ static void test_peer_holder_makes_c_spin_trylock_fail(void **state)
     assert_int_equal(rlock_is_held_by_me(l), 0);
     lt_assert_single_field(&f->redis, name, field, "1");
 
-    peer_release(holder);
+    ct_peer_release(holder);
     assert_int_equal(rlock_trylock(l, 0, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     rlock_free(l);
@@ -265,7 +166,7 @@ static void test_peer_holder_makes_c_spin_trylock_fail(void **state)
 static void
 test_c_spin_waiter_takes_lock_soon_after_peer_unlock_unsubscribed(void **state)
 {
-    fixture *f = *state;
+    ct_fixture *f = *state;
     char name[128], field[160];
     ct_locker waiter;
     np_peer *holder;
@@ -273,7 +174,7 @@ test_c_spin_waiter_takes_lock_soon_after_peer_unlock_unsubscribed(void **state)
     rlock *l;
 
     LT_TEST_NAME(name);
-    holder = peer_hold(f, name, field, sizeof(field));
+    holder = ct_peer_hold(&f->redis, name, field, sizeof(field));
     l = spin_get(f->b, name);
     ct_locker_start(&waiter, l, 20000);
     /* it polls: no subscription while it waits */
@@ -286,20 +187,20 @@ test_c_spin_waiter_takes_lock_soon_after_peer_unlock_unsubscribed(void **state)
     lt_assert_single_field(&f->redis, name, field, "1");
 
     released = rt_now_ms();
-    peer_release(holder);
+    ct_peer_release(holder);
     assert_true(ct_locker_wait(&waiter, CT_WAKE_BOUND_MS));
     assert_int_equal(waiter.acquired_rc, RLOCK_OK);
     assert_true(waiter.done_ms - released < SPIN_BOUND_MS);
     expect_held_by_client(f, name, f->b, "1");
-    expect_peer_sees(f, name, 1, 0);
+    ct_expect_peer_sees(&f->redis, name, 1, 0);
     assert_int_equal(ct_locker_release(&waiter), RLOCK_OK);
-    expect_peer_sees(f, name, 0, 1);
+    ct_expect_peer_sees(&f->redis, name, 0, 1);
     rlock_free(l);
 }
 
 static void test_peer_cannot_unlock_c_spin_hold(void **state)
 {
-    fixture *f = *state;
+    ct_fixture *f = *state;
     char name[128], *before, *after;
     np_peer *p;
     json_t *ev;
@@ -311,10 +212,10 @@ static void test_peer_cannot_unlock_c_spin_hold(void **state)
     before = lt_hash_dump(&f->redis, name);
 
     p = np_start("unlock", f->redis.url, name, NULL);
-    ev = np_expect(p, "unlock", PEER_MS);
+    ev = np_expect(p, "unlock", CT_PEER_MS);
     assert_false(np_bool(ev, "ok"));
     json_decref(ev);
-    np_finish(p, PEER_MS);
+    np_finish(p, CT_PEER_MS);
 
     after = lt_hash_dump(&f->redis, name);
     assert_string_equal(after, before);
@@ -329,7 +230,7 @@ static void test_peer_cannot_unlock_c_spin_hold(void **state)
 
 static void test_c_fenced_holder_makes_peer_trylock_fail(void **state)
 {
-    fixture *f = *state;
+    ct_fixture *f = *state;
     char name[128], field[128];
     int64_t token = -1;
     rlock *l;
@@ -340,27 +241,27 @@ static void test_c_fenced_holder_makes_peer_trylock_fail(void **state)
     assert_int_equal(rlock_fenced_lock(l, &token), RLOCK_OK);
     assert_int_equal(token, 1);
 
-    expect_peer_sees(f, name, 1, 0);
-    assert_false(peer_trylock(f, name, "300"));
+    ct_expect_peer_sees(&f->redis, name, 1, 0);
+    assert_false(ct_peer_trylock(&f->redis, name, "300"));
     lt_assert_single_field(&f->redis, name, field, "1");
     assert_int_equal(token_value(f, name), 1);
 
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    expect_peer_sees(f, name, 0, 1);
+    ct_expect_peer_sees(&f->redis, name, 0, 1);
     assert_int_equal(token_value(f, name), 1);
     rlock_free(l);
 }
 
 static void test_peer_holder_makes_c_fenced_trylock_fail(void **state)
 {
-    fixture *f = *state;
+    ct_fixture *f = *state;
     char name[128], field[160];
     int64_t token = -77;
     np_peer *holder;
     rlock *l;
 
     LT_TEST_NAME(name);
-    holder = peer_hold(f, name, field, sizeof(field));
+    holder = ct_peer_hold(&f->redis, name, field, sizeof(field));
     l = fenced_get(f->a, name);
 
     assert_int_equal(rlock_fenced_trylock(l, 0, RLOCK_LEASE_WATCHDOG, &token),
@@ -372,7 +273,7 @@ static void test_peer_holder_makes_c_fenced_trylock_fail(void **state)
     assert_int_equal(rlock_is_locked(l), 1);
     lt_assert_single_field(&f->redis, name, field, "1");
 
-    peer_release(holder);
+    ct_peer_release(holder);
     assert_int_equal(rlock_fenced_trylock(l, 0, RLOCK_LEASE_WATCHDOG, &token),
                      RLOCK_OK);
     assert_int_equal(token, 1);
@@ -382,7 +283,7 @@ static void test_peer_holder_makes_c_fenced_trylock_fail(void **state)
 
 static void test_peer_unlock_wakes_c_fenced_waiter(void **state)
 {
-    fixture *f = *state;
+    ct_fixture *f = *state;
     char name[128], field[160], channel[160];
     ct_locker waiter;
     np_peer *holder;
@@ -391,7 +292,7 @@ static void test_peer_unlock_wakes_c_fenced_waiter(void **state)
 
     LT_TEST_NAME(name);
     lt_channel_of(channel, sizeof(channel), name);
-    holder = peer_hold(f, name, field, sizeof(field));
+    holder = ct_peer_hold(&f->redis, name, field, sizeof(field));
     l = fenced_get(f->b, name);
     ct_locker_start(&waiter, l, 20000);
     /* the fenced waiter listens on the plain lock channel */
@@ -399,7 +300,7 @@ static void test_peer_unlock_wakes_c_fenced_waiter(void **state)
     assert_false(ct_locker_wait(&waiter, 100));
 
     released = rt_now_ms();
-    peer_release(holder);
+    ct_peer_release(holder);
     assert_true(ct_locker_wait(&waiter, CT_WAKE_BOUND_MS));
     assert_int_equal(waiter.acquired_rc, RLOCK_OK);
     /* well under the peer's 30 s lease and rlock's 60 s re-check */
@@ -412,7 +313,7 @@ static void test_peer_unlock_wakes_c_fenced_waiter(void **state)
 
 static void test_c_fenced_unlock_wakes_peer_waiter(void **state)
 {
-    fixture *f = *state;
+    ct_fixture *f = *state;
     char name[128], channel[160];
     int64_t token, released, woke;
     np_peer *waiter;
@@ -425,8 +326,8 @@ static void test_c_fenced_unlock_wakes_peer_waiter(void **state)
     assert_int_equal(rlock_fenced_lock(l, &token), RLOCK_OK);
 
     waiter = np_start("wait", f->redis.url, name, NULL);
-    json_decref(np_expect(waiter, "waiting", PEER_MS));
-    ct_wait_numsub(&f->redis, channel, 1, PEER_MS);
+    json_decref(np_expect(waiter, "waiting", CT_PEER_MS));
+    ct_wait_numsub(&f->redis, channel, 1, CT_PEER_MS);
 
     released = rt_now_ms();
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
@@ -434,8 +335,8 @@ static void test_c_fenced_unlock_wakes_peer_waiter(void **state)
     woke = rt_now_ms();
     json_decref(ev);
     assert_true(woke - released < CT_WAKE_BOUND_MS);
-    json_decref(np_expect(waiter, "unlocked", PEER_MS));
-    np_finish(waiter, PEER_MS);
+    json_decref(np_expect(waiter, "unlocked", CT_PEER_MS));
+    np_finish(waiter, CT_PEER_MS);
     assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
     assert_int_equal(token_value(f, name), 1);
     rlock_free(l);
@@ -443,7 +344,7 @@ static void test_c_fenced_unlock_wakes_peer_waiter(void **state)
 
 static void test_c_fenced_token_counts_on_while_peer_takes_turns(void **state)
 {
-    fixture *f = *state;
+    ct_fixture *f = *state;
     char name[128], field[160];
     int64_t token = -1;
     np_peer *holder;
@@ -456,11 +357,11 @@ static void test_c_fenced_token_counts_on_while_peer_takes_turns(void **state)
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
 
     /* the peer's take, hold and release leave the counter alone */
-    holder = peer_hold(f, name, field, sizeof(field));
+    holder = ct_peer_hold(&f->redis, name, field, sizeof(field));
     assert_int_equal(token_value(f, name), 1);
     assert_int_equal(rlock_fenced_token(l), 1);
-    peer_release(holder);
-    assert_true(peer_trylock(f, name, "0"));
+    ct_peer_release(holder);
+    assert_true(ct_peer_trylock(&f->redis, name, "0"));
     assert_int_equal(token_value(f, name), 1);
 
     /* the next fenced takes go on from there, re-entries included */
@@ -468,7 +369,7 @@ static void test_c_fenced_token_counts_on_while_peer_takes_turns(void **state)
     assert_int_equal(token, 2);
     assert_int_equal(rlock_fenced_lock(l, &token), RLOCK_OK);
     assert_int_equal(token, 3);
-    expect_peer_sees(f, name, 1, 0);
+    ct_expect_peer_sees(&f->redis, name, 1, 0);
     assert_int_equal(token_value(f, name), 3);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
@@ -478,7 +379,7 @@ static void test_c_fenced_token_counts_on_while_peer_takes_turns(void **state)
 
 int main(void)
 {
-#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+#define T(fn) cmocka_unit_test_setup_teardown(fn, ct_setup, ct_teardown)
     const struct CMUnitTest tests[] = {
         /* spin */
         T(test_c_spin_holder_makes_peer_trylock_fail),
@@ -496,5 +397,5 @@ int main(void)
 
     rt_require_redis();
     np_require_node();
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, ct_group_setup, ct_group_teardown);
 }

@@ -12,6 +12,8 @@
  * - messages: every message published on any channel (PSUBSCRIBE *), in
  *   order. "Nothing else" is checked without sleeping: the test publishes a
  *   sentinel and reads up to it, since Redis delivers in order.
+ * These readers live in compat/support/conformance_support.c, shared with
+ * test_conformance_kinds.c.
  *
  * The expected key and channel names are written out literally below, for
  * every shape of name the brace rule (section 1.2) tells apart.
@@ -28,13 +30,13 @@
 #include <cmocka.h>
 
 #include <pthread.h>
-#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "compat_testing.h"
+#include "conformance_support.h"
 #include "harness.h"
 #include "lock_testing.h"
 #include "rlock.h"
@@ -43,11 +45,6 @@
 #define WATCHDOG_MS      30000 /* Redisson's default lockWatchdogTimeout */
 #define SHORT_WATCHDOG   1500  /* renewed every 500 ms */
 #define SHORT_WATCHDOG_S "1500"
-#define LATCH_MIN_MS     16000 /* Redisson 3.48+/4.x latch PX range */
-#define LATCH_MAX_MS     20000
-#define SENTINEL_CHANNEL "conformance:sentinel"
-#define MAX_MESSAGES     64
-#define MAX_MONITOR      512
 
 /* A Redisson client that is not rlock: a UUID and a thread id. */
 #define JAVA_OWNER   "0c9e7f7a-3d1b-4e8f-9a51-6b2d4c8e1f30:57"
@@ -121,442 +118,7 @@ static const naming CLOSE_BRACE = {"conf}close",
 /* Fixture                                                                  */
 /* ------------------------------------------------------------------------ */
 
-typedef struct msg {
-    char *channel;
-    char *payload;
-} msg;
-
-/* Every message published on any channel, read up to a sentinel. */
-typedef struct msglog {
-    redisContext *c;
-    int seq;
-    msg msgs[MAX_MESSAGES];
-    int n;
-} msglog;
-
-static struct {
-    rt_redis redis;
-    rlock_client *c;     /* the rlock client under test */
-    rlock_client *other; /* another rlock client: another owner */
-    msglog log;
-} F;
-
-static redisContext *connect_ctx(void)
-{
-    struct timeval tv = {5, 0};
-    redisContext *c = redisConnectWithTimeout("127.0.0.1", F.redis.port, tv);
-
-    assert_non_null(c);
-    assert_int_equal(c->err, 0);
-    assert_int_equal(redisSetTimeout(c, tv), REDIS_OK);
-    return c;
-}
-
-static void msglog_start(msglog *l)
-{
-    redisReply *rep;
-
-    memset(l, 0, sizeof(*l));
-    l->c = connect_ctx();
-    rep = redisCommand(l->c, "PSUBSCRIBE *");
-    assert_non_null(rep);
-    assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
-    freeReplyObject(rep);
-}
-
-static void msglog_clear(msglog *l)
-{
-    for (int i = 0; i < l->n; i++) {
-        free(l->msgs[i].channel);
-        free(l->msgs[i].payload);
-    }
-    l->n = 0;
-}
-
-static void msglog_stop(msglog *l)
-{
-    msglog_clear(l);
-    if (l->c != NULL)
-        redisFree(l->c);
-    l->c = NULL;
-}
-
-/* Replaces the log's contents with every message published since the last
- * call (or the start), up to a sentinel this call publishes. */
-static void msglog_collect(msglog *l)
-{
-    char token[32];
-
-    msglog_clear(l);
-    snprintf(token, sizeof(token), "%d", ++l->seq);
-    assert_int_equal(
-        rt_cmd_int(&F.redis, "PUBLISH %s %s", SENTINEL_CHANNEL, token), 1);
-    for (;;) {
-        redisReply *rep = NULL;
-
-        assert_int_equal(redisGetReply(l->c, (void **)&rep), REDIS_OK);
-        assert_non_null(rep);
-        assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
-        assert_int_equal(rep->elements, 4);
-        assert_string_equal(rep->element[0]->str, "pmessage");
-        if (strcmp(rep->element[2]->str, SENTINEL_CHANNEL) == 0 &&
-            strcmp(rep->element[3]->str, token) == 0) {
-            freeReplyObject(rep);
-            return;
-        }
-        assert_true(l->n < MAX_MESSAGES);
-        l->msgs[l->n].channel = strdup(rep->element[2]->str);
-        l->msgs[l->n].payload = strdup(rep->element[3]->str);
-        l->n++;
-        freeReplyObject(rep);
-    }
-}
-
-/* Asserts that nothing was published since the last check. */
-static void expect_nothing_published(void)
-{
-    msglog_collect(&F.log);
-    for (int i = 0; i < F.log.n; i++)
-        print_error("unexpected message %s: %s\n", F.log.msgs[i].channel,
-                    F.log.msgs[i].payload);
-    assert_int_equal(F.log.n, 0);
-}
-
-/* Asserts that exactly one message was published since the last check:
- * payload on channel. */
-static void expect_published(const char *channel, const char *payload)
-{
-    msglog_collect(&F.log);
-    if (F.log.n != 1)
-        for (int i = 0; i < F.log.n; i++)
-            print_error("published %s: %s\n", F.log.msgs[i].channel,
-                        F.log.msgs[i].payload);
-    assert_int_equal(F.log.n, 1);
-    assert_string_equal(F.log.msgs[0].channel, channel);
-    assert_string_equal(F.log.msgs[0].payload, payload);
-}
-
-static int group_setup(void **state)
-{
-    (void)state;
-    return rt_redis_start(&F.redis) == 0 ? 0 : -1;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    rt_redis_stop(&F.redis);
-    return 0;
-}
-
-/* Each test starts from an empty keyspace, with fresh clients and a fresh
- * message log. */
-static int setup(void **state)
-{
-    (void)state;
-    freeReplyObject(rt_cmd(&F.redis, "FLUSHALL"));
-    assert_int_equal(rt_cmd_int(&F.redis, "DBSIZE"), 0);
-    F.c = ct_connect(&F.redis);
-    F.other = ct_connect(&F.redis);
-    msglog_start(&F.log);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    msglog_stop(&F.log);
-    rlock_client_free(F.c);
-    rlock_client_free(F.other);
-    F.c = F.other = NULL;
-    return 0;
-}
-
-/* ------------------------------------------------------------------------ */
-/* MONITOR: the commands scripts and clients ran, for the latch             */
-/* ------------------------------------------------------------------------ */
-
-typedef struct mon_cmd {
-    int lua; /* run from a script */
-    int argc;
-    char *argv[16];
-} mon_cmd;
-
-typedef struct monitor {
-    redisContext *c;
-    mon_cmd cmds[MAX_MONITOR];
-    int n;
-} monitor;
-
-/* Parses the quoted arguments of one MONITOR line into cmd. Returns 0, or
- * -1 if the line is not a command line. */
-static int parse_monitor_line(const char *line, mon_cmd *cmd)
-{
-    const char *p = strchr(line, '[');
-    const char *end = p != NULL ? strchr(p, ']') : NULL;
-
-    memset(cmd, 0, sizeof(*cmd));
-    if (p == NULL || end == NULL)
-        return -1;
-    /* "[<db> lua]" for a command a script ran, "[<db> <addr>]" otherwise */
-    cmd->lua = end - p >= 4 && strncmp(end - 4, " lua", 4) == 0;
-    p = end + 1;
-    while (*p == ' ')
-        p++;
-    while (*p == '"' && cmd->argc < 16) {
-        char buf[1024];
-        size_t n = 0;
-
-        p++;
-        while (*p != '\0' && *p != '"' && n < sizeof(buf) - 1) {
-            if (*p == '\\' && p[1] != '\0') {
-                p++;
-                if (*p == 'x' && p[1] != '\0' && p[2] != '\0') {
-                    char hex[3] = {p[1], p[2], 0};
-
-                    buf[n++] = (char)strtol(hex, NULL, 16);
-                    p += 3;
-                    continue;
-                }
-                buf[n++] = *p == 'n' ? '\n' : *p == 'r' ? '\r' : *p;
-                p++;
-                continue;
-            }
-            buf[n++] = *p++;
-        }
-        buf[n] = '\0';
-        cmd->argv[cmd->argc++] = strdup(buf);
-        if (*p == '"')
-            p++;
-        while (*p == ' ')
-            p++;
-    }
-    return cmd->argc > 0 ? 0 : -1;
-}
-
-static void monitor_start(monitor *m)
-{
-    redisReply *rep;
-
-    memset(m, 0, sizeof(*m));
-    m->c = connect_ctx();
-    rep = redisCommand(m->c, "MONITOR");
-    assert_non_null(rep);
-    assert_int_equal(rep->type, REDIS_REPLY_STATUS);
-    freeReplyObject(rep);
-}
-
-/* Reads every command logged since monitor_start(), up to a sentinel ECHO
- * this call sends, then stops monitoring. */
-static void monitor_finish(monitor *m)
-{
-    static int seq;
-    char token[64];
-
-    snprintf(token, sizeof(token), "conformance-monitor-%d", ++seq);
-    freeReplyObject(rt_cmd(&F.redis, "ECHO %s", token));
-    for (;;) {
-        redisReply *rep = NULL;
-        mon_cmd cmd;
-
-        assert_int_equal(redisGetReply(m->c, (void **)&rep), REDIS_OK);
-        assert_non_null(rep);
-        assert_int_equal(rep->type, REDIS_REPLY_STATUS);
-        if (parse_monitor_line(rep->str, &cmd) == 0) {
-            if (cmd.argc == 2 && strcasecmp(cmd.argv[0], "echo") == 0 &&
-                strcmp(cmd.argv[1], token) == 0) {
-                for (int i = 0; i < cmd.argc; i++)
-                    free(cmd.argv[i]);
-                freeReplyObject(rep);
-                break;
-            }
-            assert_true(m->n < MAX_MONITOR);
-            m->cmds[m->n++] = cmd;
-        }
-        freeReplyObject(rep);
-    }
-    redisFree(m->c);
-    m->c = NULL;
-}
-
-static void monitor_free(monitor *m)
-{
-    for (int i = 0; i < m->n; i++)
-        for (int j = 0; j < m->cmds[i].argc; j++)
-            free(m->cmds[i].argv[j]);
-    if (m->c != NULL)
-        redisFree(m->c);
-    memset(m, 0, sizeof(*m));
-}
-
-/* Returns 1 if s is prefix ":" followed by exactly 32 lowercase hex digits
- * (a Redisson request id). */
-static int is_latch_key(const char *s, const char *prefix)
-{
-    size_t n = strlen(prefix);
-
-    if (strncmp(s, prefix, n) != 0 || s[n] != ':' || strlen(s + n + 1) != 32)
-        return 0;
-    return strspn(s + n + 1, "0123456789abcdef") == 32;
-}
-
-/* The latch writes and deletes one unlock produced. */
-typedef struct latch_use {
-    int sets;             /* SETs of a latch key from a script */
-    char key[512];        /* the (last) latch key set */
-    char value[8];        /* its value */
-    long long px;         /* its PX */
-    int deleted;          /* DELs of that key from a client */
-    int other_latch_cmds; /* anything else touching a latch key */
-} latch_use;
-
-/* Scans m for what happened to latch keys starting with prefix. */
-static latch_use latch_usage(const monitor *m, const char *prefix)
-{
-    latch_use u;
-
-    memset(&u, 0, sizeof(u));
-    for (int i = 0; i < m->n; i++) {
-        const mon_cmd *c = &m->cmds[i];
-
-        if (c->argc < 2 || strncmp(c->argv[1], prefix, strlen(prefix)) != 0)
-            continue;
-        if (c->lua && strcasecmp(c->argv[0], "set") == 0) {
-            u.sets++;
-            snprintf(u.key, sizeof(u.key), "%s", c->argv[1]);
-            snprintf(u.value, sizeof(u.value), "%s", c->argv[2]);
-            if (c->argc == 5 && strcasecmp(c->argv[3], "px") == 0)
-                u.px = atoll(c->argv[4]);
-            else
-                u.px = -1;
-        } else if (!c->lua && strcasecmp(c->argv[0], "del") == 0 &&
-                   c->argc == 2 && strcmp(c->argv[1], u.key) == 0) {
-            u.deleted++;
-        } else if (!(c->lua && strcasecmp(c->argv[0], "get") == 0)) {
-            u.other_latch_cmds++;
-        }
-    }
-    return u;
-}
-
-/* Asserts that one unlock wrote one latch under prefix, holding value with
- * a PX in Redisson 4's range, and deleted it afterwards. */
-static void expect_latch(const monitor *m, const char *prefix,
-                         const char *value)
-{
-    latch_use u = latch_usage(m, prefix);
-
-    assert_int_equal(u.sets, 1);
-    assert_true(is_latch_key(u.key, prefix));
-    assert_string_equal(u.value, value);
-    assert_in_range(u.px, LATCH_MIN_MS, LATCH_MAX_MS);
-    assert_int_equal(u.deleted, 1);
-    assert_int_equal(u.other_latch_cmds, 0);
-}
-
-/* Asserts that no latch key under prefix was written. */
-static void expect_no_latch(const monitor *m, const char *prefix)
-{
-    latch_use u = latch_usage(m, prefix);
-
-    assert_int_equal(u.sets, 0);
-    assert_int_equal(u.other_latch_cmds, 0);
-}
-
-/* ------------------------------------------------------------------------ */
-/* State                                                                    */
-/* ------------------------------------------------------------------------ */
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* Asserts that the keyspace is exactly the NULL-terminated keys. A latch
- * key is deleted by a command sent after the unlock reply, so unexpected
- * latch keys get up to a second to go. */
-static void expect_keys(const char *const *keys)
-{
-    int64_t deadline = rt_now_ms() + 1000;
-    const char *want[32];
-    size_t nwant = 0;
-
-    while (keys[nwant] != NULL) {
-        assert_true(nwant < 32);
-        want[nwant] = keys[nwant];
-        nwant++;
-    }
-    qsort(want, nwant, sizeof(want[0]), cmp_str);
-    for (;;) {
-        redisReply *rep = rt_cmd(&F.redis, "KEYS *");
-        const char *got[32];
-        int same, latch_pending = 0;
-
-        assert_non_null(rep);
-        assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
-        assert_true(rep->elements < 32);
-        for (size_t i = 0; i < rep->elements; i++) {
-            got[i] = rep->element[i]->str;
-            if (strncmp(got[i], "redisson_unlock_latch:", 22) == 0)
-                latch_pending = 1;
-        }
-        qsort(got, rep->elements, sizeof(got[0]), cmp_str);
-        same = rep->elements == nwant;
-        for (size_t i = 0; same && i < nwant; i++)
-            same = strcmp(got[i], want[i]) == 0;
-        if (!same && (!latch_pending || rt_now_ms() >= deadline)) {
-            for (size_t i = 0; i < rep->elements; i++)
-                print_error("key present: %s\n", got[i]);
-            for (size_t i = 0; i < nwant; i++)
-                print_error("key expected: %s\n", want[i]);
-        }
-        freeReplyObject(rep);
-        if (same)
-            return;
-        assert_true(latch_pending && rt_now_ms() < deadline);
-        rt_sleep_ms(10);
-    }
-}
-
-#define KEYS(...) ((const char *const[]){__VA_ARGS__, NULL})
-#define NO_KEYS   ((const char *const[]){NULL})
-
-/* Asserts that key is a hash with exactly one field, field = value. */
-static void expect_hash(const char *key, const char *field, const char *value)
-{
-    char *type = rt_cmd_str(&F.redis, "TYPE %s", key);
-
-    assert_non_null(type);
-    assert_string_equal(type, "hash");
-    free(type);
-    lt_assert_single_field(&F.redis, key, field, value);
-}
-
-/* Asserts lo <= PTTL key <= hi. */
-static void expect_pttl(const char *key, long long lo, long long hi)
-{
-    long long pttl = rt_cmd_int(&F.redis, "PTTL %s", key);
-
-    if (pttl < lo || pttl > hi)
-        fail_msg("PTTL %s is %lld, expected %lld..%lld", key, pttl, lo, hi);
-}
-
-/* Asserts that field is "<uuid v4, lowercase>:<positive decimal>", as
- * Redisson's UUID.randomUUID() and Thread.getId() make it. */
-static void expect_owner_shape(const char *field)
-{
-    regex_t re;
-
-    assert_int_equal(
-        regcomp(&re,
-                "^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-"
-                "[0-9a-f]{12}:[1-9][0-9]*$",
-                REG_EXTENDED | REG_NOSUB),
-        0);
-    if (regexec(&re, field, 0, NULL, 0) != 0)
-        fail_msg("owner field \"%s\" is not <uuid>:<thread id>", field);
-    regfree(&re);
-}
+static conf_fixture F;
 
 /* ------------------------------------------------------------------------ */
 /* Scripts run by hand                                                      */
@@ -567,12 +129,9 @@ static void expect_owner_shape(const char *field)
 static redisReply *run_rlock_script(const rlock__script *s, int numkeys,
                                     int argc, const char **argv)
 {
-    redisContext *c = connect_ctx();
+    redisContext *c = conf_connect(&F.redis);
     const char *load[] = {"SCRIPT", "LOAD", (const char *)s->body};
     size_t load_len[] = {6, 4, s->len};
-    const char *args[24];
-    size_t lens[24];
-    char nk[8];
     redisReply *rep;
 
     rep = redisCommandArgv(c, 3, load, load_len);
@@ -580,45 +139,8 @@ static redisReply *run_rlock_script(const rlock__script *s, int numkeys,
     assert_int_equal(rep->type, REDIS_REPLY_STRING);
     assert_string_equal(rep->str, s->sha1);
     freeReplyObject(rep);
-
-    assert_true(argc + 3 <= 24);
-    snprintf(nk, sizeof(nk), "%d", numkeys);
-    args[0] = "EVALSHA";
-    args[1] = s->sha1;
-    args[2] = nk;
-    for (int i = 0; i < argc; i++)
-        args[3 + i] = argv[i];
-    for (int i = 0; i < argc + 3; i++)
-        lens[i] = strlen(args[i]);
-    rep = redisCommandArgv(c, argc + 3, args, lens);
-    assert_non_null(rep);
     redisFree(c);
-    return rep;
-}
-
-/* Runs Lua text by EVAL. */
-static redisReply *run_lua(const char *lua, int numkeys, int argc,
-                           const char **argv)
-{
-    redisContext *c = connect_ctx();
-    const char *args[24];
-    size_t lens[24];
-    char nk[8];
-    redisReply *rep;
-
-    assert_true(argc + 3 <= 24);
-    snprintf(nk, sizeof(nk), "%d", numkeys);
-    args[0] = "EVAL";
-    args[1] = lua;
-    args[2] = nk;
-    for (int i = 0; i < argc; i++)
-        args[3 + i] = argv[i];
-    for (int i = 0; i < argc + 3; i++)
-        lens[i] = strlen(args[i]);
-    rep = redisCommandArgv(c, argc + 3, args, lens);
-    assert_non_null(rep);
-    redisFree(c);
-    return rep;
+    return conf_eval(&F.redis, "EVALSHA", s->sha1, numkeys, argc, argv);
 }
 
 /* Asserts that rep is nil (-1) or the integer want, then frees it. */
@@ -642,7 +164,7 @@ static long long java_v3_acquire(const char *name, const char *owner,
                                  const char *lease)
 {
     const char *argv[] = {name, lease, owner};
-    redisReply *rep = run_lua(V3_12_ACQUIRE, 1, 3, argv);
+    redisReply *rep = conf_eval(&F.redis, "EVAL", V3_12_ACQUIRE, 1, 3, argv);
     long long v = rep->type == REDIS_REPLY_NIL ? REPLY_NIL : rep->integer;
 
     assert_true(rep->type == REDIS_REPLY_NIL ||
@@ -656,7 +178,7 @@ static redisReply *java_v3_unlock(const naming *n, const char *owner)
 {
     const char *argv[] = {n->name, n->channel, "0", "30000", owner};
 
-    return run_lua(V3_PRE_LATCH_UNLOCK, 2, 5, argv);
+    return conf_eval(&F.redis, "EVAL", V3_PRE_LATCH_UNLOCK, 2, 5, argv);
 }
 
 /* rlock's release script, as a Redisson 3.24+ client calls it: KEYS N,
@@ -670,65 +192,6 @@ static redisReply *release_script(const naming *n, const char *owner,
     const char *argv[] = {n->name, n->channel, latch,     "0",
                           lease,   owner,      "PUBLISH", "18000"};
     return run_rlock_script(&rlock__script_lock_release, 3, 8, argv);
-}
-
-/* Asserts that the lock-related channels with subscribers are exactly the
- * NULL-terminated list (waiting up to timeout_ms for it to become so).
- * rlock's subscriber also holds "rlock:anchor:<uuid>", a private channel
- * nobody publishes on; it is left out. */
-static void expect_channels(const char *const *channels, int timeout_ms)
-{
-    int64_t deadline = rt_now_ms() + timeout_ms;
-
-    for (;;) {
-        redisReply *rep = rt_cmd(&F.redis, "PUBSUB CHANNELS");
-        size_t want = 0, got = 0, matched = 0;
-
-        assert_non_null(rep);
-        assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
-        while (channels[want] != NULL)
-            want++;
-        for (size_t i = 0; i < rep->elements; i++) {
-            const char *ch = rep->element[i]->str;
-
-            if (strncmp(ch, "rlock:anchor:", 13) == 0)
-                continue;
-            got++;
-            for (size_t j = 0; j < want; j++)
-                if (strcmp(ch, channels[j]) == 0)
-                    matched++;
-        }
-        if (got == want && matched == want) {
-            freeReplyObject(rep);
-            return;
-        }
-        if (rt_now_ms() >= deadline) {
-            for (size_t i = 0; i < rep->elements; i++)
-                print_error("subscribed: %s\n", rep->element[i]->str);
-            freeReplyObject(rep);
-            fail_msg("lock channels with subscribers are not as expected");
-        }
-        freeReplyObject(rep);
-        rt_sleep_ms(10);
-    }
-}
-
-/* Asserts that the scripts in m only read: no command that writes ran from
- * Lua, and no latch key was touched. */
-static void expect_scripts_only_read(const monitor *m)
-{
-    static const char *const writes[] = {"hset",     "hincrby", "pexpire",
-                                         "del",      "set",     "publish",
-                                         "spublish", "hdel",    "expire"};
-
-    for (int i = 0; i < m->n; i++) {
-        if (!m->cmds[i].lua)
-            continue;
-        for (size_t w = 0; w < sizeof(writes) / sizeof(writes[0]); w++)
-            if (strcasecmp(m->cmds[i].argv[0], writes[w]) == 0)
-                fail_msg("a script ran %s %s", m->cmds[i].argv[0],
-                         m->cmds[i].argc > 1 ? m->cmds[i].argv[1] : "");
-    }
 }
 
 /* ------------------------------------------------------------------------ */
@@ -745,11 +208,11 @@ test_lock_creates_hash_with_one_owner_field_counting_one(void **state)
     lt_owner_field(field, sizeof(field), F.c);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
 
-    expect_keys(KEYS(PLAIN.name));
-    expect_hash(PLAIN.name, field, "1");
-    expect_owner_shape(field);
-    expect_nothing_published();
-    expect_channels(NO_KEYS, 0);
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
+    conf_expect_hash(&F.redis, PLAIN.name, field, "1");
+    conf_expect_owner_shape(field);
+    conf_expect_nothing_published(&F.log);
+    conf_expect_channels(&F.redis, CONF_NO_KEYS, 0);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     rlock_free(l);
 }
@@ -760,7 +223,7 @@ static void test_lock_sets_lease_to_watchdog_timeout(void **state)
 
     (void)state;
     assert_int_equal(rlock_lock(l), RLOCK_OK);
-    expect_pttl(PLAIN.name, WATCHDOG_MS - 1000, WATCHDOG_MS);
+    conf_expect_pttl(&F.redis, PLAIN.name, WATCHDOG_MS - 1000, WATCHDOG_MS);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     rlock_free(l);
 }
@@ -773,10 +236,10 @@ static void test_trylock_with_lease_sets_that_lease(void **state)
     (void)state;
     lt_owner_field(field, sizeof(field), F.c);
     assert_int_equal(rlock_trylock(l, 0, 7000), RLOCK_OK);
-    expect_keys(KEYS(PLAIN.name));
-    expect_hash(PLAIN.name, field, "1");
-    expect_pttl(PLAIN.name, 6000, 7000);
-    expect_nothing_published();
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
+    conf_expect_hash(&F.redis, PLAIN.name, field, "1");
+    conf_expect_pttl(&F.redis, PLAIN.name, 6000, 7000);
+    conf_expect_nothing_published(&F.log);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     rlock_free(l);
 }
@@ -794,9 +257,9 @@ static void test_nested_lock_counts_in_the_same_field(void **state)
     lt_owner_field(field, sizeof(field), F.c);
     for (int i = 0; i < 3; i++)
         assert_int_equal(rlock_lock(l), RLOCK_OK);
-    expect_keys(KEYS(PLAIN.name));
-    expect_hash(PLAIN.name, field, "3");
-    expect_nothing_published();
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
+    conf_expect_hash(&F.redis, PLAIN.name, field, "3");
+    conf_expect_nothing_published(&F.log);
     for (int i = 0; i < 3; i++)
         assert_int_equal(rlock_unlock(l), RLOCK_OK);
     rlock_free(l);
@@ -809,9 +272,9 @@ static void test_nested_lock_resets_lease(void **state)
     (void)state;
     assert_int_equal(rlock_trylock(l, 0, 10000), RLOCK_OK);
     rt_sleep_ms(600);
-    expect_pttl(PLAIN.name, 1, 9500);
+    conf_expect_pttl(&F.redis, PLAIN.name, 1, 9500);
     assert_int_equal(rlock_trylock(l, 0, 10000), RLOCK_OK);
-    expect_pttl(PLAIN.name, 9500, 10000);
+    conf_expect_pttl(&F.redis, PLAIN.name, 9500, 10000);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     rlock_free(l);
@@ -827,25 +290,25 @@ static void test_losing_trylock_changes_nothing(void **state)
     rlock *theirs = lt_get_lock(F.other, PLAIN.name);
     char *before, *after;
     long long pttl;
-    monitor m;
+    conf_monitor m;
 
     (void)state;
     assert_int_equal(rlock_lock(theirs), RLOCK_OK);
     before = lt_hash_dump(&F.redis, PLAIN.name);
     pttl = rt_cmd_int(&F.redis, "PTTL %s", PLAIN.name);
-    monitor_start(&m);
+    conf_monitor_start(&m, &F.redis);
     assert_int_equal(rlock_trylock(mine, 0, RLOCK_LEASE_WATCHDOG),
                      RLOCK_ETIMEDOUT);
-    monitor_finish(&m);
+    conf_monitor_finish(&m);
 
     after = lt_hash_dump(&F.redis, PLAIN.name);
     assert_string_equal(after, before);
-    expect_keys(KEYS(PLAIN.name));
-    expect_pttl(PLAIN.name, 1, pttl);
-    expect_scripts_only_read(&m);
-    expect_no_latch(&m, PLAIN.latch_prefix);
-    expect_nothing_published();
-    monitor_free(&m);
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
+    conf_expect_pttl(&F.redis, PLAIN.name, 1, pttl);
+    conf_expect_scripts_only_read(&m);
+    conf_expect_no_latch(&m, PLAIN.latch_prefix);
+    conf_expect_nothing_published(&F.log);
+    conf_monitor_free(&m);
     free(before);
     free(after);
     assert_int_equal(rlock_unlock(theirs), RLOCK_OK);
@@ -865,16 +328,16 @@ test_waiting_trylock_listens_on_lock_channel_then_leaves_it(void **state)
     assert_int_equal(rlock_lock(theirs), RLOCK_OK);
     before = lt_hash_dump(&F.redis, PLAIN.name);
     ct_locker_start(&waiter, mine, 1200);
-    expect_channels(KEYS(PLAIN.channel), 1000);
+    conf_expect_channels(&F.redis, CONF_KEYS(PLAIN.channel), 1000);
     assert_true(ct_locker_wait(&waiter, 5000));
     assert_int_equal(waiter.acquired_rc, RLOCK_ETIMEDOUT);
     assert_int_equal(ct_locker_release(&waiter), RLOCK_OK);
-    expect_channels(NO_KEYS, 1000);
+    conf_expect_channels(&F.redis, CONF_NO_KEYS, 1000);
 
     after = lt_hash_dump(&F.redis, PLAIN.name);
     assert_string_equal(after, before);
-    expect_keys(KEYS(PLAIN.name));
-    expect_nothing_published();
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
+    conf_expect_nothing_published(&F.log);
     free(before);
     free(after);
     assert_int_equal(rlock_unlock(theirs), RLOCK_OK);
@@ -898,9 +361,9 @@ test_inner_unlock_takes_one_from_field_and_publishes_nothing(void **state)
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
 
-    expect_keys(KEYS(PLAIN.name));
-    expect_hash(PLAIN.name, field, "1");
-    expect_nothing_published();
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
+    conf_expect_hash(&F.redis, PLAIN.name, field, "1");
+    conf_expect_nothing_published(&F.log);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     rlock_free(l);
 }
@@ -913,9 +376,9 @@ static void test_inner_unlock_resets_lease_to_acquire_lease(void **state)
     assert_int_equal(rlock_trylock(l, 0, 10000), RLOCK_OK);
     assert_int_equal(rlock_trylock(l, 0, 10000), RLOCK_OK);
     rt_sleep_ms(600);
-    expect_pttl(PLAIN.name, 1, 9500);
+    conf_expect_pttl(&F.redis, PLAIN.name, 1, 9500);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    expect_pttl(PLAIN.name, 9500, 10000);
+    conf_expect_pttl(&F.redis, PLAIN.name, 9500, 10000);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     rlock_free(l);
 }
@@ -928,9 +391,9 @@ static void test_inner_unlock_resets_lease_to_watchdog_timeout(void **state)
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     rt_sleep_ms(600);
-    expect_pttl(PLAIN.name, 1, WATCHDOG_MS - 500);
+    conf_expect_pttl(&F.redis, PLAIN.name, 1, WATCHDOG_MS - 500);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    expect_pttl(PLAIN.name, WATCHDOG_MS - 500, WATCHDOG_MS);
+    conf_expect_pttl(&F.redis, PLAIN.name, WATCHDOG_MS - 500, WATCHDOG_MS);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     rlock_free(l);
 }
@@ -938,17 +401,18 @@ static void test_inner_unlock_resets_lease_to_watchdog_timeout(void **state)
 static void test_inner_unlock_writes_latch_0_then_deletes_it(void **state)
 {
     rlock *l = lt_get_lock(F.c, PLAIN.name);
-    monitor m;
+    conf_monitor m;
 
     (void)state;
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
-    monitor_start(&m);
+    conf_monitor_start(&m, &F.redis);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    expect_keys(KEYS(PLAIN.name)); /* waits for the latch DEL */
-    monitor_finish(&m);
-    expect_latch(&m, PLAIN.latch_prefix, "0");
-    monitor_free(&m);
+    /* waits for the latch DEL */
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
+    conf_monitor_finish(&m);
+    conf_expect_latch(&m, PLAIN.latch_prefix, "0");
+    conf_monitor_free(&m);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     rlock_free(l);
 }
@@ -962,7 +426,7 @@ static void test_last_unlock_deletes_the_hash(void **state)
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    expect_keys(NO_KEYS);
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
     rlock_free(l);
 }
 
@@ -972,25 +436,25 @@ static void test_last_unlock_publishes_0_once_on_lock_channel(void **state)
 
     (void)state;
     assert_int_equal(rlock_lock(l), RLOCK_OK);
-    expect_nothing_published();
+    conf_expect_nothing_published(&F.log);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    expect_published(PLAIN.channel, "0");
+    conf_expect_published(&F.log, PLAIN.channel, "0");
     rlock_free(l);
 }
 
 static void test_last_unlock_writes_latch_1_then_deletes_it(void **state)
 {
     rlock *l = lt_get_lock(F.c, PLAIN.name);
-    monitor m;
+    conf_monitor m;
 
     (void)state;
     assert_int_equal(rlock_lock(l), RLOCK_OK);
-    monitor_start(&m);
+    conf_monitor_start(&m, &F.redis);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    expect_keys(NO_KEYS);
-    monitor_finish(&m);
-    expect_latch(&m, PLAIN.latch_prefix, "1");
-    monitor_free(&m);
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
+    conf_monitor_finish(&m);
+    conf_expect_latch(&m, PLAIN.latch_prefix, "1");
+    conf_monitor_free(&m);
     rlock_free(l);
 }
 
@@ -1003,22 +467,22 @@ static void test_unlock_by_non_owner_changes_nothing(void **state)
     rlock *mine = lt_get_lock(F.c, PLAIN.name);
     rlock *theirs = lt_get_lock(F.other, PLAIN.name);
     char *before, *after;
-    monitor m;
+    conf_monitor m;
 
     (void)state;
     assert_int_equal(rlock_lock(theirs), RLOCK_OK);
     before = lt_hash_dump(&F.redis, PLAIN.name);
-    monitor_start(&m);
+    conf_monitor_start(&m, &F.redis);
     assert_int_equal(rlock_unlock(mine), RLOCK_ENOTOWNER);
-    monitor_finish(&m);
+    conf_monitor_finish(&m);
 
     after = lt_hash_dump(&F.redis, PLAIN.name);
     assert_string_equal(after, before);
-    expect_keys(KEYS(PLAIN.name));
-    expect_scripts_only_read(&m);
-    expect_no_latch(&m, PLAIN.latch_prefix);
-    expect_nothing_published();
-    monitor_free(&m);
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
+    conf_expect_scripts_only_read(&m);
+    conf_expect_no_latch(&m, PLAIN.latch_prefix);
+    conf_expect_nothing_published(&F.log);
+    conf_monitor_free(&m);
     free(before);
     free(after);
     assert_int_equal(rlock_unlock(theirs), RLOCK_OK);
@@ -1041,8 +505,8 @@ test_release_script_for_non_owner_replies_nil_writes_no_latch(void **state)
 
     after = lt_hash_dump(&F.redis, PLAIN.name);
     assert_string_equal(after, before);
-    expect_keys(KEYS(PLAIN.name)); /* no latch key */
-    expect_nothing_published();
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name)); /* no latch key */
+    conf_expect_nothing_published(&F.log);
     free(before);
     free(after);
     assert_int_equal(rlock_unlock(theirs), RLOCK_OK);
@@ -1057,19 +521,19 @@ static void test_force_unlock_deletes_held_lock_and_publishes_0(void **state)
 {
     rlock *mine = lt_get_lock(F.c, PLAIN.name);
     rlock *theirs = lt_get_lock(F.other, PLAIN.name);
-    monitor m;
+    conf_monitor m;
 
     (void)state;
     assert_int_equal(rlock_lock(theirs), RLOCK_OK);
     assert_int_equal(rlock_lock(theirs), RLOCK_OK);
-    monitor_start(&m);
+    conf_monitor_start(&m, &F.redis);
     assert_int_equal(rlock_force_unlock(mine), RLOCK_OK);
-    monitor_finish(&m);
+    conf_monitor_finish(&m);
 
-    expect_keys(NO_KEYS);
-    expect_published(PLAIN.channel, "0");
-    expect_no_latch(&m, PLAIN.latch_prefix);
-    monitor_free(&m);
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
+    conf_expect_published(&F.log, PLAIN.channel, "0");
+    conf_expect_no_latch(&m, PLAIN.latch_prefix);
+    conf_monitor_free(&m);
     assert_int_equal(rlock_unlock(theirs), RLOCK_ELOST);
     rlock_free(mine);
     rlock_free(theirs);
@@ -1081,8 +545,8 @@ static void test_force_unlock_of_free_lock_publishes_nothing(void **state)
 
     (void)state;
     assert_int_equal(rlock_force_unlock(l), RLOCK_OK);
-    expect_keys(NO_KEYS);
-    expect_nothing_published();
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
+    conf_expect_nothing_published(&F.log);
     rlock_free(l);
 }
 
@@ -1098,12 +562,12 @@ static rlock_client *connect_short_watchdog(void)
 }
 
 /* Counts Lua PEXPIREs of key to ms in m. */
-static int count_pexpire(const monitor *m, const char *key, const char *ms)
+static int count_pexpire(const conf_monitor *m, const char *key, const char *ms)
 {
     int n = 0;
 
     for (int i = 0; i < m->n; i++) {
-        const mon_cmd *c = &m->cmds[i];
+        const conf_mon_cmd *c = &m->cmds[i];
 
         if (c->lua && c->argc == 3 && strcasecmp(c->argv[0], "pexpire") == 0 &&
             strcmp(c->argv[1], key) == 0 && strcmp(c->argv[2], ms) == 0)
@@ -1117,24 +581,24 @@ static void test_watchdog_renews_lease_to_watchdog_timeout(void **state)
     rlock_client *wd = connect_short_watchdog();
     rlock *l = lt_get_lock(wd, PLAIN.name);
     char field[128];
-    monitor m;
+    conf_monitor m;
 
     (void)state;
     lt_owner_field(field, sizeof(field), wd);
-    monitor_start(&m);
+    conf_monitor_start(&m, &F.redis);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     /* over two and a half leases: the key lives on only through renewals */
     for (int i = 0; i < 8; i++) {
         rt_sleep_ms(SHORT_WATCHDOG / 3);
-        expect_pttl(PLAIN.name, 1, SHORT_WATCHDOG);
+        conf_expect_pttl(&F.redis, PLAIN.name, 1, SHORT_WATCHDOG);
     }
-    monitor_finish(&m);
-    expect_keys(KEYS(PLAIN.name));
-    expect_hash(PLAIN.name, field, "1");
+    conf_monitor_finish(&m);
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
+    conf_expect_hash(&F.redis, PLAIN.name, field, "1");
     /* the acquire's PEXPIRE plus one per third of a lease (about 8) */
     assert_true(count_pexpire(&m, PLAIN.name, SHORT_WATCHDOG_S) >= 1 + 5);
-    expect_nothing_published();
-    monitor_free(&m);
+    conf_expect_nothing_published(&F.log);
+    conf_monitor_free(&m);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     rlock_free(l);
     rlock_client_free(wd);
@@ -1155,12 +619,13 @@ static void test_watchdog_leaves_alone_lock_whose_field_is_gone(void **state)
     rt_sleep_ms(SHORT_WATCHDOG * 6 / 5); /* over three renewal periods */
 
     /* neither raised back to the watchdog lease nor renewed */
-    expect_keys(KEYS(PLAIN.name));
-    expect_hash(PLAIN.name, JAVA_OWNER, "1");
-    expect_pttl(PLAIN.name, SHORT_WATCHDOG + 100, 5000 - SHORT_WATCHDOG);
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
+    conf_expect_hash(&F.redis, PLAIN.name, JAVA_OWNER, "1");
+    conf_expect_pttl(&F.redis, PLAIN.name, SHORT_WATCHDOG + 100,
+                     5000 - SHORT_WATCHDOG);
     assert_int_equal(rlock_unlock(l), RLOCK_ELOST);
-    expect_hash(PLAIN.name, JAVA_OWNER, "1");
-    expect_nothing_published();
+    conf_expect_hash(&F.redis, PLAIN.name, JAVA_OWNER, "1");
+    conf_expect_nothing_published(&F.log);
     rlock_free(l);
     rlock_client_free(wd);
 }
@@ -1185,32 +650,32 @@ test_release_repeated_with_same_request_id_answers_from_latch(void **state)
         expect_reply(
             run_rlock_script(&rlock__script_lock_acquire, 1, 3, acquire),
             REPLY_NIL);
-    expect_hash(PLAIN.name, JAVA_OWNER, "2");
+    conf_expect_hash(&F.redis, PLAIN.name, JAVA_OWNER, "2");
 
     /* the inner unlock, then its retry: answered "0" from the latch */
     expect_reply(release_script(&PLAIN, JAVA_OWNER, id1, "30000"), 0);
-    expect_hash(PLAIN.name, JAVA_OWNER, "1");
+    conf_expect_hash(&F.redis, PLAIN.name, JAVA_OWNER, "1");
     v = rt_cmd_str(&F.redis, "GET %s", latch1);
     assert_non_null(v);
     assert_string_equal(v, "0");
     free(v);
-    expect_pttl(latch1, 17000, 18000);
+    conf_expect_pttl(&F.redis, latch1, 17000, 18000);
     expect_reply(release_script(&PLAIN, JAVA_OWNER, id1, "30000"), 0);
-    expect_hash(PLAIN.name, JAVA_OWNER, "1");
-    expect_nothing_published();
+    conf_expect_hash(&F.redis, PLAIN.name, JAVA_OWNER, "1");
+    conf_expect_nothing_published(&F.log);
 
     /* the last unlock, then its retry: answered "1", published once */
     expect_reply(release_script(&PLAIN, JAVA_OWNER, id2, "30000"), 1);
-    expect_published(PLAIN.channel, "0");
+    conf_expect_published(&F.log, PLAIN.channel, "0");
     expect_reply(release_script(&PLAIN, JAVA_OWNER, id2, "30000"), 1);
-    expect_nothing_published();
+    conf_expect_nothing_published(&F.log);
     v = rt_cmd_str(&F.redis, "GET %s", latch2);
     assert_non_null(v);
     assert_string_equal(v, "1");
     free(v);
-    expect_pttl(latch2, 17000, 18000);
+    conf_expect_pttl(&F.redis, latch2, 17000, 18000);
     /* nobody deleted the latches: the client that ran the script does */
-    expect_keys(KEYS(latch1, latch2));
+    conf_expect_keys(&F.redis, CONF_KEYS(latch1, latch2));
 }
 
 /* The owner thread of the lost-reply test: it takes the lock twice, then
@@ -1244,7 +709,7 @@ static void test_unlock_retried_after_lost_reply_releases_one_hold(void **state)
     rlock_client *slow = NULL;
     unlock_job job;
     pthread_t t;
-    monitor m;
+    conf_monitor m;
     redisReply *rep;
     char field_prefix[64];
 
@@ -1263,7 +728,7 @@ static void test_unlock_retried_after_lost_reply_releases_one_hold(void **state)
 
     pthread_barrier_wait(&job.step); /* 1 */
     assert_int_equal(job.rc_lock, RLOCK_OK);
-    monitor_start(&m);
+    conf_monitor_start(&m, &F.redis);
     /* Redis stops answering while the unlock is sent: the reply is lost
      * to the command timeout and the call is retried. */
     rt_redis_pause(&F.redis);
@@ -1272,8 +737,8 @@ static void test_unlock_retried_after_lost_reply_releases_one_hold(void **state)
     rt_redis_resume(&F.redis);
     pthread_barrier_wait(&job.step); /* 3 */
     assert_int_equal(job.rc_first, RLOCK_OK);
-    expect_keys(KEYS(PLAIN.name));
-    monitor_finish(&m);
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
+    conf_monitor_finish(&m);
 
     /* one hold of two was released, however many times the script ran */
     rep = rt_cmd(&F.redis, "HGETALL %s", PLAIN.name);
@@ -1284,12 +749,12 @@ static void test_unlock_retried_after_lost_reply_releases_one_hold(void **state)
                         strlen(field_prefix));
     assert_string_equal(rep->element[1]->str, "1");
     freeReplyObject(rep);
-    expect_nothing_published();
+    conf_expect_nothing_published(&F.log);
 
     /* the retry really happened, with the same latch key, and the script
      * wrote that latch once */
     {
-        latch_use u = latch_usage(&m, PLAIN.latch_prefix);
+        conf_latch_use u = conf_latch_usage(&m, PLAIN.latch_prefix);
         int runs = 0;
 
         assert_int_equal(u.sets, 1);
@@ -1303,13 +768,13 @@ static void test_unlock_retried_after_lost_reply_releases_one_hold(void **state)
         print_message("release script ran %d times for one unlock\n", runs);
         assert_true(runs >= 2);
     }
-    monitor_free(&m);
+    conf_monitor_free(&m);
 
     pthread_barrier_wait(&job.step); /* 4 */
     assert_int_equal(pthread_join(t, NULL), 0);
     assert_int_equal(job.rc_last, RLOCK_OK);
-    expect_keys(NO_KEYS);
-    expect_published(PLAIN.channel, "0");
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
+    conf_expect_published(&F.log, PLAIN.channel, "0");
     pthread_barrier_destroy(&job.step);
     rlock_free(job.l);
     rlock_client_free(slow);
@@ -1332,7 +797,7 @@ static void expect_hash_owned_by(const char *key, rlock_client *c,
     assert_int_equal(rep->elements, 2);
     assert_memory_equal(rep->element[0]->str, rlock_client_id(c), n);
     assert_int_equal(rep->element[0]->str[n], ':');
-    expect_owner_shape(rep->element[0]->str);
+    conf_expect_owner_shape(rep->element[0]->str);
     assert_string_equal(rep->element[1]->str, value);
     freeReplyObject(rep);
 }
@@ -1350,19 +815,19 @@ test_redisson_3x_unlock_without_latch_wakes_rlock_waiter(void **state)
                      REPLY_NIL);
     assert_int_equal(java_v3_acquire(PLAIN.name, JAVA_OWNER, "30000"),
                      REPLY_NIL);
-    expect_hash(PLAIN.name, JAVA_OWNER, "2");
+    conf_expect_hash(&F.redis, PLAIN.name, JAVA_OWNER, "2");
     assert_int_equal(rlock_is_locked(l), 1);
     assert_int_equal(rlock_trylock(l, 0, RLOCK_LEASE_WATCHDOG),
                      RLOCK_ETIMEDOUT);
 
     ct_locker_start(&waiter, l, RLOCK_WAIT_FOREVER);
-    expect_channels(KEYS(PLAIN.channel), 2000);
+    conf_expect_channels(&F.redis, CONF_KEYS(PLAIN.channel), 2000);
 
     /* its inner unlock: no message, the waiter keeps waiting */
     expect_reply(java_v3_unlock(&PLAIN, JAVA_OWNER), 0);
-    expect_hash(PLAIN.name, JAVA_OWNER, "1");
-    expect_pttl(PLAIN.name, WATCHDOG_MS - 1000, WATCHDOG_MS);
-    expect_nothing_published();
+    conf_expect_hash(&F.redis, PLAIN.name, JAVA_OWNER, "1");
+    conf_expect_pttl(&F.redis, PLAIN.name, WATCHDOG_MS - 1000, WATCHDOG_MS);
+    conf_expect_nothing_published(&F.log);
     assert_false(ct_locker_wait(&waiter, 200));
 
     /* its last unlock: DEL and "0" on the channel wake rlock's waiter */
@@ -1371,13 +836,13 @@ test_redisson_3x_unlock_without_latch_wakes_rlock_waiter(void **state)
     assert_true(ct_locker_wait(&waiter, CT_WAKE_BOUND_MS));
     assert_int_equal(waiter.acquired_rc, RLOCK_OK);
     assert_true(waiter.done_ms - released < CT_WAKE_BOUND_MS);
-    expect_keys(KEYS(PLAIN.name));
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
     expect_hash_owned_by(PLAIN.name, F.c, "1");
-    expect_published(PLAIN.channel, "0");
+    conf_expect_published(&F.log, PLAIN.channel, "0");
 
     assert_int_equal(ct_locker_release(&waiter), RLOCK_OK);
-    expect_keys(NO_KEYS);
-    expect_published(PLAIN.channel, "0");
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
+    conf_expect_published(&F.log, PLAIN.channel, "0");
     rlock_free(l);
 }
 
@@ -1395,24 +860,24 @@ static void test_redisson_3x_waiter_sees_rlock_hold_and_release(void **state)
     /* the 3.x acquire is told the lock is busy for about a lease */
     ttl = java_v3_acquire(PLAIN.name, JAVA_OWNER, "30000");
     assert_in_range(ttl, WATCHDOG_MS - 1000, WATCHDOG_MS);
-    expect_hash(PLAIN.name, field, "2");
+    conf_expect_hash(&F.redis, PLAIN.name, field, "2");
 
     /* rlock's inner unlock leaves no latch behind and says nothing */
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    expect_keys(KEYS(PLAIN.name));
-    expect_nothing_published();
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
+    conf_expect_nothing_published(&F.log);
     ttl = java_v3_acquire(PLAIN.name, JAVA_OWNER, "30000");
     assert_in_range(ttl, WATCHDOG_MS - 1000, WATCHDOG_MS);
 
     /* its last unlock publishes what a 3.x waiter listens for, and then
      * the 3.x client takes the lock */
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    expect_published(PLAIN.channel, "0");
-    expect_keys(NO_KEYS);
+    conf_expect_published(&F.log, PLAIN.channel, "0");
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
     assert_int_equal(java_v3_acquire(PLAIN.name, JAVA_OWNER, "30000"),
                      REPLY_NIL);
-    expect_hash(PLAIN.name, JAVA_OWNER, "1");
-    expect_pttl(PLAIN.name, WATCHDOG_MS - 1000, WATCHDOG_MS);
+    conf_expect_hash(&F.redis, PLAIN.name, JAVA_OWNER, "1");
+    conf_expect_pttl(&F.redis, PLAIN.name, WATCHDOG_MS - 1000, WATCHDOG_MS);
     expect_reply(java_v3_unlock(&PLAIN, JAVA_OWNER), 1);
     rlock_free(l);
 }
@@ -1428,8 +893,8 @@ static void test_redisson_3x_unlock_of_rlock_hold_changes_nothing(void **state)
     expect_reply(java_v3_unlock(&PLAIN, JAVA_OWNER), REPLY_NIL);
     after = lt_hash_dump(&F.redis, PLAIN.name);
     assert_string_equal(after, before);
-    expect_keys(KEYS(PLAIN.name));
-    expect_nothing_published();
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
+    conf_expect_nothing_published(&F.log);
     assert_int_equal(rlock_is_held_by_me(l), 1);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     free(before);
@@ -1449,11 +914,11 @@ static void test_rlock_unlock_of_redisson_3x_hold_changes_nothing(void **state)
     assert_int_equal(rlock_unlock(l), RLOCK_ENOTOWNER);
     after = lt_hash_dump(&F.redis, PLAIN.name);
     assert_string_equal(after, before);
-    expect_keys(KEYS(PLAIN.name));
-    expect_nothing_published();
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
+    conf_expect_nothing_published(&F.log);
     /* the 3.x holder still owns it */
     expect_reply(java_v3_unlock(&PLAIN, JAVA_OWNER_2), 1);
-    expect_published(PLAIN.channel, "0");
+    conf_expect_published(&F.log, PLAIN.channel, "0");
     free(before);
     free(after);
     rlock_free(l);
@@ -1469,12 +934,12 @@ static void test_rlock_force_unlock_breaks_redisson_3x_hold(void **state)
     assert_int_equal(java_v3_acquire(PLAIN.name, JAVA_OWNER_2, "30000"),
                      REPLY_NIL);
     assert_int_equal(rlock_force_unlock(l), RLOCK_OK);
-    expect_keys(NO_KEYS);
-    expect_published(PLAIN.channel, "0");
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
+    conf_expect_published(&F.log, PLAIN.channel, "0");
     /* the 3.x holder's own unlock now finds nothing (Java would throw
      * IllegalMonitorStateException) */
     expect_reply(java_v3_unlock(&PLAIN, JAVA_OWNER_2), REPLY_NIL);
-    expect_nothing_published();
+    conf_expect_nothing_published(&F.log);
     rlock_free(l);
 }
 
@@ -1491,41 +956,41 @@ static void check_life_cycle_names(const naming *n)
     rlock *theirs = lt_get_lock(F.other, n->name);
     char field[128];
     ct_locker waiter;
-    monitor m;
+    conf_monitor m;
 
     lt_owner_field(field, sizeof(field), F.c);
     assert_int_equal(rlock_lock(mine), RLOCK_OK);
     assert_int_equal(rlock_lock(mine), RLOCK_OK);
-    expect_keys(KEYS(n->name));
-    expect_hash(n->name, field, "2");
-    expect_nothing_published();
+    conf_expect_keys(&F.redis, CONF_KEYS(n->name));
+    conf_expect_hash(&F.redis, n->name, field, "2");
+    conf_expect_nothing_published(&F.log);
 
-    monitor_start(&m);
+    conf_monitor_start(&m, &F.redis);
     assert_int_equal(rlock_unlock(mine), RLOCK_OK);
-    expect_keys(KEYS(n->name));
-    monitor_finish(&m);
-    expect_latch(&m, n->latch_prefix, "0");
-    monitor_free(&m);
-    expect_nothing_published();
+    conf_expect_keys(&F.redis, CONF_KEYS(n->name));
+    conf_monitor_finish(&m);
+    conf_expect_latch(&m, n->latch_prefix, "0");
+    conf_monitor_free(&m);
+    conf_expect_nothing_published(&F.log);
 
     ct_locker_start(&waiter, theirs, 10000);
-    expect_channels(KEYS(n->channel), 2000);
+    conf_expect_channels(&F.redis, CONF_KEYS(n->channel), 2000);
 
-    monitor_start(&m);
+    conf_monitor_start(&m, &F.redis);
     assert_int_equal(rlock_unlock(mine), RLOCK_OK);
     assert_true(ct_locker_wait(&waiter, CT_WAKE_BOUND_MS));
     assert_int_equal(waiter.acquired_rc, RLOCK_OK);
-    expect_keys(KEYS(n->name));
-    monitor_finish(&m);
-    expect_latch(&m, n->latch_prefix, "1");
-    monitor_free(&m);
-    expect_published(n->channel, "0");
+    conf_expect_keys(&F.redis, CONF_KEYS(n->name));
+    conf_monitor_finish(&m);
+    conf_expect_latch(&m, n->latch_prefix, "1");
+    conf_monitor_free(&m);
+    conf_expect_published(&F.log, n->channel, "0");
     expect_hash_owned_by(n->name, F.other, "1");
 
     assert_int_equal(ct_locker_release(&waiter), RLOCK_OK);
-    expect_keys(NO_KEYS);
-    expect_published(n->channel, "0");
-    expect_channels(NO_KEYS, 1000);
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
+    conf_expect_published(&F.log, n->channel, "0");
+    conf_expect_channels(&F.redis, CONF_NO_KEYS, 1000);
     rlock_free(mine);
     rlock_free(theirs);
 }
@@ -1569,7 +1034,7 @@ static void test_name_with_close_brace_only_is_wrapped(void **state)
 
 int main(void)
 {
-#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+#define T(fn) cmocka_unit_test_setup_teardown(fn, conf_setup, conf_teardown)
     const struct CMUnitTest tests[] = {
         /* lock */
         T(test_lock_creates_hash_with_one_owner_field_counting_one),
@@ -1618,5 +1083,5 @@ int main(void)
 #undef T
 
     rt_require_redis();
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return conf_run_suite(tests, sizeof(tests) / sizeof(tests[0]), &F);
 }

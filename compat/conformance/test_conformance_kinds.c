@@ -4,7 +4,8 @@
  * those ../shared/REDISSON-PROTOCOL.md describes for Redisson's namesakes
  * (sections 1, 3, 4, 5 and 6), so that Java services share them with rlock.
  *
- * What is compared, as test_conformance.c does for the plain lock:
+ * What is compared, with the readers test_conformance.c uses for the plain
+ * lock (compat/support/conformance_support.c):
  * - keys: the whole keyspace (KEYS *), flushed before each test; types,
  *   hash fields and values, string values, list and sorted-set contents,
  *   PTTL bounds;
@@ -31,7 +32,6 @@
 #include <cmocka.h>
 
 #include <pthread.h>
-#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,19 +39,15 @@
 #include <time.h>
 
 #include "compat_testing.h"
+#include "conformance_support.h"
 #include "harness.h"
 #include "lock_testing.h"
 #include "rlock.h"
 
 #define WATCHDOG_MS       30000 /* Redisson's default lockWatchdogTimeout */
 #define FAIR_WAIT_DEFAULT 5000  /* rlock's default fair wait timeout */
-#define LATCH_MIN_MS      16000 /* Redisson 3.48+/4.x latch PX range */
-#define LATCH_MAX_MS      20000
 #define SCORE_SLACK_MS    500   /* wall clock vs. a fair score */
 #define LONG_WAIT_MS      10000 /* a waiter's budget that never runs out */
-#define SENTINEL_CHANNEL  "conformance:sentinel"
-#define MAX_MESSAGES      64
-#define MAX_MONITOR       4096
 
 /* A Redisson client that is not rlock: a UUID and thread ids. */
 #define JAVA_OWNER   "0c9e7f7a-3d1b-4e8f-9a51-6b2d4c8e1f30:57"
@@ -333,385 +329,19 @@ static const char WRITE_UNLOCK[] =
 /* Fixture                                                                  */
 /* ------------------------------------------------------------------------ */
 
-typedef struct msg {
-    char *channel;
-    char *payload;
-} msg;
-
-/* Every message published on any channel, read up to a sentinel. */
-typedef struct msglog {
-    redisContext *c;
-    int seq;
-    msg msgs[MAX_MESSAGES];
-    int n;
-} msglog;
-
-static struct {
-    rt_redis redis;
-    rlock_client *c;     /* the rlock client under test */
-    rlock_client *other; /* another rlock client: another owner */
-    msglog log;
-} F;
-
-static redisContext *connect_ctx(void)
-{
-    struct timeval tv = {5, 0};
-    redisContext *c = redisConnectWithTimeout("127.0.0.1", F.redis.port, tv);
-
-    assert_non_null(c);
-    assert_int_equal(c->err, 0);
-    assert_int_equal(redisSetTimeout(c, tv), REDIS_OK);
-    return c;
-}
-
-static void msglog_start(msglog *l)
-{
-    redisReply *rep;
-
-    memset(l, 0, sizeof(*l));
-    l->c = connect_ctx();
-    rep = redisCommand(l->c, "PSUBSCRIBE *");
-    assert_non_null(rep);
-    assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
-    freeReplyObject(rep);
-}
-
-static void msglog_clear(msglog *l)
-{
-    for (int i = 0; i < l->n; i++) {
-        free(l->msgs[i].channel);
-        free(l->msgs[i].payload);
-    }
-    l->n = 0;
-}
-
-static void msglog_stop(msglog *l)
-{
-    msglog_clear(l);
-    if (l->c != NULL)
-        redisFree(l->c);
-    l->c = NULL;
-}
-
-/* Replaces the log's contents with every message published since the last
- * call (or the start), up to a sentinel this call publishes. */
-static void msglog_collect(msglog *l)
-{
-    char token[32];
-
-    msglog_clear(l);
-    snprintf(token, sizeof(token), "%d", ++l->seq);
-    assert_int_equal(
-        rt_cmd_int(&F.redis, "PUBLISH %s %s", SENTINEL_CHANNEL, token), 1);
-    for (;;) {
-        redisReply *rep = NULL;
-
-        assert_int_equal(redisGetReply(l->c, (void **)&rep), REDIS_OK);
-        assert_non_null(rep);
-        assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
-        assert_int_equal(rep->elements, 4);
-        assert_string_equal(rep->element[0]->str, "pmessage");
-        if (strcmp(rep->element[2]->str, SENTINEL_CHANNEL) == 0 &&
-            strcmp(rep->element[3]->str, token) == 0) {
-            freeReplyObject(rep);
-            return;
-        }
-        assert_true(l->n < MAX_MESSAGES);
-        l->msgs[l->n].channel = strdup(rep->element[2]->str);
-        l->msgs[l->n].payload = strdup(rep->element[3]->str);
-        l->n++;
-        freeReplyObject(rep);
-    }
-}
-
-/* Asserts that nothing was published since the last check. */
-static void expect_nothing_published(void)
-{
-    msglog_collect(&F.log);
-    for (int i = 0; i < F.log.n; i++)
-        print_error("unexpected message %s: %s\n", F.log.msgs[i].channel,
-                    F.log.msgs[i].payload);
-    assert_int_equal(F.log.n, 0);
-}
-
-/* Asserts that exactly one message was published since the last check:
- * payload on channel. */
-static void expect_published(const char *channel, const char *payload)
-{
-    msglog_collect(&F.log);
-    if (F.log.n != 1)
-        for (int i = 0; i < F.log.n; i++)
-            print_error("published %s: %s\n", F.log.msgs[i].channel,
-                        F.log.msgs[i].payload);
-    assert_int_equal(F.log.n, 1);
-    assert_string_equal(F.log.msgs[0].channel, channel);
-    assert_string_equal(F.log.msgs[0].payload, payload);
-}
-
-static int group_setup(void **state)
-{
-    (void)state;
-    return rt_redis_start(&F.redis) == 0 ? 0 : -1;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    rt_redis_stop(&F.redis);
-    return 0;
-}
-
-/* Each test starts from an empty keyspace, with fresh clients and a fresh
- * message log. */
-static int setup(void **state)
-{
-    (void)state;
-    freeReplyObject(rt_cmd(&F.redis, "FLUSHALL"));
-    assert_int_equal(rt_cmd_int(&F.redis, "DBSIZE"), 0);
-    F.c = ct_connect(&F.redis);
-    F.other = ct_connect(&F.redis);
-    msglog_start(&F.log);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    msglog_stop(&F.log);
-    rlock_client_free(F.c);
-    rlock_client_free(F.other);
-    F.c = F.other = NULL;
-    return 0;
-}
+static conf_fixture F;
 
 /* ------------------------------------------------------------------------ */
 /* MONITOR: the commands scripts and clients ran                            */
 /* ------------------------------------------------------------------------ */
 
-typedef struct mon_cmd {
-    int lua; /* run from a script */
-    int argc;
-    char *argv[16];
-} mon_cmd;
-
-typedef struct monitor {
-    redisContext *c;
-    mon_cmd *cmds; /* MAX_MONITOR of them */
-    int n;
-} monitor;
-
-/* Parses the quoted arguments of one MONITOR line into cmd. Returns 0, or
- * -1 if the line is not a command line. Arguments longer than the buffer
- * (script bodies) are cut short. */
-static int parse_monitor_line(const char *line, mon_cmd *cmd)
-{
-    const char *p = strchr(line, '[');
-    const char *end = p != NULL ? strchr(p, ']') : NULL;
-
-    memset(cmd, 0, sizeof(*cmd));
-    if (p == NULL || end == NULL)
-        return -1;
-    /* "[<db> lua]" for a command a script ran, "[<db> <addr>]" otherwise */
-    cmd->lua = end - p >= 4 && strncmp(end - 4, " lua", 4) == 0;
-    p = end + 1;
-    while (*p == ' ')
-        p++;
-    while (*p == '"' && cmd->argc < 16) {
-        char buf[1024];
-        size_t n = 0;
-
-        p++;
-        while (*p != '\0' && *p != '"') {
-            char ch;
-
-            if (*p == '\\' && p[1] != '\0') {
-                p++;
-                if (*p == 'x' && p[1] != '\0' && p[2] != '\0') {
-                    char hex[3] = {p[1], p[2], 0};
-
-                    ch = (char)strtol(hex, NULL, 16);
-                    p += 3;
-                } else {
-                    ch = *p == 'n' ? '\n' : *p == 'r' ? '\r' : *p;
-                    p++;
-                }
-            } else {
-                ch = *p++;
-            }
-            if (n < sizeof(buf) - 1)
-                buf[n++] = ch;
-        }
-        buf[n] = '\0';
-        cmd->argv[cmd->argc++] = strdup(buf);
-        if (*p == '"')
-            p++;
-        while (*p == ' ')
-            p++;
-    }
-    return cmd->argc > 0 ? 0 : -1;
-}
-
-static void monitor_start(monitor *m)
-{
-    redisReply *rep;
-
-    memset(m, 0, sizeof(*m));
-    m->cmds = calloc(MAX_MONITOR, sizeof(*m->cmds));
-    assert_non_null(m->cmds);
-    m->c = connect_ctx();
-    rep = redisCommand(m->c, "MONITOR");
-    assert_non_null(rep);
-    assert_int_equal(rep->type, REDIS_REPLY_STATUS);
-    freeReplyObject(rep);
-}
-
-/* Reads every command logged since monitor_start(), up to a sentinel ECHO
- * this call sends, then stops monitoring. */
-static void monitor_finish(monitor *m)
-{
-    static int seq;
-    char token[64];
-
-    snprintf(token, sizeof(token), "conformance-kinds-monitor-%d", ++seq);
-    freeReplyObject(rt_cmd(&F.redis, "ECHO %s", token));
-    for (;;) {
-        redisReply *rep = NULL;
-        mon_cmd cmd;
-
-        assert_int_equal(redisGetReply(m->c, (void **)&rep), REDIS_OK);
-        assert_non_null(rep);
-        assert_int_equal(rep->type, REDIS_REPLY_STATUS);
-        if (parse_monitor_line(rep->str, &cmd) == 0) {
-            if (cmd.argc == 2 && strcasecmp(cmd.argv[0], "echo") == 0 &&
-                strcmp(cmd.argv[1], token) == 0) {
-                for (int i = 0; i < cmd.argc; i++)
-                    free(cmd.argv[i]);
-                freeReplyObject(rep);
-                break;
-            }
-            assert_true(m->n < MAX_MONITOR);
-            m->cmds[m->n++] = cmd;
-        }
-        freeReplyObject(rep);
-    }
-    redisFree(m->c);
-    m->c = NULL;
-}
-
-static void monitor_free(monitor *m)
-{
-    for (int i = 0; i < m->n; i++)
-        for (int j = 0; j < m->cmds[i].argc; j++)
-            free(m->cmds[i].argv[j]);
-    free(m->cmds);
-    if (m->c != NULL)
-        redisFree(m->c);
-    memset(m, 0, sizeof(*m));
-}
-
-/* Returns 1 if s is prefix ":" followed by exactly 32 lowercase hex digits
- * (a Redisson request id). */
-static int is_latch_key(const char *s, const char *prefix)
-{
-    size_t n = strlen(prefix);
-
-    if (strncmp(s, prefix, n) != 0 || s[n] != ':' || strlen(s + n + 1) != 32)
-        return 0;
-    return strspn(s + n + 1, "0123456789abcdef") == 32;
-}
-
-/* The latch writes and deletes one unlock produced. */
-typedef struct latch_use {
-    int sets;             /* SETs of a latch key from a script */
-    char key[512];        /* the (last) latch key set */
-    char value[8];        /* its value */
-    long long px;         /* its PX */
-    int deleted;          /* DELs of that key from a client */
-    int other_latch_cmds; /* anything else touching a latch key */
-} latch_use;
-
-/* Scans m for what happened to latch keys starting with prefix ":". */
-static latch_use latch_usage(const monitor *m, const char *prefix)
-{
-    size_t plen = strlen(prefix);
-    latch_use u;
-
-    memset(&u, 0, sizeof(u));
-    for (int i = 0; i < m->n; i++) {
-        const mon_cmd *c = &m->cmds[i];
-
-        if (c->argc < 2 || strncmp(c->argv[1], prefix, plen) != 0 ||
-            c->argv[1][plen] != ':')
-            continue;
-        if (c->lua && strcasecmp(c->argv[0], "set") == 0) {
-            u.sets++;
-            snprintf(u.key, sizeof(u.key), "%s", c->argv[1]);
-            snprintf(u.value, sizeof(u.value), "%s",
-                     c->argc > 2 ? c->argv[2] : "");
-            if (c->argc == 5 && strcasecmp(c->argv[3], "px") == 0)
-                u.px = atoll(c->argv[4]);
-            else
-                u.px = -1;
-        } else if (!c->lua && strcasecmp(c->argv[0], "del") == 0 &&
-                   c->argc == 2 && strcmp(c->argv[1], u.key) == 0) {
-            u.deleted++;
-        } else if (!(c->lua && strcasecmp(c->argv[0], "get") == 0)) {
-            u.other_latch_cmds++;
-        }
-    }
-    return u;
-}
-
-/* Asserts that one unlock wrote one latch under prefix, holding value with
- * a PX in Redisson 4's range, and deleted it afterwards. */
-static void expect_latch(const monitor *m, const char *prefix,
-                         const char *value)
-{
-    latch_use u = latch_usage(m, prefix);
-
-    assert_int_equal(u.sets, 1);
-    assert_true(is_latch_key(u.key, prefix));
-    assert_string_equal(u.value, value);
-    assert_in_range(u.px, LATCH_MIN_MS, LATCH_MAX_MS);
-    assert_int_equal(u.deleted, 1);
-    assert_int_equal(u.other_latch_cmds, 0);
-}
-
-/* Asserts that no latch key under prefix was written. */
-static void expect_no_latch(const monitor *m, const char *prefix)
-{
-    latch_use u = latch_usage(m, prefix);
-
-    assert_int_equal(u.sets, 0);
-    assert_int_equal(u.other_latch_cmds, 0);
-}
-
-/* Asserts that the scripts in m only read: no command that writes ran from
- * Lua. */
-static void expect_scripts_only_read(const monitor *m)
-{
-    static const char *const writes[] = {
-        "hset",     "hincrby", "pexpire", "del",  "set",  "publish",
-        "spublish", "hdel",    "expire",  "zadd", "zrem", "zincrby",
-        "rpush",    "lpush",   "lpop",    "lrem", "incr", "incrby"};
-
-    for (int i = 0; i < m->n; i++) {
-        if (!m->cmds[i].lua)
-            continue;
-        for (size_t w = 0; w < sizeof(writes) / sizeof(writes[0]); w++)
-            if (strcasecmp(m->cmds[i].argv[0], writes[w]) == 0)
-                fail_msg("a script ran %s %s", m->cmds[i].argv[0],
-                         m->cmds[i].argc > 1 ? m->cmds[i].argv[1] : "");
-    }
-}
-
 /* Counts the scripts (EVAL/EVALSHA) clients sent with key as KEYS[1]. */
-static int count_scripts_on(const monitor *m, const char *key)
+static int count_scripts_on(const conf_monitor *m, const char *key)
 {
     int n = 0;
 
     for (int i = 0; i < m->n; i++) {
-        const mon_cmd *c = &m->cmds[i];
+        const conf_mon_cmd *c = &m->cmds[i];
 
         if (!c->lua && c->argc >= 4 &&
             (strcasecmp(c->argv[0], "evalsha") == 0 ||
@@ -726,149 +356,16 @@ static int count_scripts_on(const monitor *m, const char *key)
 /* State                                                                    */
 /* ------------------------------------------------------------------------ */
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* Asserts that the keyspace is exactly the NULL-terminated keys. A latch
- * key is deleted by a command sent after the unlock reply, so unexpected
- * latch keys get up to a second to go. */
-static void expect_keys(const char *const *keys)
-{
-    int64_t deadline = rt_now_ms() + 1000;
-    const char *want[32];
-    size_t nwant = 0;
-
-    while (keys[nwant] != NULL) {
-        assert_true(nwant < 32);
-        want[nwant] = keys[nwant];
-        nwant++;
-    }
-    qsort(want, nwant, sizeof(want[0]), cmp_str);
-    for (;;) {
-        redisReply *rep = rt_cmd(&F.redis, "KEYS *");
-        const char *got[32];
-        int same, latch_pending = 0;
-
-        assert_non_null(rep);
-        assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
-        assert_true(rep->elements < 32);
-        for (size_t i = 0; i < rep->elements; i++) {
-            got[i] = rep->element[i]->str;
-            if (strncmp(got[i], "redisson_unlock_latch:", 22) == 0)
-                latch_pending = 1;
-        }
-        qsort(got, rep->elements, sizeof(got[0]), cmp_str);
-        same = rep->elements == nwant;
-        for (size_t i = 0; same && i < nwant; i++)
-            same = strcmp(got[i], want[i]) == 0;
-        if (!same && (!latch_pending || rt_now_ms() >= deadline)) {
-            for (size_t i = 0; i < rep->elements; i++)
-                print_error("key present: %s\n", got[i]);
-            for (size_t i = 0; i < nwant; i++)
-                print_error("key expected: %s\n", want[i]);
-        }
-        freeReplyObject(rep);
-        if (same)
-            return;
-        assert_true(latch_pending && rt_now_ms() < deadline);
-        rt_sleep_ms(10);
-    }
-}
-
-#define KEYS(...)   ((const char *const[]){__VA_ARGS__, NULL})
-#define FIELDS(...) ((const char *const[]){__VA_ARGS__, NULL})
-#define NO_KEYS     ((const char *const[]){NULL})
-
-/* Asserts TYPE key. */
-static void expect_type(const char *key, const char *type)
-{
-    char *got = rt_cmd_str(&F.redis, "TYPE %s", key);
-
-    assert_non_null(got);
-    if (strcmp(got, type) != 0)
-        fail_msg("TYPE %s is %s, expected %s", key, got, type);
-    free(got);
-}
-
-/* Asserts that key is a hash holding exactly the field/value pairs kv
- * (NULL-terminated), in any order. */
-static void expect_hash_exact(const char *key, const char *const *kv)
-{
-    redisReply *rep;
-    size_t npairs = 0;
-    int ok;
-
-    expect_type(key, "hash");
-    while (kv[2 * npairs] != NULL)
-        npairs++;
-    rep = rt_cmd(&F.redis, "HGETALL %s", key);
-    assert_non_null(rep);
-    assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
-    ok = rep->elements == 2 * npairs;
-    for (size_t i = 0; ok && i < npairs; i++) {
-        int found = 0;
-
-        for (size_t j = 0; j + 1 < rep->elements; j += 2)
-            if (strcmp(rep->element[j]->str, kv[2 * i]) == 0 &&
-                strcmp(rep->element[j + 1]->str, kv[2 * i + 1]) == 0)
-                found = 1;
-        ok = found;
-    }
-    if (!ok) {
-        for (size_t j = 0; j + 1 < rep->elements; j += 2)
-            print_error("%s has %s = %s\n", key, rep->element[j]->str,
-                        rep->element[j + 1]->str);
-        for (size_t i = 0; i < npairs; i++)
-            print_error("%s expected %s = %s\n", key, kv[2 * i], kv[2 * i + 1]);
-    }
-    freeReplyObject(rep);
-    assert_true(ok);
-}
-
-/* Asserts that key is a hash with exactly one field, field = value. */
-static void expect_hash(const char *key, const char *field, const char *value)
-{
-    expect_hash_exact(key, FIELDS(field, value));
-}
-
 /* Asserts that key is a string holding value. */
 static void expect_str_key(const char *key, const char *value)
 {
     char *got;
 
-    expect_type(key, "string");
+    conf_expect_type(&F.redis, key, "string");
     got = rt_cmd_str(&F.redis, "GET %s", key);
     assert_non_null(got);
     assert_string_equal(got, value);
     free(got);
-}
-
-/* Asserts lo <= PTTL key <= hi. */
-static void expect_pttl(const char *key, long long lo, long long hi)
-{
-    long long pttl = rt_cmd_int(&F.redis, "PTTL %s", key);
-
-    if (pttl < lo || pttl > hi)
-        fail_msg("PTTL %s is %lld, expected %lld..%lld", key, pttl, lo, hi);
-}
-
-/* Asserts that field is "<uuid v4, lowercase>:<positive decimal>", as
- * Redisson's UUID.randomUUID() and Thread.getId() make it. */
-static void expect_owner_shape(const char *field)
-{
-    regex_t re;
-
-    assert_int_equal(
-        regcomp(&re,
-                "^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-"
-                "[0-9a-f]{12}:[1-9][0-9]*$",
-                REG_EXTENDED | REG_NOSUB),
-        0);
-    if (regexec(&re, field, 0, NULL, 0) != 0)
-        fail_msg("owner field \"%s\" is not <uuid>:<thread id>", field);
-    regfree(&re);
 }
 
 /* Asserts that the list queue holds exactly the NULL-terminated owners, in
@@ -889,7 +386,7 @@ static void expect_queue(const char *queue, const char *const *owners)
     for (size_t i = 0; i < n; i++)
         assert_string_equal(rep->element[i]->str, owners[i]);
     freeReplyObject(rep);
-    expect_type(queue, "list");
+    conf_expect_type(&F.redis, queue, "list");
 }
 
 /* Returns the score of member in zset, asserting that it has one. */
@@ -915,7 +412,7 @@ static void expect_fair_deadline(const kind_names *k, const char *owner,
     long long pttl = rt_cmd_int(&F.redis, "PTTL %s", k->name);
     long long want = ct_wall_ms() + pttl + wait;
 
-    expect_type(k->zset, "zset");
+    conf_expect_type(&F.redis, k->zset, "zset");
     assert_int_equal(rt_cmd_int(&F.redis, "ZCARD %s", k->zset), n);
     if (score < want - SCORE_SLACK_MS || score > want + SCORE_SLACK_MS)
         fail_msg("score of %s is %lld, expected now + PTTL + %lld = %lld",
@@ -932,48 +429,6 @@ static void wait_queue_len(const kind_names *k, long long n)
         if (rt_now_ms() >= deadline)
             fail_msg("%s has %lld entries, expected %lld", k->queue, got, n);
         rt_sleep_ms(5);
-    }
-}
-
-/* Asserts that the channels with subscribers are exactly the
- * NULL-terminated list (waiting up to timeout_ms for it to become so).
- * rlock's private "rlock:anchor:<uuid>" channels are left out. */
-static void expect_channels(const char *const *channels, int timeout_ms)
-{
-    int64_t deadline = rt_now_ms() + timeout_ms;
-
-    for (;;) {
-        redisReply *rep = rt_cmd(&F.redis, "PUBSUB CHANNELS");
-        size_t want = 0, got = 0, matched = 0;
-
-        assert_non_null(rep);
-        assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
-        while (channels[want] != NULL)
-            want++;
-        for (size_t i = 0; i < rep->elements; i++) {
-            const char *ch = rep->element[i]->str;
-
-            if (strncmp(ch, "rlock:anchor:", 13) == 0)
-                continue;
-            got++;
-            for (size_t j = 0; j < want; j++)
-                if (strcmp(ch, channels[j]) == 0)
-                    matched++;
-        }
-        if (got == want && matched == want) {
-            freeReplyObject(rep);
-            return;
-        }
-        if (rt_now_ms() >= deadline) {
-            for (size_t i = 0; i < rep->elements; i++)
-                print_error("subscribed: %s\n", rep->element[i]->str);
-            for (size_t j = 0; j < want; j++)
-                print_error("expected: %s\n", channels[j]);
-            freeReplyObject(rep);
-            fail_msg("channels with subscribers are not as expected");
-        }
-        freeReplyObject(rep);
-        rt_sleep_ms(10);
     }
 }
 
@@ -1152,25 +607,9 @@ static int worker_release(worker *w)
 static long long run_lua(const char *lua, int numkeys, int argc,
                          const char **argv)
 {
-    redisContext *c = connect_ctx();
-    const char *args[24];
-    size_t lens[24];
-    char nk[8];
-    redisReply *rep;
+    redisReply *rep = conf_eval(&F.redis, "EVAL", lua, numkeys, argc, argv);
     long long v = 0;
 
-    assert_true(argc + 3 <= 24);
-    snprintf(nk, sizeof(nk), "%d", numkeys);
-    args[0] = "EVAL";
-    args[1] = lua;
-    args[2] = nk;
-    for (int i = 0; i < argc; i++)
-        args[3 + i] = argv[i];
-    for (int i = 0; i < argc + 3; i++)
-        lens[i] = strlen(args[i]);
-    rep = redisCommandArgv(c, argc + 3, args, lens);
-    assert_non_null(rep);
-    redisFree(c);
     if (rep->type == REDIS_REPLY_NIL)
         v = REPLY_NIL;
     else if (rep->type == REDIS_REPLY_INTEGER)
@@ -1314,7 +753,7 @@ static void test_every_handle_reports_its_kind(void **state)
     assert_int_equal(rlock_spin_set_backoff(spin, 0, 128, 2), RLOCK_EINVAL);
     assert_int_equal(rlock_spin_set_backoff(spin, 10, 5, 2), RLOCK_EINVAL);
     assert_int_equal(rlock_spin_set_backoff(spin, 1, 128, 17), RLOCK_EINVAL);
-    expect_keys(NO_KEYS);
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
     rlock_rw_free(rw);
     rlock_free(spin);
     rlock_free(fenced);
@@ -1334,12 +773,13 @@ static void test_fair_lock_of_free_lock_writes_owner_field_only(void **state)
     (void)state;
     lt_owner_field(field, sizeof(field), F.c);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
-    expect_keys(KEYS(PLAIN.name)); /* no queue, no timeout zset */
-    expect_hash(PLAIN.name, field, "1");
-    expect_owner_shape(field);
-    expect_pttl(PLAIN.name, WATCHDOG_MS - 1000, WATCHDOG_MS);
-    expect_nothing_published();
-    expect_channels(NO_KEYS, 0);
+    /* no queue, no timeout zset */
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
+    conf_expect_hash(&F.redis, PLAIN.name, field, "1");
+    conf_expect_owner_shape(field);
+    conf_expect_pttl(&F.redis, PLAIN.name, WATCHDOG_MS - 1000, WATCHDOG_MS);
+    conf_expect_nothing_published(&F.log);
+    conf_expect_channels(&F.redis, CONF_NO_KEYS, 0);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     rlock_free(l);
 }
@@ -1353,17 +793,17 @@ static void test_fair_reentry_counts_in_the_same_field(void **state)
     lt_owner_field(field, sizeof(field), F.c);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
-    expect_keys(KEYS(PLAIN.name));
-    expect_hash(PLAIN.name, field, "2");
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
+    conf_expect_hash(&F.redis, PLAIN.name, field, "2");
     rt_sleep_ms(600);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     /* the inner unlock resets the lease and says nothing */
-    expect_keys(KEYS(PLAIN.name));
-    expect_hash(PLAIN.name, field, "1");
-    expect_pttl(PLAIN.name, WATCHDOG_MS - 500, WATCHDOG_MS);
-    expect_nothing_published();
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
+    conf_expect_hash(&F.redis, PLAIN.name, field, "1");
+    conf_expect_pttl(&F.redis, PLAIN.name, WATCHDOG_MS - 500, WATCHDOG_MS);
+    conf_expect_nothing_published(&F.log);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    expect_keys(NO_KEYS);
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
     rlock_free(l);
 }
 
@@ -1374,11 +814,11 @@ test_fair_last_unlock_without_waiters_publishes_nothing(void **state)
 
     (void)state;
     assert_int_equal(rlock_lock(l), RLOCK_OK);
-    expect_nothing_published();
+    conf_expect_nothing_published(&F.log);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    expect_keys(NO_KEYS);
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
     /* no queue head to notify: no message at all */
-    expect_nothing_published();
+    conf_expect_nothing_published(&F.log);
     rlock_free(l);
 }
 
@@ -1387,23 +827,24 @@ static void test_fair_trylock_without_wait_does_not_queue(void **state)
     rlock *mine = fair_get(F.c, PLAIN.name);
     rlock *theirs = fair_get(F.other, PLAIN.name);
     char *before, *after;
-    monitor m;
+    conf_monitor m;
 
     (void)state;
     assert_int_equal(rlock_lock(theirs), RLOCK_OK);
     before = lt_hash_dump(&F.redis, PLAIN.name);
-    monitor_start(&m);
+    conf_monitor_start(&m, &F.redis);
     assert_int_equal(rlock_trylock(mine, 0, RLOCK_LEASE_WATCHDOG),
                      RLOCK_ETIMEDOUT);
-    monitor_finish(&m);
+    conf_monitor_finish(&m);
     after = lt_hash_dump(&F.redis, PLAIN.name);
     assert_string_equal(after, before);
-    expect_keys(KEYS(PLAIN.name)); /* the try-once form queues nobody */
-    expect_scripts_only_read(&m);
-    expect_no_latch(&m, PLAIN.latch_prefix);
-    expect_nothing_published();
-    expect_channels(NO_KEYS, 0);
-    monitor_free(&m);
+    conf_expect_keys(
+        &F.redis, CONF_KEYS(PLAIN.name)); /* the try-once form queues nobody */
+    conf_expect_scripts_only_read(&m);
+    conf_expect_no_latch(&m, PLAIN.latch_prefix);
+    conf_expect_nothing_published(&F.log);
+    conf_expect_channels(&F.redis, CONF_NO_KEYS, 0);
+    conf_monitor_free(&m);
     free(before);
     free(after);
     assert_int_equal(rlock_unlock(theirs), RLOCK_OK);
@@ -1431,16 +872,16 @@ static void fair_scene_start(fair_scene *s, const kind_names *k)
     worker_start(&s->w, F.other, s->theirs, LONG_WAIT_MS);
     wait_queue_len(k, 1);
     fair_channel(s->channel, sizeof(s->channel), k, s->w.field);
-    expect_channels(KEYS(s->channel), 2000);
-    expect_nothing_published();
+    conf_expect_channels(&F.redis, CONF_KEYS(s->channel), 2000);
+    conf_expect_nothing_published(&F.log);
 }
 
 static void fair_scene_finish(fair_scene *s)
 {
     assert_int_equal(worker_release(&s->w), RLOCK_OK);
-    expect_keys(NO_KEYS);
-    expect_nothing_published();
-    expect_channels(NO_KEYS, 1000);
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
+    conf_expect_nothing_published(&F.log);
+    conf_expect_channels(&F.redis, CONF_NO_KEYS, 1000);
     rlock_free(s->holder);
     rlock_free(s->theirs);
 }
@@ -1453,17 +894,17 @@ static void test_fair_waiter_is_queued_with_deadline_score(void **state)
     (void)state;
     lt_owner_field(holder_field, sizeof(holder_field), F.c);
     fair_scene_start(&s, &PLAIN);
-    expect_owner_shape(s.w.field);
+    conf_expect_owner_shape(s.w.field);
     assert_memory_equal(s.w.field, rlock_client_id(F.other), 36);
-    expect_keys(KEYS(PLAIN.name, PLAIN.queue, PLAIN.zset));
-    expect_hash(PLAIN.name, holder_field, "1");
-    expect_queue(PLAIN.queue, KEYS(s.w.field));
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name, PLAIN.queue, PLAIN.zset));
+    conf_expect_hash(&F.redis, PLAIN.name, holder_field, "1");
+    expect_queue(PLAIN.queue, CONF_KEYS(s.w.field));
     expect_fair_deadline(&PLAIN, s.w.field, LONG_WAIT_MS, 1);
-    expect_pttl(PLAIN.queue, -1, -1);
-    expect_pttl(PLAIN.zset, -1, -1);
+    conf_expect_pttl(&F.redis, PLAIN.queue, -1, -1);
+    conf_expect_pttl(&F.redis, PLAIN.zset, -1, -1);
     assert_int_equal(rlock_unlock(s.holder), RLOCK_OK);
     worker_expect_acquired(&s.w, CT_WAKE_BOUND_MS);
-    msglog_collect(&F.log);
+    conf_msglog_collect(&F.log);
     fair_scene_finish(&s);
 }
 
@@ -1479,7 +920,7 @@ static void test_fair_waiter_is_notified_on_its_own_channel(void **state)
     worker_expect_acquired(&s.w, CT_WAKE_BOUND_MS);
     assert_true(s.w.done_ms - released < CT_WAKE_BOUND_MS);
     /* "0" on the head's channel, nothing on the plain lock channel */
-    expect_published(s.channel, "0");
+    conf_expect_published(&F.log, s.channel, "0");
     fair_scene_finish(&s);
 }
 
@@ -1491,36 +932,37 @@ static void test_fair_woken_waiter_holds_lock_with_queue_gone(void **state)
     fair_scene_start(&s, &PLAIN);
     assert_int_equal(rlock_unlock(s.holder), RLOCK_OK);
     worker_expect_acquired(&s.w, CT_WAKE_BOUND_MS);
-    expect_keys(KEYS(PLAIN.name));
-    expect_hash(PLAIN.name, s.w.field, "1");
-    expect_pttl(PLAIN.name, WATCHDOG_MS - 1000, WATCHDOG_MS);
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
+    conf_expect_hash(&F.redis, PLAIN.name, s.w.field, "1");
+    conf_expect_pttl(&F.redis, PLAIN.name, WATCHDOG_MS - 1000, WATCHDOG_MS);
     /* it left its own channel */
-    expect_channels(NO_KEYS, 1000);
-    msglog_collect(&F.log);
+    conf_expect_channels(&F.redis, CONF_NO_KEYS, 1000);
+    conf_msglog_collect(&F.log);
     fair_scene_finish(&s);
 }
 
 static void test_fair_unlock_writes_latch_then_deletes_it(void **state)
 {
     rlock *l = fair_get(F.c, PLAIN.name);
-    monitor m;
+    conf_monitor m;
 
     (void)state;
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
-    monitor_start(&m);
+    conf_monitor_start(&m, &F.redis);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    expect_keys(KEYS(PLAIN.name)); /* waits for the latch DEL */
-    monitor_finish(&m);
-    expect_latch(&m, PLAIN.latch_prefix, "0");
-    monitor_free(&m);
+    /* waits for the latch DEL */
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
+    conf_monitor_finish(&m);
+    conf_expect_latch(&m, PLAIN.latch_prefix, "0");
+    conf_monitor_free(&m);
 
-    monitor_start(&m);
+    conf_monitor_start(&m, &F.redis);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    expect_keys(NO_KEYS);
-    monitor_finish(&m);
-    expect_latch(&m, PLAIN.latch_prefix, "1");
-    monitor_free(&m);
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
+    conf_monitor_finish(&m);
+    conf_expect_latch(&m, PLAIN.latch_prefix, "1");
+    conf_monitor_free(&m);
     rlock_free(l);
 }
 
@@ -1535,12 +977,12 @@ test_fair_lock_without_wait_queues_with_default_fair_wait(void **state)
     assert_int_equal(rlock_lock(holder), RLOCK_OK);
     worker_start(&w, F.other, theirs, RLOCK_WAIT_FOREVER); /* rlock_lock */
     wait_queue_len(&PLAIN, 1);
-    expect_queue(PLAIN.queue, KEYS(w.field));
+    expect_queue(PLAIN.queue, CONF_KEYS(w.field));
     expect_fair_deadline(&PLAIN, w.field, FAIR_WAIT_DEFAULT, 1);
     assert_int_equal(rlock_unlock(holder), RLOCK_OK);
     worker_expect_acquired(&w, CT_WAKE_BOUND_MS);
     assert_int_equal(worker_release(&w), RLOCK_OK);
-    expect_keys(NO_KEYS);
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
     rlock_free(holder);
     rlock_free(theirs);
 }
@@ -1557,12 +999,12 @@ static void test_fair_wait_timeout_setting_is_the_queue_slack(void **state)
     assert_int_equal(rlock_lock(holder), RLOCK_OK);
     worker_start(&w, c7, theirs, RLOCK_WAIT_FOREVER);
     wait_queue_len(&PLAIN, 1);
-    expect_queue(PLAIN.queue, KEYS(w.field));
+    expect_queue(PLAIN.queue, CONF_KEYS(w.field));
     expect_fair_deadline(&PLAIN, w.field, 7000, 1);
     assert_int_equal(rlock_unlock(holder), RLOCK_OK);
     worker_expect_acquired(&w, CT_WAKE_BOUND_MS);
     assert_int_equal(worker_release(&w), RLOCK_OK);
-    expect_keys(NO_KEYS);
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
     rlock_free(holder);
     rlock_free(theirs);
     rlock_client_free(c7);
@@ -1580,8 +1022,8 @@ static void test_fair_second_waiter_score_is_first_plus_wait(void **state)
     wait_queue_len(&PLAIN, 1);
     worker_start(&w2, F.other, theirs, 8000);
     wait_queue_len(&PLAIN, 2);
-    expect_keys(KEYS(PLAIN.name, PLAIN.queue, PLAIN.zset));
-    expect_queue(PLAIN.queue, KEYS(w1.field, w2.field));
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name, PLAIN.queue, PLAIN.zset));
+    expect_queue(PLAIN.queue, CONF_KEYS(w1.field, w2.field));
     expect_fair_deadline(&PLAIN, w1.field, 8000, 2);
     assert_int_equal(
         zscore(PLAIN.zset, w2.field) - zscore(PLAIN.zset, w1.field), 8000);
@@ -1591,7 +1033,7 @@ static void test_fair_second_waiter_score_is_first_plus_wait(void **state)
     assert_int_equal(worker_release(&w1), RLOCK_OK);
     worker_expect_acquired(&w2, CT_WAKE_BOUND_MS);
     assert_int_equal(worker_release(&w2), RLOCK_OK);
-    expect_keys(NO_KEYS);
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
     rlock_free(holder);
     rlock_free(theirs);
 }
@@ -1612,30 +1054,30 @@ static void test_fair_waiters_take_the_lock_in_queue_order(void **state)
     wait_queue_len(&PLAIN, 2);
     fair_channel(ch1, sizeof(ch1), &PLAIN, w1.field);
     fair_channel(ch2, sizeof(ch2), &PLAIN, w2.field);
-    expect_channels(KEYS(ch1, ch2), 2000);
+    conf_expect_channels(&F.redis, CONF_KEYS(ch1, ch2), 2000);
     score2 = zscore(PLAIN.zset, w2.field);
-    expect_nothing_published();
+    conf_expect_nothing_published(&F.log);
 
     /* the head is told and takes it; the second stays queued, its
      * deadline moved forward by the head's wait */
     assert_int_equal(rlock_unlock(holder), RLOCK_OK);
     worker_expect_acquired(&w1, CT_WAKE_BOUND_MS);
-    expect_published(ch1, "0");
+    conf_expect_published(&F.log, ch1, "0");
     assert_false(worker_wait(&w2, 300));
-    expect_keys(KEYS(PLAIN.name, PLAIN.queue, PLAIN.zset));
-    expect_hash(PLAIN.name, w1.field, "1");
-    expect_queue(PLAIN.queue, KEYS(w2.field));
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name, PLAIN.queue, PLAIN.zset));
+    conf_expect_hash(&F.redis, PLAIN.name, w1.field, "1");
+    expect_queue(PLAIN.queue, CONF_KEYS(w2.field));
     assert_int_equal(zscore(PLAIN.zset, w2.field), score2 - LONG_WAIT_MS);
 
     /* then the second */
     assert_int_equal(worker_release(&w1), RLOCK_OK);
     worker_expect_acquired(&w2, CT_WAKE_BOUND_MS);
-    expect_published(ch2, "0");
-    expect_keys(KEYS(PLAIN.name));
-    expect_hash(PLAIN.name, w2.field, "1");
+    conf_expect_published(&F.log, ch2, "0");
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
+    conf_expect_hash(&F.redis, PLAIN.name, w2.field, "1");
     assert_int_equal(worker_release(&w2), RLOCK_OK);
-    expect_keys(NO_KEYS);
-    expect_nothing_published();
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
+    conf_expect_nothing_published(&F.log);
     rlock_free(holder);
     rlock_free(theirs);
 }
@@ -1653,18 +1095,18 @@ static void test_fair_waiter_whose_wait_runs_out_leaves_queue(void **state)
     worker_start(&w, F.other, theirs, 1500);
     wait_queue_len(&PLAIN, 1);
     fair_channel(ch, sizeof(ch), &PLAIN, w.field);
-    expect_channels(KEYS(ch), 1000);
+    conf_expect_channels(&F.redis, CONF_KEYS(ch), 1000);
     assert_true(worker_wait(&w, 5000));
     assert_int_equal(w.rc, RLOCK_ETIMEDOUT);
     assert_int_equal(worker_release(&w), RLOCK_OK);
 
     /* LREM and ZREM: both gone, the holder untouched */
-    expect_keys(KEYS(PLAIN.name));
-    expect_hash(PLAIN.name, holder_field, "1");
-    expect_channels(NO_KEYS, 1000);
-    expect_nothing_published();
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
+    conf_expect_hash(&F.redis, PLAIN.name, holder_field, "1");
+    conf_expect_channels(&F.redis, CONF_NO_KEYS, 1000);
+    conf_expect_nothing_published(&F.log);
     assert_int_equal(rlock_unlock(holder), RLOCK_OK);
-    expect_nothing_published();
+    conf_expect_nothing_published(&F.log);
     rlock_free(holder);
     rlock_free(theirs);
 }
@@ -1689,8 +1131,8 @@ test_fair_waiter_that_gives_up_moves_later_deadlines_forward(void **state)
     assert_true(worker_wait(&quitter, 6000));
     assert_int_equal(quitter.rc, RLOCK_ETIMEDOUT);
     /* every entry after the leaver: ZINCRBY -(its wait) */
-    expect_keys(KEYS(PLAIN.name, PLAIN.queue, PLAIN.zset));
-    expect_queue(PLAIN.queue, KEYS(stayer.field));
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name, PLAIN.queue, PLAIN.zset));
+    expect_queue(PLAIN.queue, CONF_KEYS(stayer.field));
     assert_int_equal(rt_cmd_int(&F.redis, "ZCARD %s", PLAIN.zset), 1);
     assert_int_equal(zscore(PLAIN.zset, stayer.field), before - 2000);
     assert_int_equal(worker_release(&quitter), RLOCK_OK);
@@ -1698,7 +1140,7 @@ test_fair_waiter_that_gives_up_moves_later_deadlines_forward(void **state)
     assert_int_equal(rlock_unlock(holder), RLOCK_OK);
     worker_expect_acquired(&stayer, CT_WAKE_BOUND_MS);
     assert_int_equal(worker_release(&stayer), RLOCK_OK);
-    expect_keys(NO_KEYS);
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
     rlock_free(holder);
     rlock_free(theirs);
 }
@@ -1715,15 +1157,15 @@ static void test_fair_expired_queue_head_is_purged(void **state)
     assert_in_range(
         java_fair_acquire_at(&PLAIN, JAVA_OWNER, 5000, ct_wall_ms() - 100000),
         WATCHDOG_MS - 1000, WATCHDOG_MS);
-    expect_keys(KEYS(PLAIN.name, PLAIN.queue, PLAIN.zset));
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name, PLAIN.queue, PLAIN.zset));
     assert_true(zscore(PLAIN.zset, JAVA_OWNER) < ct_wall_ms());
 
     /* the next script purges it */
     assert_int_equal(rlock_trylock(mine, 0, RLOCK_LEASE_WATCHDOG),
                      RLOCK_ETIMEDOUT);
-    expect_keys(KEYS(PLAIN.name));
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
     assert_int_equal(rlock_unlock(theirs), RLOCK_OK);
-    expect_nothing_published();
+    conf_expect_nothing_published(&F.log);
 
     /* and a dead head of a free lock does not keep it from a newcomer */
     {
@@ -1738,8 +1180,8 @@ static void test_fair_expired_queue_head_is_purged(void **state)
     }
     lt_owner_field(field, sizeof(field), F.c);
     assert_int_equal(rlock_trylock(mine, 0, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
-    expect_keys(KEYS(PLAIN.name));
-    expect_hash(PLAIN.name, field, "1");
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
+    conf_expect_hash(&F.redis, PLAIN.name, field, "1");
     assert_int_equal(rlock_unlock(mine), RLOCK_OK);
     rlock_free(mine);
     rlock_free(theirs);
@@ -1755,13 +1197,13 @@ static void test_fair_force_unlock_notifies_queue_head(void **state)
     forcer = fair_get(F.c, PLAIN.name);
     assert_int_equal(rlock_force_unlock(forcer), RLOCK_OK);
     worker_expect_acquired(&s.w, CT_WAKE_BOUND_MS);
-    expect_published(s.channel, "0");
-    expect_keys(KEYS(PLAIN.name));
-    expect_hash(PLAIN.name, s.w.field, "1");
+    conf_expect_published(&F.log, s.channel, "0");
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
+    conf_expect_hash(&F.redis, PLAIN.name, s.w.field, "1");
     /* the forced-out holder's unlock finds its hold gone */
     assert_int_equal(rlock_unlock(s.holder), RLOCK_ELOST);
-    expect_hash(PLAIN.name, s.w.field, "1");
-    msglog_collect(&F.log);
+    conf_expect_hash(&F.redis, PLAIN.name, s.w.field, "1");
+    conf_msglog_collect(&F.log);
     fair_scene_finish(&s);
     rlock_free(forcer);
 }
@@ -1771,17 +1213,17 @@ test_fair_force_unlock_without_waiters_publishes_nothing(void **state)
 {
     rlock *holder = fair_get(F.other, PLAIN.name);
     rlock *forcer = fair_get(F.c, PLAIN.name);
-    monitor m;
+    conf_monitor m;
 
     (void)state;
     assert_int_equal(rlock_lock(holder), RLOCK_OK);
-    monitor_start(&m);
+    conf_monitor_start(&m, &F.redis);
     assert_int_equal(rlock_force_unlock(forcer), RLOCK_OK);
-    monitor_finish(&m);
-    expect_keys(NO_KEYS);
-    expect_nothing_published();
-    expect_no_latch(&m, PLAIN.latch_prefix);
-    monitor_free(&m);
+    conf_monitor_finish(&m);
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
+    conf_expect_nothing_published(&F.log);
+    conf_expect_no_latch(&m, PLAIN.latch_prefix);
+    conf_monitor_free(&m);
     assert_int_equal(rlock_unlock(holder), RLOCK_ELOST);
     rlock_free(holder);
     rlock_free(forcer);
@@ -1793,13 +1235,13 @@ static void check_fair_names(const kind_names *k)
     fair_scene s;
 
     fair_scene_start(&s, k);
-    expect_keys(KEYS(k->name, k->queue, k->zset));
-    expect_queue(k->queue, KEYS(s.w.field));
+    conf_expect_keys(&F.redis, CONF_KEYS(k->name, k->queue, k->zset));
+    expect_queue(k->queue, CONF_KEYS(s.w.field));
     expect_fair_deadline(k, s.w.field, LONG_WAIT_MS, 1);
     assert_int_equal(rlock_unlock(s.holder), RLOCK_OK);
     worker_expect_acquired(&s.w, CT_WAKE_BOUND_MS);
-    expect_published(s.channel, "0");
-    expect_keys(KEYS(k->name));
+    conf_expect_published(&F.log, s.channel, "0");
+    conf_expect_keys(&F.redis, CONF_KEYS(k->name));
     fair_scene_finish(&s);
 }
 
@@ -1828,13 +1270,14 @@ static void test_read_lock_writes_mode_owner_and_timeout_key(void **state)
     lt_owner_field(field, sizeof(field), F.c);
     rw_timeout_key(tk1, sizeof(tk1), &PLAIN, field, 1);
     assert_int_equal(rlock_lock(rlock_rw_read(rw)), RLOCK_OK);
-    expect_keys(KEYS(PLAIN.name, tk1));
-    expect_hash_exact(PLAIN.name, FIELDS("mode", "read", field, "1"));
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name, tk1));
+    conf_expect_hash_exact(&F.redis, PLAIN.name,
+                           CONF_FIELDS("mode", "read", field, "1"));
     expect_str_key(tk1, "1");
-    expect_pttl(tk1, WATCHDOG_MS - 1000, WATCHDOG_MS);
-    expect_pttl(PLAIN.name, WATCHDOG_MS - 1000, WATCHDOG_MS);
-    expect_nothing_published();
-    expect_channels(NO_KEYS, 0);
+    conf_expect_pttl(&F.redis, tk1, WATCHDOG_MS - 1000, WATCHDOG_MS);
+    conf_expect_pttl(&F.redis, PLAIN.name, WATCHDOG_MS - 1000, WATCHDOG_MS);
+    conf_expect_nothing_published(&F.log);
+    conf_expect_channels(&F.redis, CONF_NO_KEYS, 0);
     assert_int_equal(rlock_unlock(rlock_rw_read(rw)), RLOCK_OK);
     rlock_rw_free(rw);
 }
@@ -1848,9 +1291,9 @@ static void test_read_lock_with_lease_sets_that_lease(void **state)
     lt_owner_field(field, sizeof(field), F.c);
     rw_timeout_key(tk1, sizeof(tk1), &PLAIN, field, 1);
     assert_int_equal(rlock_trylock(rlock_rw_read(rw), 0, 7000), RLOCK_OK);
-    expect_keys(KEYS(PLAIN.name, tk1));
-    expect_pttl(tk1, 6000, 7000);
-    expect_pttl(PLAIN.name, 6000, 7000);
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name, tk1));
+    conf_expect_pttl(&F.redis, tk1, 6000, 7000);
+    conf_expect_pttl(&F.redis, PLAIN.name, 6000, 7000);
     assert_int_equal(rlock_unlock(rlock_rw_read(rw)), RLOCK_OK);
     rlock_rw_free(rw);
 }
@@ -1866,11 +1309,12 @@ static void test_second_read_counts_two_with_second_timeout_key(void **state)
     rw_timeout_key(tk2, sizeof(tk2), &PLAIN, field, 2);
     assert_int_equal(rlock_lock(rlock_rw_read(rw)), RLOCK_OK);
     assert_int_equal(rlock_lock(rlock_rw_read(rw)), RLOCK_OK);
-    expect_keys(KEYS(PLAIN.name, tk1, tk2));
-    expect_hash_exact(PLAIN.name, FIELDS("mode", "read", field, "2"));
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name, tk1, tk2));
+    conf_expect_hash_exact(&F.redis, PLAIN.name,
+                           CONF_FIELDS("mode", "read", field, "2"));
     expect_str_key(tk2, "1");
-    expect_pttl(tk2, WATCHDOG_MS - 1000, WATCHDOG_MS);
-    expect_nothing_published();
+    conf_expect_pttl(&F.redis, tk2, WATCHDOG_MS - 1000, WATCHDOG_MS);
+    conf_expect_nothing_published(&F.log);
     assert_int_equal(rlock_unlock(rlock_rw_read(rw)), RLOCK_OK);
     assert_int_equal(rlock_unlock(rlock_rw_read(rw)), RLOCK_OK);
     rlock_rw_free(rw);
@@ -1887,12 +1331,13 @@ test_read_unlock_deletes_highest_timeout_key_and_publishes_nothing(void **state)
     rw_timeout_key(tk1, sizeof(tk1), &PLAIN, field, 1);
     assert_int_equal(rlock_lock(rlock_rw_read(rw)), RLOCK_OK);
     assert_int_equal(rlock_lock(rlock_rw_read(rw)), RLOCK_OK);
-    expect_nothing_published();
+    conf_expect_nothing_published(&F.log);
     assert_int_equal(rlock_unlock(rlock_rw_read(rw)), RLOCK_OK);
-    expect_keys(KEYS(PLAIN.name, tk1));
-    expect_hash_exact(PLAIN.name, FIELDS("mode", "read", field, "1"));
-    expect_pttl(PLAIN.name, WATCHDOG_MS - 1000, WATCHDOG_MS);
-    expect_nothing_published();
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name, tk1));
+    conf_expect_hash_exact(&F.redis, PLAIN.name,
+                           CONF_FIELDS("mode", "read", field, "1"));
+    conf_expect_pttl(&F.redis, PLAIN.name, WATCHDOG_MS - 1000, WATCHDOG_MS);
+    conf_expect_nothing_published(&F.log);
     assert_int_equal(rlock_unlock(rlock_rw_read(rw)), RLOCK_OK);
     rlock_rw_free(rw);
 }
@@ -1905,10 +1350,10 @@ static void test_last_read_unlock_deletes_hash_and_publishes_0(void **state)
     assert_int_equal(rlock_lock(rlock_rw_read(rw)), RLOCK_OK);
     assert_int_equal(rlock_lock(rlock_rw_read(rw)), RLOCK_OK);
     assert_int_equal(rlock_unlock(rlock_rw_read(rw)), RLOCK_OK);
-    expect_nothing_published();
+    conf_expect_nothing_published(&F.log);
     assert_int_equal(rlock_unlock(rlock_rw_read(rw)), RLOCK_OK);
-    expect_keys(NO_KEYS);
-    expect_published(PLAIN.rw_channel, "0");
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
+    conf_expect_published(&F.log, PLAIN.rw_channel, "0");
     rlock_rw_free(rw);
 }
 
@@ -1927,18 +1372,20 @@ test_read_unlock_while_other_reader_holds_publishes_nothing(void **state)
     worker_start(&w, F.other, rlock_rw_read(theirs), 0);
     worker_expect_acquired(&w, 2000);
     rw_timeout_key(tk_theirs, sizeof(tk_theirs), &PLAIN, w.field, 1);
-    expect_keys(KEYS(PLAIN.name, tk_mine, tk_theirs));
-    expect_hash_exact(PLAIN.name,
-                      FIELDS("mode", "read", field, "1", w.field, "1"));
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name, tk_mine, tk_theirs));
+    conf_expect_hash_exact(
+        &F.redis, PLAIN.name,
+        CONF_FIELDS("mode", "read", field, "1", w.field, "1"));
 
     assert_int_equal(rlock_unlock(rlock_rw_read(mine)), RLOCK_OK);
-    expect_keys(KEYS(PLAIN.name, tk_theirs));
-    expect_hash_exact(PLAIN.name, FIELDS("mode", "read", w.field, "1"));
-    expect_nothing_published();
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name, tk_theirs));
+    conf_expect_hash_exact(&F.redis, PLAIN.name,
+                           CONF_FIELDS("mode", "read", w.field, "1"));
+    conf_expect_nothing_published(&F.log);
 
     assert_int_equal(worker_release(&w), RLOCK_OK);
-    expect_keys(NO_KEYS);
-    expect_published(PLAIN.rw_channel, "0");
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
+    conf_expect_published(&F.log, PLAIN.rw_channel, "0");
     rlock_rw_free(mine);
     rlock_rw_free(theirs);
 }
@@ -1955,12 +1402,12 @@ test_read_unlock_sets_hash_ttl_to_longest_remaining_read_hold(void **state)
     worker_start_ex(&w, F.other, rlock_rw_read(theirs), 0, 10000, 0);
     worker_expect_acquired(&w, 2000);
     /* the hash keeps the longer lease of the two */
-    expect_pttl(PLAIN.name, WATCHDOG_MS - 1000, WATCHDOG_MS);
+    conf_expect_pttl(&F.redis, PLAIN.name, WATCHDOG_MS - 1000, WATCHDOG_MS);
     assert_int_equal(rlock_unlock(rlock_rw_read(mine)), RLOCK_OK);
     /* now only the 10 s read hold is left: the hash follows it */
-    expect_pttl(PLAIN.name, 9000, 10000);
+    conf_expect_pttl(&F.redis, PLAIN.name, 9000, 10000);
     assert_int_equal(worker_release(&w), RLOCK_OK);
-    expect_keys(NO_KEYS);
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
     rlock_rw_free(mine);
     rlock_rw_free(theirs);
 }
@@ -1974,11 +1421,12 @@ static void test_write_lock_writes_mode_write_and_write_field(void **state)
     lt_owner_field(field, sizeof(field), F.c);
     snprintf(wfield, sizeof(wfield), "%s:write", field);
     assert_int_equal(rlock_lock(rlock_rw_write(rw)), RLOCK_OK);
-    expect_keys(KEYS(PLAIN.name));
-    expect_hash_exact(PLAIN.name, FIELDS("mode", "write", wfield, "1"));
-    expect_pttl(PLAIN.name, WATCHDOG_MS - 1000, WATCHDOG_MS);
-    expect_nothing_published();
-    expect_channels(NO_KEYS, 0);
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
+    conf_expect_hash_exact(&F.redis, PLAIN.name,
+                           CONF_FIELDS("mode", "write", wfield, "1"));
+    conf_expect_pttl(&F.redis, PLAIN.name, WATCHDOG_MS - 1000, WATCHDOG_MS);
+    conf_expect_nothing_published(&F.log);
+    conf_expect_channels(&F.redis, CONF_NO_KEYS, 0);
     assert_int_equal(rlock_unlock(rlock_rw_write(rw)), RLOCK_OK);
     rlock_rw_free(rw);
 }
@@ -1993,11 +1441,13 @@ static void test_write_reentry_adds_the_lease_to_the_ttl(void **state)
     snprintf(wfield, sizeof(wfield), "%s:write", field);
     assert_int_equal(rlock_lock(rlock_rw_write(rw)), RLOCK_OK);
     assert_int_equal(rlock_lock(rlock_rw_write(rw)), RLOCK_OK);
-    expect_keys(KEYS(PLAIN.name));
-    expect_hash_exact(PLAIN.name, FIELDS("mode", "write", wfield, "2"));
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
+    conf_expect_hash_exact(&F.redis, PLAIN.name,
+                           CONF_FIELDS("mode", "write", wfield, "2"));
     /* PTTL + lease: about 60 000 after two takes */
-    expect_pttl(PLAIN.name, 2 * WATCHDOG_MS - 1500, 2 * WATCHDOG_MS);
-    expect_nothing_published();
+    conf_expect_pttl(&F.redis, PLAIN.name, 2 * WATCHDOG_MS - 1500,
+                     2 * WATCHDOG_MS);
+    conf_expect_nothing_published(&F.log);
     assert_int_equal(rlock_unlock(rlock_rw_write(rw)), RLOCK_OK);
     assert_int_equal(rlock_unlock(rlock_rw_write(rw)), RLOCK_OK);
     rlock_rw_free(rw);
@@ -2015,10 +1465,11 @@ test_write_inner_unlock_resets_lease_and_publishes_nothing(void **state)
     assert_int_equal(rlock_lock(rlock_rw_write(rw)), RLOCK_OK);
     assert_int_equal(rlock_lock(rlock_rw_write(rw)), RLOCK_OK);
     assert_int_equal(rlock_unlock(rlock_rw_write(rw)), RLOCK_OK);
-    expect_keys(KEYS(PLAIN.name));
-    expect_hash_exact(PLAIN.name, FIELDS("mode", "write", wfield, "1"));
-    expect_pttl(PLAIN.name, WATCHDOG_MS - 1000, WATCHDOG_MS);
-    expect_nothing_published();
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
+    conf_expect_hash_exact(&F.redis, PLAIN.name,
+                           CONF_FIELDS("mode", "write", wfield, "1"));
+    conf_expect_pttl(&F.redis, PLAIN.name, WATCHDOG_MS - 1000, WATCHDOG_MS);
+    conf_expect_nothing_published(&F.log);
     assert_int_equal(rlock_unlock(rlock_rw_write(rw)), RLOCK_OK);
     rlock_rw_free(rw);
 }
@@ -2029,10 +1480,10 @@ static void test_write_unlock_publishes_1(void **state)
 
     (void)state;
     assert_int_equal(rlock_lock(rlock_rw_write(rw)), RLOCK_OK);
-    expect_nothing_published();
+    conf_expect_nothing_published(&F.log);
     assert_int_equal(rlock_unlock(rlock_rw_write(rw)), RLOCK_OK);
-    expect_keys(NO_KEYS);
-    expect_published(PLAIN.rw_channel, "1");
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
+    conf_expect_published(&F.log, PLAIN.rw_channel, "1");
     rlock_rw_free(rw);
 }
 
@@ -2047,18 +1498,20 @@ static void test_writer_taking_read_adds_read_field_in_write_mode(void **state)
     rw_timeout_key(tk1, sizeof(tk1), &PLAIN, field, 1);
     assert_int_equal(rlock_lock(rlock_rw_write(rw)), RLOCK_OK);
     assert_int_equal(rlock_lock(rlock_rw_read(rw)), RLOCK_OK);
-    expect_keys(KEYS(PLAIN.name, tk1));
-    expect_hash_exact(PLAIN.name,
-                      FIELDS("mode", "write", wfield, "1", field, "1"));
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name, tk1));
+    conf_expect_hash_exact(
+        &F.redis, PLAIN.name,
+        CONF_FIELDS("mode", "write", wfield, "1", field, "1"));
     expect_str_key(tk1, "1");
-    expect_nothing_published();
+    conf_expect_nothing_published(&F.log);
     assert_int_equal(rlock_unlock(rlock_rw_read(rw)), RLOCK_OK);
     /* the read unlock under a write hold keeps write mode, silently */
-    expect_keys(KEYS(PLAIN.name));
-    expect_hash_exact(PLAIN.name, FIELDS("mode", "write", wfield, "1"));
-    expect_nothing_published();
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
+    conf_expect_hash_exact(&F.redis, PLAIN.name,
+                           CONF_FIELDS("mode", "write", wfield, "1"));
+    conf_expect_nothing_published(&F.log);
     assert_int_equal(rlock_unlock(rlock_rw_write(rw)), RLOCK_OK);
-    expect_published(PLAIN.rw_channel, "1");
+    conf_expect_published(&F.log, PLAIN.rw_channel, "1");
     rlock_rw_free(rw);
 }
 
@@ -2074,12 +1527,13 @@ test_write_unlock_with_own_read_left_switches_to_read_silently(void **state)
     assert_int_equal(rlock_lock(rlock_rw_write(rw)), RLOCK_OK);
     assert_int_equal(rlock_lock(rlock_rw_read(rw)), RLOCK_OK);
     assert_int_equal(rlock_unlock(rlock_rw_write(rw)), RLOCK_OK);
-    expect_keys(KEYS(PLAIN.name, tk1));
-    expect_hash_exact(PLAIN.name, FIELDS("mode", "read", field, "1"));
-    expect_nothing_published(); /* the downgrade quirk */
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name, tk1));
+    conf_expect_hash_exact(&F.redis, PLAIN.name,
+                           CONF_FIELDS("mode", "read", field, "1"));
+    conf_expect_nothing_published(&F.log); /* the downgrade quirk */
     assert_int_equal(rlock_unlock(rlock_rw_read(rw)), RLOCK_OK);
-    expect_keys(NO_KEYS);
-    expect_published(PLAIN.rw_channel, "0");
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
+    conf_expect_published(&F.log, PLAIN.rw_channel, "0");
     rlock_rw_free(rw);
 }
 
@@ -2087,23 +1541,23 @@ static void test_reader_cannot_take_write(void **state)
 {
     rlock_rw *rw = rw_get(F.c, PLAIN.name);
     char field[128], tk1[256], *before, *after;
-    monitor m;
+    conf_monitor m;
 
     (void)state;
     lt_owner_field(field, sizeof(field), F.c);
     rw_timeout_key(tk1, sizeof(tk1), &PLAIN, field, 1);
     assert_int_equal(rlock_lock(rlock_rw_read(rw)), RLOCK_OK);
     before = lt_hash_dump(&F.redis, PLAIN.name);
-    monitor_start(&m);
+    conf_monitor_start(&m, &F.redis);
     assert_int_equal(rlock_trylock(rlock_rw_write(rw), 0, RLOCK_LEASE_WATCHDOG),
                      RLOCK_ETIMEDOUT);
-    monitor_finish(&m);
+    conf_monitor_finish(&m);
     after = lt_hash_dump(&F.redis, PLAIN.name);
     assert_string_equal(after, before);
-    expect_keys(KEYS(PLAIN.name, tk1));
-    expect_scripts_only_read(&m);
-    expect_nothing_published();
-    monitor_free(&m);
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name, tk1));
+    conf_expect_scripts_only_read(&m);
+    conf_expect_nothing_published(&F.log);
+    conf_monitor_free(&m);
     assert_int_equal(rlock_hold_count(rlock_rw_write(rw)), 0);
     assert_int_equal(rlock_unlock(rlock_rw_read(rw)), RLOCK_OK);
     free(before);
@@ -2128,8 +1582,8 @@ static void test_other_writer_blocks_reader_and_writer(void **state)
         RLOCK_ETIMEDOUT);
     after = lt_hash_dump(&F.redis, PLAIN.name);
     assert_string_equal(after, before);
-    expect_keys(KEYS(PLAIN.name));
-    expect_nothing_published();
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
+    conf_expect_nothing_published(&F.log);
     assert_int_equal(rlock_unlock(rlock_rw_write(theirs)), RLOCK_OK);
     free(before);
     free(after);
@@ -2149,12 +1603,12 @@ static void test_write_unlock_1_wakes_every_waiting_reader(void **state)
     for (int i = 0; i < 3; i++)
         worker_start(&readers[i], F.other, rlock_rw_read(theirs), LONG_WAIT_MS);
     /* one subscription per client, on the read-write channel */
-    expect_channels(KEYS(PLAIN.rw_channel), 2000);
+    conf_expect_channels(&F.redis, CONF_KEYS(PLAIN.rw_channel), 2000);
     ct_wait_numsub(&F.redis, PLAIN.rw_channel, 1, 2000);
     rt_sleep_ms(200);
     for (int i = 0; i < 3; i++)
         assert_false(worker_wait(&readers[i], 0));
-    expect_nothing_published();
+    conf_expect_nothing_published(&F.log);
 
     released = rt_now_ms();
     assert_int_equal(rlock_unlock(rlock_rw_write(mine)), RLOCK_OK);
@@ -2162,21 +1616,22 @@ static void test_write_unlock_1_wakes_every_waiting_reader(void **state)
         worker_expect_acquired(&readers[i], CT_WAKE_BOUND_MS);
         assert_true(readers[i].done_ms - released < CT_WAKE_BOUND_MS);
     }
-    expect_published(PLAIN.rw_channel, "1");
+    conf_expect_published(&F.log, PLAIN.rw_channel, "1");
     {
         char tk[3][256];
 
         for (int i = 0; i < 3; i++)
             rw_timeout_key(tk[i], sizeof(tk[i]), &PLAIN, readers[i].field, 1);
-        expect_keys(KEYS(PLAIN.name, tk[0], tk[1], tk[2]));
-        expect_hash_exact(PLAIN.name,
-                          FIELDS("mode", "read", readers[0].field, "1",
-                                 readers[1].field, "1", readers[2].field, "1"));
+        conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name, tk[0], tk[1], tk[2]));
+        conf_expect_hash_exact(&F.redis, PLAIN.name,
+                               CONF_FIELDS("mode", "read", readers[0].field,
+                                           "1", readers[1].field, "1",
+                                           readers[2].field, "1"));
     }
     for (int i = 0; i < 3; i++)
         assert_int_equal(worker_release(&readers[i]), RLOCK_OK);
-    expect_keys(NO_KEYS);
-    expect_published(PLAIN.rw_channel, "0");
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
+    conf_expect_published(&F.log, PLAIN.rw_channel, "0");
     rlock_rw_free(mine);
     rlock_rw_free(theirs);
 }
@@ -2192,20 +1647,21 @@ static void test_last_read_unlock_0_wakes_waiting_writer(void **state)
     (void)state;
     assert_int_equal(rlock_lock(rlock_rw_read(mine)), RLOCK_OK);
     worker_start(&w, F.other, rlock_rw_write(theirs), LONG_WAIT_MS);
-    expect_channels(KEYS(PLAIN.rw_channel), 2000);
+    conf_expect_channels(&F.redis, CONF_KEYS(PLAIN.rw_channel), 2000);
     rt_sleep_ms(200);
     assert_false(worker_wait(&w, 0));
     released = rt_now_ms();
     assert_int_equal(rlock_unlock(rlock_rw_read(mine)), RLOCK_OK);
     worker_expect_acquired(&w, CT_WAKE_BOUND_MS);
     assert_true(w.done_ms - released < CT_WAKE_BOUND_MS);
-    expect_published(PLAIN.rw_channel, "0");
+    conf_expect_published(&F.log, PLAIN.rw_channel, "0");
     snprintf(wfield, sizeof(wfield), "%s:write", w.field);
-    expect_keys(KEYS(PLAIN.name));
-    expect_hash_exact(PLAIN.name, FIELDS("mode", "write", wfield, "1"));
-    expect_channels(NO_KEYS, 1000);
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
+    conf_expect_hash_exact(&F.redis, PLAIN.name,
+                           CONF_FIELDS("mode", "write", wfield, "1"));
+    conf_expect_channels(&F.redis, CONF_NO_KEYS, 1000);
     assert_int_equal(worker_release(&w), RLOCK_OK);
-    expect_published(PLAIN.rw_channel, "1");
+    conf_expect_published(&F.log, PLAIN.rw_channel, "1");
     rlock_rw_free(mine);
     rlock_rw_free(theirs);
 }
@@ -2215,26 +1671,26 @@ static void test_read_unlock_writes_latch_then_deletes_it(void **state)
     rlock_rw *rw = rw_get(F.c, PLAIN.name);
     rlock *r = rlock_rw_read(rw);
     char field[128], tk1[256];
-    monitor m;
+    conf_monitor m;
 
     (void)state;
     lt_owner_field(field, sizeof(field), F.c);
     rw_timeout_key(tk1, sizeof(tk1), &PLAIN, field, 1);
     assert_int_equal(rlock_lock(r), RLOCK_OK);
     assert_int_equal(rlock_lock(r), RLOCK_OK);
-    monitor_start(&m);
+    conf_monitor_start(&m, &F.redis);
     assert_int_equal(rlock_unlock(r), RLOCK_OK);
-    expect_keys(KEYS(PLAIN.name, tk1));
-    monitor_finish(&m);
-    expect_latch(&m, PLAIN.latch_prefix, "0");
-    monitor_free(&m);
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name, tk1));
+    conf_monitor_finish(&m);
+    conf_expect_latch(&m, PLAIN.latch_prefix, "0");
+    conf_monitor_free(&m);
 
-    monitor_start(&m);
+    conf_monitor_start(&m, &F.redis);
     assert_int_equal(rlock_unlock(r), RLOCK_OK);
-    expect_keys(NO_KEYS);
-    monitor_finish(&m);
-    expect_latch(&m, PLAIN.latch_prefix, "1");
-    monitor_free(&m);
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
+    conf_monitor_finish(&m);
+    conf_expect_latch(&m, PLAIN.latch_prefix, "1");
+    conf_monitor_free(&m);
     rlock_rw_free(rw);
 }
 
@@ -2242,24 +1698,24 @@ static void test_write_unlock_writes_latch_then_deletes_it(void **state)
 {
     rlock_rw *rw = rw_get(F.c, PLAIN.name);
     rlock *w = rlock_rw_write(rw);
-    monitor m;
+    conf_monitor m;
 
     (void)state;
     assert_int_equal(rlock_lock(w), RLOCK_OK);
     assert_int_equal(rlock_lock(w), RLOCK_OK);
-    monitor_start(&m);
+    conf_monitor_start(&m, &F.redis);
     assert_int_equal(rlock_unlock(w), RLOCK_OK);
-    expect_keys(KEYS(PLAIN.name));
-    monitor_finish(&m);
-    expect_latch(&m, PLAIN.latch_prefix, "0");
-    monitor_free(&m);
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
+    conf_monitor_finish(&m);
+    conf_expect_latch(&m, PLAIN.latch_prefix, "0");
+    conf_monitor_free(&m);
 
-    monitor_start(&m);
+    conf_monitor_start(&m, &F.redis);
     assert_int_equal(rlock_unlock(w), RLOCK_OK);
-    expect_keys(NO_KEYS);
-    monitor_finish(&m);
-    expect_latch(&m, PLAIN.latch_prefix, "1");
-    monitor_free(&m);
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
+    conf_monitor_finish(&m);
+    conf_expect_latch(&m, PLAIN.latch_prefix, "1");
+    conf_monitor_free(&m);
     rlock_rw_free(rw);
 }
 
@@ -2279,8 +1735,8 @@ static void test_read_force_unlock_deletes_read_lock_publishes_0(void **state)
     freeReplyObject(rep);
     assert_int_equal(rlock_force_unlock(rlock_rw_read(forcer)), RLOCK_OK);
     /* DEL of the hash only: the timeout key is left to expire */
-    expect_keys(KEYS(tk));
-    expect_published(PLAIN.rw_channel, "0");
+    conf_expect_keys(&F.redis, CONF_KEYS(tk));
+    conf_expect_published(&F.log, PLAIN.rw_channel, "0");
     assert_int_equal(rlock_unlock(rlock_rw_read(holder)), RLOCK_ELOST);
     free(tk);
     rlock_rw_free(holder);
@@ -2295,8 +1751,8 @@ static void test_write_force_unlock_deletes_write_lock_publishes_1(void **state)
     (void)state;
     assert_int_equal(rlock_lock(rlock_rw_write(holder)), RLOCK_OK);
     assert_int_equal(rlock_force_unlock(rlock_rw_write(forcer)), RLOCK_OK);
-    expect_keys(NO_KEYS);
-    expect_published(PLAIN.rw_channel, "1");
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
+    conf_expect_published(&F.log, PLAIN.rw_channel, "1");
     assert_int_equal(rlock_unlock(rlock_rw_write(holder)), RLOCK_ELOST);
     rlock_rw_free(holder);
     rlock_rw_free(forcer);
@@ -2314,10 +1770,10 @@ static void test_read_force_unlock_leaves_write_lock_alone(void **state)
     assert_int_equal(rlock_force_unlock(rlock_rw_read(forcer)), RLOCK_OK);
     after = lt_hash_dump(&F.redis, PLAIN.name);
     assert_string_equal(after, before);
-    expect_keys(KEYS(PLAIN.name));
-    expect_nothing_published();
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
+    conf_expect_nothing_published(&F.log);
     assert_int_equal(rlock_unlock(rlock_rw_write(holder)), RLOCK_OK);
-    expect_published(PLAIN.rw_channel, "1");
+    conf_expect_published(&F.log, PLAIN.rw_channel, "1");
     free(before);
     free(after);
     rlock_rw_free(holder);
@@ -2342,20 +1798,22 @@ static void test_read_watchdog_renews_every_own_timeout_key(void **state)
     /* over two leases: the keys live on only through renewals */
     for (int i = 0; i < 6; i++) {
         rt_sleep_ms(SHORT_WATCHDOG / 3);
-        expect_pttl(PLAIN.name, 1, SHORT_WATCHDOG);
-        expect_pttl(tk1, 1, SHORT_WATCHDOG);
-        expect_pttl(tk2, 1, SHORT_WATCHDOG);
+        conf_expect_pttl(&F.redis, PLAIN.name, 1, SHORT_WATCHDOG);
+        conf_expect_pttl(&F.redis, tk1, 1, SHORT_WATCHDOG);
+        conf_expect_pttl(&F.redis, tk2, 1, SHORT_WATCHDOG);
     }
-    expect_keys(KEYS(PLAIN.name, tk1, tk2));
-    expect_hash_exact(PLAIN.name, FIELDS("mode", "read", field, "2"));
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name, tk1, tk2));
+    conf_expect_hash_exact(&F.redis, PLAIN.name,
+                           CONF_FIELDS("mode", "read", field, "2"));
     /* so a Java reader's unlock still finds the hold alive */
     assert_int_equal(java_read_acquire(&PLAIN, JAVA_OWNER, "30000"), REPLY_NIL);
     assert_int_equal(java_read_unlock(&PLAIN, JAVA_OWNER), 0);
-    expect_hash_exact(PLAIN.name, FIELDS("mode", "read", field, "2"));
-    expect_nothing_published();
+    conf_expect_hash_exact(&F.redis, PLAIN.name,
+                           CONF_FIELDS("mode", "read", field, "2"));
+    conf_expect_nothing_published(&F.log);
     assert_int_equal(rlock_unlock(rlock_rw_read(rw)), RLOCK_OK);
     assert_int_equal(rlock_unlock(rlock_rw_read(rw)), RLOCK_OK);
-    expect_keys(NO_KEYS);
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
     rlock_rw_free(rw);
     rlock_client_free(wd);
 }
@@ -2374,12 +1832,13 @@ static void test_write_watchdog_renews_the_hash(void **state)
     for (int i = 0; i < 6; i++) {
         rt_sleep_ms(SHORT_WATCHDOG / 3);
         /* PEXPIRE to the watchdog timeout, not PTTL + lease */
-        expect_pttl(PLAIN.name, 1, SHORT_WATCHDOG);
+        conf_expect_pttl(&F.redis, PLAIN.name, 1, SHORT_WATCHDOG);
     }
-    expect_keys(KEYS(PLAIN.name));
-    expect_hash_exact(PLAIN.name, FIELDS("mode", "write", wfield, "1"));
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
+    conf_expect_hash_exact(&F.redis, PLAIN.name,
+                           CONF_FIELDS("mode", "write", wfield, "1"));
     assert_int_equal(rlock_unlock(rlock_rw_write(rw)), RLOCK_OK);
-    expect_published(PLAIN.rw_channel, "1");
+    conf_expect_published(&F.log, PLAIN.rw_channel, "1");
     rlock_rw_free(rw);
     rlock_client_free(wd);
 }
@@ -2390,7 +1849,7 @@ static void check_rw_names(const kind_names *k)
 {
     rlock_rw *rw = rw_get(F.c, k->name);
     char field[128], wfield[160], tk1[256], tk2[256];
-    monitor m;
+    conf_monitor m;
 
     lt_owner_field(field, sizeof(field), F.c);
     snprintf(wfield, sizeof(wfield), "%s:write", field);
@@ -2398,24 +1857,26 @@ static void check_rw_names(const kind_names *k)
     rw_timeout_key(tk2, sizeof(tk2), k, field, 2);
     assert_int_equal(rlock_lock(rlock_rw_read(rw)), RLOCK_OK);
     assert_int_equal(rlock_lock(rlock_rw_read(rw)), RLOCK_OK);
-    expect_keys(KEYS(k->name, tk1, tk2));
-    expect_hash_exact(k->name, FIELDS("mode", "read", field, "2"));
-    monitor_start(&m);
+    conf_expect_keys(&F.redis, CONF_KEYS(k->name, tk1, tk2));
+    conf_expect_hash_exact(&F.redis, k->name,
+                           CONF_FIELDS("mode", "read", field, "2"));
+    conf_monitor_start(&m, &F.redis);
     assert_int_equal(rlock_unlock(rlock_rw_read(rw)), RLOCK_OK);
-    expect_keys(KEYS(k->name, tk1));
-    monitor_finish(&m);
-    expect_latch(&m, k->latch_prefix, "0");
-    monitor_free(&m);
+    conf_expect_keys(&F.redis, CONF_KEYS(k->name, tk1));
+    conf_monitor_finish(&m);
+    conf_expect_latch(&m, k->latch_prefix, "0");
+    conf_monitor_free(&m);
     assert_int_equal(rlock_unlock(rlock_rw_read(rw)), RLOCK_OK);
-    expect_keys(NO_KEYS);
-    expect_published(k->rw_channel, "0");
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
+    conf_expect_published(&F.log, k->rw_channel, "0");
 
     assert_int_equal(rlock_lock(rlock_rw_write(rw)), RLOCK_OK);
-    expect_keys(KEYS(k->name));
-    expect_hash_exact(k->name, FIELDS("mode", "write", wfield, "1"));
+    conf_expect_keys(&F.redis, CONF_KEYS(k->name));
+    conf_expect_hash_exact(&F.redis, k->name,
+                           CONF_FIELDS("mode", "write", wfield, "1"));
     assert_int_equal(rlock_unlock(rlock_rw_write(rw)), RLOCK_OK);
-    expect_keys(NO_KEYS);
-    expect_published(k->rw_channel, "1");
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
+    conf_expect_published(&F.log, k->rw_channel, "1");
     rlock_rw_free(rw);
 }
 
@@ -2448,12 +1909,12 @@ static void test_fenced_token_counts_take_and_reentries(void **state)
         assert_int_equal(rlock_fenced_lock(l, &token), RLOCK_OK);
         assert_int_equal(token, i);
         snprintf(want, sizeof(want), "%d", i);
-        expect_keys(KEYS(PLAIN.name, PLAIN.token));
+        conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name, PLAIN.token));
         expect_str_key(PLAIN.token, want);
-        expect_pttl(PLAIN.token, -1, -1);
-        expect_hash(PLAIN.name, field, want);
+        conf_expect_pttl(&F.redis, PLAIN.token, -1, -1);
+        conf_expect_hash(&F.redis, PLAIN.name, field, want);
     }
-    expect_nothing_published();
+    conf_expect_nothing_published(&F.log);
     for (int i = 0; i < 3; i++)
         assert_int_equal(rlock_unlock(l), RLOCK_OK);
     rlock_free(l);
@@ -2468,10 +1929,10 @@ static void test_fenced_hash_is_the_plain_locks(void **state)
     (void)state;
     lt_owner_field(field, sizeof(field), F.c);
     assert_int_equal(rlock_fenced_lock(l, &token), RLOCK_OK);
-    expect_hash(PLAIN.name, field, "1");
-    expect_owner_shape(field);
-    expect_pttl(PLAIN.name, WATCHDOG_MS - 1000, WATCHDOG_MS);
-    expect_channels(NO_KEYS, 0);
+    conf_expect_hash(&F.redis, PLAIN.name, field, "1");
+    conf_expect_owner_shape(field);
+    conf_expect_pttl(&F.redis, PLAIN.name, WATCHDOG_MS - 1000, WATCHDOG_MS);
+    conf_expect_channels(&F.redis, CONF_NO_KEYS, 0);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     rlock_free(l);
 }
@@ -2485,13 +1946,13 @@ static void test_fenced_unlock_keeps_token_and_publishes_0(void **state)
     assert_int_equal(rlock_fenced_lock(l, &token), RLOCK_OK);
     assert_int_equal(rlock_fenced_lock(l, &token), RLOCK_OK);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    expect_keys(KEYS(PLAIN.name, PLAIN.token));
-    expect_nothing_published();
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name, PLAIN.token));
+    conf_expect_nothing_published(&F.log);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    expect_keys(KEYS(PLAIN.token));
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.token));
     expect_str_key(PLAIN.token, "2");
-    expect_pttl(PLAIN.token, -1, -1);
-    expect_published(PLAIN.channel, "0");
+    conf_expect_pttl(&F.redis, PLAIN.token, -1, -1);
+    conf_expect_published(&F.log, PLAIN.channel, "0");
     rlock_free(l);
 }
 
@@ -2502,7 +1963,7 @@ static void test_fenced_token_reads_the_counter(void **state)
 
     (void)state;
     assert_int_equal(rlock_fenced_token(l), 0);
-    expect_keys(NO_KEYS);
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
     assert_int_equal(rlock_fenced_lock(l, &token), RLOCK_OK);
     assert_int_equal(rlock_fenced_token(l), 1);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
@@ -2528,13 +1989,13 @@ test_fenced_trylock_continues_the_count_in_other_client(void **state)
     assert_int_equal(rlock_fenced_lock(mine, &token), RLOCK_OK);
     assert_int_equal(token, 1);
     assert_int_equal(rlock_unlock(mine), RLOCK_OK);
-    expect_published(PLAIN.channel, "0");
+    conf_expect_published(&F.log, PLAIN.channel, "0");
     worker_start_ex(&w, F.other, theirs, 0, 5000, 1);
     worker_expect_acquired(&w, 2000);
     assert_int_equal(w.token, 2);
-    expect_keys(KEYS(PLAIN.name, PLAIN.token));
-    expect_hash(PLAIN.name, w.field, "1");
-    expect_pttl(PLAIN.name, 4000, 5000);
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name, PLAIN.token));
+    conf_expect_hash(&F.redis, PLAIN.name, w.field, "1");
+    conf_expect_pttl(&F.redis, PLAIN.name, 4000, 5000);
     expect_str_key(PLAIN.token, "2");
     assert_int_equal(worker_release(&w), RLOCK_OK);
     rlock_free(mine);
@@ -2561,8 +2022,8 @@ static void test_fenced_failed_trylock_draws_no_token(void **state)
     after = lt_hash_dump(&F.redis, PLAIN.name);
     assert_string_equal(after, before);
     expect_str_key(PLAIN.token, "1");
-    expect_keys(KEYS(PLAIN.name, PLAIN.token));
-    expect_nothing_published();
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name, PLAIN.token));
+    conf_expect_nothing_published(&F.log);
     assert_int_equal(worker_release(&w), RLOCK_OK);
     free(before);
     free(after);
@@ -2585,7 +2046,7 @@ static void test_fenced_plain_lock_call_draws_a_token(void **state)
     assert_int_equal(token, 3);
     for (int i = 0; i < 3; i++)
         assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    expect_keys(KEYS(PLAIN.token));
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.token));
     rlock_free(l);
 }
 
@@ -2599,7 +2060,7 @@ static void test_fenced_waiter_is_woken_by_0_on_lock_channel(void **state)
     (void)state;
     assert_int_equal(rlock_fenced_lock(mine, &token), RLOCK_OK);
     worker_start_ex(&w, F.other, theirs, LONG_WAIT_MS, RLOCK_LEASE_WATCHDOG, 1);
-    expect_channels(KEYS(PLAIN.channel), 2000);
+    conf_expect_channels(&F.redis, CONF_KEYS(PLAIN.channel), 2000);
     rt_sleep_ms(100);
     assert_false(worker_wait(&w, 0));
     expect_str_key(PLAIN.token, "1"); /* failed attempts draw nothing */
@@ -2608,11 +2069,11 @@ static void test_fenced_waiter_is_woken_by_0_on_lock_channel(void **state)
     worker_expect_acquired(&w, CT_WAKE_BOUND_MS);
     assert_true(w.done_ms - released < CT_WAKE_BOUND_MS);
     assert_int_equal(w.token, 2);
-    expect_published(PLAIN.channel, "0");
-    expect_keys(KEYS(PLAIN.name, PLAIN.token));
-    expect_hash(PLAIN.name, w.field, "1");
+    conf_expect_published(&F.log, PLAIN.channel, "0");
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name, PLAIN.token));
+    conf_expect_hash(&F.redis, PLAIN.name, w.field, "1");
     assert_int_equal(worker_release(&w), RLOCK_OK);
-    expect_published(PLAIN.channel, "0");
+    conf_expect_published(&F.log, PLAIN.channel, "0");
     rlock_free(mine);
     rlock_free(theirs);
 }
@@ -2621,23 +2082,23 @@ static void test_fenced_unlock_writes_latch_then_deletes_it(void **state)
 {
     rlock *l = fenced_get(F.c, PLAIN.name);
     int64_t token;
-    monitor m;
+    conf_monitor m;
 
     (void)state;
     assert_int_equal(rlock_fenced_lock(l, &token), RLOCK_OK);
     assert_int_equal(rlock_fenced_lock(l, &token), RLOCK_OK);
-    monitor_start(&m);
+    conf_monitor_start(&m, &F.redis);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    expect_keys(KEYS(PLAIN.name, PLAIN.token));
-    monitor_finish(&m);
-    expect_latch(&m, PLAIN.latch_prefix, "0");
-    monitor_free(&m);
-    monitor_start(&m);
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name, PLAIN.token));
+    conf_monitor_finish(&m);
+    conf_expect_latch(&m, PLAIN.latch_prefix, "0");
+    conf_monitor_free(&m);
+    conf_monitor_start(&m, &F.redis);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    expect_keys(KEYS(PLAIN.token));
-    monitor_finish(&m);
-    expect_latch(&m, PLAIN.latch_prefix, "1");
-    monitor_free(&m);
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.token));
+    conf_monitor_finish(&m);
+    conf_expect_latch(&m, PLAIN.latch_prefix, "1");
+    conf_monitor_free(&m);
     rlock_free(l);
 }
 
@@ -2669,11 +2130,11 @@ static void check_fenced_names(const kind_names *k)
 
     assert_int_equal(rlock_fenced_lock(l, &token), RLOCK_OK);
     assert_int_equal(token, 1);
-    expect_keys(KEYS(k->name, k->token));
+    conf_expect_keys(&F.redis, CONF_KEYS(k->name, k->token));
     expect_str_key(k->token, "1");
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    expect_keys(KEYS(k->token));
-    expect_published(k->channel, "0");
+    conf_expect_keys(&F.redis, CONF_KEYS(k->token));
+    conf_expect_published(&F.log, k->channel, "0");
     rlock_free(l);
 }
 
@@ -2701,17 +2162,18 @@ static void test_watchdog_renews_fair_fenced_and_spin_locks(void **state)
     assert_int_equal(rlock_lock(spin), RLOCK_OK);
     for (int i = 0; i < 6; i++) {
         rt_sleep_ms(SHORT_WATCHDOG / 3);
-        expect_pttl("kinds-fair", 1, SHORT_WATCHDOG);
-        expect_pttl("kinds-fenced", 1, SHORT_WATCHDOG);
-        expect_pttl("kinds-spin", 1, SHORT_WATCHDOG);
+        conf_expect_pttl(&F.redis, "kinds-fair", 1, SHORT_WATCHDOG);
+        conf_expect_pttl(&F.redis, "kinds-fenced", 1, SHORT_WATCHDOG);
+        conf_expect_pttl(&F.redis, "kinds-spin", 1, SHORT_WATCHDOG);
     }
-    expect_keys(KEYS("kinds-fair", "kinds-fenced", "kinds-spin",
-                     "redisson_lock_token:{kinds-fenced}"));
-    expect_hash("kinds-fair", field, "1");
-    expect_hash("kinds-fenced", field, "1");
-    expect_hash("kinds-spin", field, "1");
+    conf_expect_keys(&F.redis,
+                     CONF_KEYS("kinds-fair", "kinds-fenced", "kinds-spin",
+                               "redisson_lock_token:{kinds-fenced}"));
+    conf_expect_hash(&F.redis, "kinds-fair", field, "1");
+    conf_expect_hash(&F.redis, "kinds-fenced", field, "1");
+    conf_expect_hash(&F.redis, "kinds-spin", field, "1");
     expect_str_key("redisson_lock_token:{kinds-fenced}", "1");
-    expect_nothing_published();
+    conf_expect_nothing_published(&F.log);
     assert_int_equal(rlock_unlock(fair), RLOCK_OK);
     assert_int_equal(rlock_unlock(fenced), RLOCK_OK);
     assert_int_equal(rlock_unlock(spin), RLOCK_OK);
@@ -2733,17 +2195,17 @@ static void test_spin_lock_writes_the_plain_locks_hash(void **state)
     (void)state;
     lt_owner_field(field, sizeof(field), F.c);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
-    expect_keys(KEYS(PLAIN.name));
-    expect_hash(PLAIN.name, field, "1");
-    expect_owner_shape(field);
-    expect_pttl(PLAIN.name, WATCHDOG_MS - 1000, WATCHDOG_MS);
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
+    conf_expect_hash(&F.redis, PLAIN.name, field, "1");
+    conf_expect_owner_shape(field);
+    conf_expect_pttl(&F.redis, PLAIN.name, WATCHDOG_MS - 1000, WATCHDOG_MS);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
-    expect_hash(PLAIN.name, field, "2");
+    conf_expect_hash(&F.redis, PLAIN.name, field, "2");
     assert_int_equal(rlock_trylock(l, 0, 7000), RLOCK_OK);
-    expect_hash(PLAIN.name, field, "3");
-    expect_pttl(PLAIN.name, 6000, 7000);
-    expect_nothing_published();
-    expect_channels(NO_KEYS, 0);
+    conf_expect_hash(&F.redis, PLAIN.name, field, "3");
+    conf_expect_pttl(&F.redis, PLAIN.name, 6000, 7000);
+    conf_expect_nothing_published(&F.log);
+    conf_expect_channels(&F.redis, CONF_NO_KEYS, 0);
     for (int i = 0; i < 3; i++)
         assert_int_equal(rlock_unlock(l), RLOCK_OK);
     rlock_free(l);
@@ -2759,13 +2221,13 @@ static void test_spin_unlocks_publish_nothing(void **state)
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    expect_keys(KEYS(PLAIN.name));
-    expect_hash(PLAIN.name, field, "1");
-    expect_pttl(PLAIN.name, WATCHDOG_MS - 1000, WATCHDOG_MS);
-    expect_nothing_published();
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
+    conf_expect_hash(&F.redis, PLAIN.name, field, "1");
+    conf_expect_pttl(&F.redis, PLAIN.name, WATCHDOG_MS - 1000, WATCHDOG_MS);
+    conf_expect_nothing_published(&F.log);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    expect_keys(NO_KEYS);
-    expect_nothing_published();
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
+    conf_expect_nothing_published(&F.log);
     rlock_free(l);
 }
 
@@ -2777,12 +2239,12 @@ static void test_spin_force_unlock_publishes_nothing(void **state)
     (void)state;
     assert_int_equal(rlock_lock(holder), RLOCK_OK);
     assert_int_equal(rlock_force_unlock(forcer), RLOCK_OK);
-    expect_keys(NO_KEYS);
-    expect_nothing_published();
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
+    conf_expect_nothing_published(&F.log);
     assert_int_equal(rlock_force_unlock(forcer), RLOCK_OK); /* free lock */
-    expect_nothing_published();
+    conf_expect_nothing_published(&F.log);
     assert_int_equal(rlock_unlock(holder), RLOCK_ELOST);
-    expect_nothing_published();
+    conf_expect_nothing_published(&F.log);
     rlock_free(holder);
     rlock_free(forcer);
 }
@@ -2799,7 +2261,7 @@ static void test_spin_waiter_never_subscribes(void **state)
     worker_start(&w, F.other, theirs, LONG_WAIT_MS);
     until = rt_now_ms() + 1000;
     while (rt_now_ms() < until) {
-        expect_channels(NO_KEYS, 0);
+        conf_expect_channels(&F.redis, CONF_NO_KEYS, 0);
         /* only the message log's PSUBSCRIBE * */
         assert_int_equal(rt_cmd_int(&F.redis, "PUBSUB NUMPAT"), 1);
         rt_sleep_ms(50);
@@ -2810,10 +2272,10 @@ static void test_spin_waiter_never_subscribes(void **state)
     /* no message: the next poll (128 ms apart at most) finds it free */
     worker_expect_acquired(&w, 2000);
     assert_true(w.done_ms - released < 1000);
-    expect_hash(PLAIN.name, w.field, "1");
-    expect_nothing_published();
+    conf_expect_hash(&F.redis, PLAIN.name, w.field, "1");
+    conf_expect_nothing_published(&F.log);
     assert_int_equal(worker_release(&w), RLOCK_OK);
-    expect_nothing_published();
+    conf_expect_nothing_published(&F.log);
     rlock_free(holder);
     rlock_free(theirs);
 }
@@ -2823,17 +2285,17 @@ static void test_spin_waiter_backs_off_exponentially(void **state)
     rlock *holder = spin_get(F.c, PLAIN.name);
     rlock *theirs = spin_get(F.other, PLAIN.name);
     int64_t start;
-    monitor m;
+    conf_monitor m;
     int tries;
 
     (void)state;
     assert_int_equal(rlock_lock(holder), RLOCK_OK);
-    monitor_start(&m);
+    conf_monitor_start(&m, &F.redis);
     start = rt_now_ms();
     assert_int_equal(rlock_trylock(theirs, 1500, RLOCK_LEASE_WATCHDOG),
                      RLOCK_ETIMEDOUT);
     assert_true(rt_now_ms() - start >= 1500);
-    monitor_finish(&m);
+    conf_monitor_finish(&m);
     tries = count_scripts_on(&m, PLAIN.name);
     print_message("spin waiter: %d attempts in 1500 ms\n", tries);
     /* 1, ~2, ~4 ... capped at 128 ms: about 18 attempts, not hundreds */
@@ -2841,7 +2303,7 @@ static void test_spin_waiter_backs_off_exponentially(void **state)
     for (int i = 0; i < m.n; i++)
         if (!m.cmds[i].lua && strcasestr(m.cmds[i].argv[0], "subscribe"))
             fail_msg("the spin waiter sent %s", m.cmds[i].argv[0]);
-    monitor_free(&m);
+    conf_monitor_free(&m);
     assert_int_equal(rlock_unlock(holder), RLOCK_OK);
     rlock_free(holder);
     rlock_free(theirs);
@@ -2851,20 +2313,20 @@ static void test_spin_constant_backoff_polls_at_that_pace(void **state)
 {
     rlock *holder = spin_get(F.c, PLAIN.name);
     rlock *theirs = spin_get(F.other, PLAIN.name);
-    monitor m;
+    conf_monitor m;
     int tries;
 
     (void)state;
     assert_int_equal(rlock_spin_set_backoff(theirs, 100, 100, 1), RLOCK_OK);
     assert_int_equal(rlock_lock(holder), RLOCK_OK);
-    monitor_start(&m);
+    conf_monitor_start(&m, &F.redis);
     assert_int_equal(rlock_trylock(theirs, 1000, RLOCK_LEASE_WATCHDOG),
                      RLOCK_ETIMEDOUT);
-    monitor_finish(&m);
+    conf_monitor_finish(&m);
     tries = count_scripts_on(&m, PLAIN.name);
     print_message("spin waiter: %d attempts in 1000 ms at 100 ms\n", tries);
     assert_in_range(tries, 6, 14);
-    monitor_free(&m);
+    conf_monitor_free(&m);
     assert_int_equal(rlock_unlock(holder), RLOCK_OK);
     rlock_free(holder);
     rlock_free(theirs);
@@ -2873,23 +2335,23 @@ static void test_spin_constant_backoff_polls_at_that_pace(void **state)
 static void test_spin_unlock_writes_latch_then_deletes_it(void **state)
 {
     rlock *l = spin_get(F.c, PLAIN.name);
-    monitor m;
+    conf_monitor m;
 
     (void)state;
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
-    monitor_start(&m);
+    conf_monitor_start(&m, &F.redis);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    expect_keys(KEYS(PLAIN.name));
-    monitor_finish(&m);
-    expect_latch(&m, PLAIN.latch_prefix, "0");
-    monitor_free(&m);
-    monitor_start(&m);
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
+    conf_monitor_finish(&m);
+    conf_expect_latch(&m, PLAIN.latch_prefix, "0");
+    conf_monitor_free(&m);
+    conf_monitor_start(&m, &F.redis);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    expect_keys(NO_KEYS);
-    monitor_finish(&m);
-    expect_latch(&m, PLAIN.latch_prefix, "1");
-    monitor_free(&m);
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
+    conf_monitor_finish(&m);
+    conf_expect_latch(&m, PLAIN.latch_prefix, "1");
+    conf_monitor_free(&m);
     rlock_free(l);
 }
 
@@ -2907,7 +2369,8 @@ static void test_spin_and_plain_lock_exclude_each_other(void **state)
     assert_int_equal(rlock_trylock(spin, 300, RLOCK_LEASE_WATCHDOG),
                      RLOCK_ETIMEDOUT);
     assert_int_equal(rlock_unlock(plain), RLOCK_OK);
-    expect_published(PLAIN.channel, "0"); /* the plain lock's own unlock */
+    conf_expect_published(&F.log, PLAIN.channel,
+                          "0"); /* the plain lock's own unlock */
     rlock_free(spin);
     rlock_free(plain);
 }
@@ -2928,20 +2391,22 @@ test_java_fair_waiter_behind_rlock_holder_is_told_on_its_channel(void **state)
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     base = java_fair_acquire(&PLAIN, JAVA_OWNER, 5000);
     assert_in_range(base, WATCHDOG_MS - 1000, WATCHDOG_MS);
-    expect_keys(KEYS(PLAIN.name, PLAIN.queue, PLAIN.zset));
-    expect_queue(PLAIN.queue, KEYS(JAVA_OWNER));
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name, PLAIN.queue, PLAIN.zset));
+    expect_queue(PLAIN.queue, CONF_KEYS(JAVA_OWNER));
     expect_fair_deadline(&PLAIN, JAVA_OWNER, 5000, 1);
 
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    expect_published(java_channel, "0");
-    expect_keys(KEYS(PLAIN.queue, PLAIN.zset)); /* the head keeps its turn */
+    conf_expect_published(&F.log, java_channel, "0");
+    conf_expect_keys(
+        &F.redis,
+        CONF_KEYS(PLAIN.queue, PLAIN.zset)); /* the head keeps its turn */
 
     assert_int_equal(java_fair_acquire(&PLAIN, JAVA_OWNER, 5000), REPLY_NIL);
-    expect_keys(KEYS(PLAIN.name));
-    expect_hash(PLAIN.name, JAVA_OWNER, "1");
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
+    conf_expect_hash(&F.redis, PLAIN.name, JAVA_OWNER, "1");
     assert_int_equal(java_fair_unlock(&PLAIN, JAVA_OWNER), 1);
-    expect_keys(NO_KEYS);
-    expect_nothing_published();
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
+    conf_expect_nothing_published(&F.log);
     rlock_free(l);
 }
 
@@ -2950,7 +2415,7 @@ static void test_rlock_fair_trylock_does_not_overtake_java_head(void **state)
     rlock *holder = fair_get(F.other, PLAIN.name);
     rlock *mine = fair_get(F.c, PLAIN.name);
     char java_channel[256];
-    monitor m;
+    conf_monitor m;
 
     (void)state;
     fair_channel(java_channel, sizeof(java_channel), &PLAIN, JAVA_OWNER);
@@ -2958,23 +2423,23 @@ static void test_rlock_fair_trylock_does_not_overtake_java_head(void **state)
     assert_in_range(java_fair_acquire(&PLAIN, JAVA_OWNER, 5000),
                     WATCHDOG_MS - 1000, WATCHDOG_MS);
     assert_int_equal(rlock_unlock(holder), RLOCK_OK);
-    expect_published(java_channel, "0");
+    conf_expect_published(&F.log, java_channel, "0");
 
     /* the lock is free, but the Java client is first in line */
-    monitor_start(&m);
+    conf_monitor_start(&m, &F.redis);
     assert_int_equal(rlock_trylock(mine, 0, RLOCK_LEASE_WATCHDOG),
                      RLOCK_ETIMEDOUT);
-    monitor_finish(&m);
-    expect_scripts_only_read(&m);
-    monitor_free(&m);
-    expect_keys(KEYS(PLAIN.queue, PLAIN.zset));
-    expect_queue(PLAIN.queue, KEYS(JAVA_OWNER));
+    conf_monitor_finish(&m);
+    conf_expect_scripts_only_read(&m);
+    conf_monitor_free(&m);
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.queue, PLAIN.zset));
+    expect_queue(PLAIN.queue, CONF_KEYS(JAVA_OWNER));
 
     assert_int_equal(java_fair_acquire(&PLAIN, JAVA_OWNER, 5000), REPLY_NIL);
     assert_int_equal(java_fair_unlock(&PLAIN, JAVA_OWNER), 1);
     assert_int_equal(rlock_trylock(mine, 0, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
     assert_int_equal(rlock_unlock(mine), RLOCK_OK);
-    expect_keys(NO_KEYS);
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
     rlock_free(holder);
     rlock_free(mine);
 }
@@ -2989,23 +2454,23 @@ test_rlock_fair_waiter_behind_java_holder_woken_by_java_unlock(void **state)
 
     (void)state;
     assert_int_equal(java_fair_acquire(&PLAIN, JAVA_OWNER, 5000), REPLY_NIL);
-    expect_hash(PLAIN.name, JAVA_OWNER, "1");
+    conf_expect_hash(&F.redis, PLAIN.name, JAVA_OWNER, "1");
     worker_start(&w, F.other, theirs, LONG_WAIT_MS);
     wait_queue_len(&PLAIN, 1);
-    expect_queue(PLAIN.queue, KEYS(w.field));
+    expect_queue(PLAIN.queue, CONF_KEYS(w.field));
     expect_fair_deadline(&PLAIN, w.field, LONG_WAIT_MS, 1);
     fair_channel(ch, sizeof(ch), &PLAIN, w.field);
-    expect_channels(KEYS(ch), 2000);
+    conf_expect_channels(&F.redis, CONF_KEYS(ch), 2000);
 
     released = rt_now_ms();
     assert_int_equal(java_fair_unlock(&PLAIN, JAVA_OWNER), 1);
     worker_expect_acquired(&w, CT_WAKE_BOUND_MS);
     assert_true(w.done_ms - released < CT_WAKE_BOUND_MS);
-    expect_published(ch, "0");
-    expect_keys(KEYS(PLAIN.name));
-    expect_hash(PLAIN.name, w.field, "1");
+    conf_expect_published(&F.log, ch, "0");
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
+    conf_expect_hash(&F.redis, PLAIN.name, w.field, "1");
     assert_int_equal(worker_release(&w), RLOCK_OK);
-    expect_keys(NO_KEYS);
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
     rlock_free(theirs);
 }
 
@@ -3025,30 +2490,30 @@ static void test_fair_queue_order_holds_across_java_and_rlock(void **state)
     worker_start(&w, F.other, theirs, LONG_WAIT_MS);
     wait_queue_len(&PLAIN, 2);
     fair_channel(ch, sizeof(ch), &PLAIN, w.field);
-    expect_channels(KEYS(ch), 2000);
-    expect_queue(PLAIN.queue, KEYS(JAVA_OWNER, w.field));
+    conf_expect_channels(&F.redis, CONF_KEYS(ch), 2000);
+    expect_queue(PLAIN.queue, CONF_KEYS(JAVA_OWNER, w.field));
     score = zscore(PLAIN.zset, w.field);
     assert_int_equal(score - zscore(PLAIN.zset, JAVA_OWNER), LONG_WAIT_MS);
 
     /* rlock's unlock tells the Java head, not rlock's own waiter */
     assert_int_equal(rlock_unlock(holder), RLOCK_OK);
-    expect_published(java_channel, "0");
+    conf_expect_published(&F.log, java_channel, "0");
     assert_false(worker_wait(&w, 300));
     assert_int_equal(java_fair_acquire(&PLAIN, JAVA_OWNER, LONG_WAIT_MS),
                      REPLY_NIL);
-    expect_hash(PLAIN.name, JAVA_OWNER, "1");
-    expect_queue(PLAIN.queue, KEYS(w.field));
+    conf_expect_hash(&F.redis, PLAIN.name, JAVA_OWNER, "1");
+    expect_queue(PLAIN.queue, CONF_KEYS(w.field));
     assert_int_equal(zscore(PLAIN.zset, w.field), score - LONG_WAIT_MS);
     assert_false(worker_wait(&w, 100));
 
     /* the Java unlock tells rlock's waiter */
     assert_int_equal(java_fair_unlock(&PLAIN, JAVA_OWNER), 1);
     worker_expect_acquired(&w, CT_WAKE_BOUND_MS);
-    expect_published(ch, "0");
-    expect_keys(KEYS(PLAIN.name));
-    expect_hash(PLAIN.name, w.field, "1");
+    conf_expect_published(&F.log, ch, "0");
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
+    conf_expect_hash(&F.redis, PLAIN.name, w.field, "1");
     assert_int_equal(worker_release(&w), RLOCK_OK);
-    expect_keys(NO_KEYS);
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
     rlock_free(holder);
     rlock_free(theirs);
 }
@@ -3061,7 +2526,7 @@ static void test_java_fair_try_once_respects_rlock_queue(void **state)
     fair_scene_start(&s, &PLAIN);
     /* held: "1", and the Java client is not queued */
     assert_int_equal(java_fair_try_once(&PLAIN, JAVA_OWNER), 1);
-    expect_queue(PLAIN.queue, KEYS(s.w.field));
+    expect_queue(PLAIN.queue, CONF_KEYS(s.w.field));
     assert_int_equal(rt_cmd_int(&F.redis, "ZCARD %s", PLAIN.zset), 1);
 
     /* released: rlock's waiter is first in line (or already holds it), so
@@ -3069,8 +2534,8 @@ static void test_java_fair_try_once_respects_rlock_queue(void **state)
     assert_int_equal(rlock_unlock(s.holder), RLOCK_OK);
     assert_int_equal(java_fair_try_once(&PLAIN, JAVA_OWNER), 1);
     worker_expect_acquired(&s.w, CT_WAKE_BOUND_MS);
-    expect_published(s.channel, "0");
-    expect_hash(PLAIN.name, s.w.field, "1");
+    conf_expect_published(&F.log, s.channel, "0");
+    conf_expect_hash(&F.redis, PLAIN.name, s.w.field, "1");
     fair_scene_finish(&s);
 }
 
@@ -3088,26 +2553,29 @@ static void test_java_reader_blocks_rlock_writer_until_read_unlock(void **state)
     (void)state;
     rw_timeout_key(jtk, sizeof(jtk), &PLAIN, JAVA_OWNER, 1);
     assert_int_equal(java_read_acquire(&PLAIN, JAVA_OWNER, "30000"), REPLY_NIL);
-    expect_keys(KEYS(PLAIN.name, jtk));
-    expect_hash_exact(PLAIN.name, FIELDS("mode", "read", JAVA_OWNER, "1"));
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name, jtk));
+    conf_expect_hash_exact(&F.redis, PLAIN.name,
+                           CONF_FIELDS("mode", "read", JAVA_OWNER, "1"));
     assert_int_equal(rlock_trylock(rlock_rw_write(rw), 0, RLOCK_LEASE_WATCHDOG),
                      RLOCK_ETIMEDOUT);
-    expect_hash_exact(PLAIN.name, FIELDS("mode", "read", JAVA_OWNER, "1"));
+    conf_expect_hash_exact(&F.redis, PLAIN.name,
+                           CONF_FIELDS("mode", "read", JAVA_OWNER, "1"));
 
     worker_start(&w, F.c, rlock_rw_write(rw), LONG_WAIT_MS);
-    expect_channels(KEYS(PLAIN.rw_channel), 2000);
+    conf_expect_channels(&F.redis, CONF_KEYS(PLAIN.rw_channel), 2000);
     rt_sleep_ms(100);
     assert_false(worker_wait(&w, 0));
     released = rt_now_ms();
     assert_int_equal(java_read_unlock(&PLAIN, JAVA_OWNER), 1);
     worker_expect_acquired(&w, CT_WAKE_BOUND_MS);
     assert_true(w.done_ms - released < CT_WAKE_BOUND_MS);
-    expect_published(PLAIN.rw_channel, "0");
+    conf_expect_published(&F.log, PLAIN.rw_channel, "0");
     snprintf(wfield, sizeof(wfield), "%s:write", w.field);
-    expect_keys(KEYS(PLAIN.name));
-    expect_hash_exact(PLAIN.name, FIELDS("mode", "write", wfield, "1"));
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
+    conf_expect_hash_exact(&F.redis, PLAIN.name,
+                           CONF_FIELDS("mode", "write", wfield, "1"));
     assert_int_equal(worker_release(&w), RLOCK_OK);
-    expect_published(PLAIN.rw_channel, "1");
+    conf_expect_published(&F.log, PLAIN.rw_channel, "1");
     rlock_rw_free(rw);
 }
 
@@ -3125,16 +2593,16 @@ static void test_rlock_writer_blocks_java_reader_and_writer(void **state)
                     WATCHDOG_MS - 1000, WATCHDOG_MS);
     after = lt_hash_dump(&F.redis, PLAIN.name);
     assert_string_equal(after, before);
-    expect_keys(KEYS(PLAIN.name));
-    expect_nothing_published();
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
+    conf_expect_nothing_published(&F.log);
 
     /* rlock's write unlock sends what Java waiters wait for: "1" */
     assert_int_equal(rlock_unlock(rlock_rw_write(rw)), RLOCK_OK);
-    expect_published(PLAIN.rw_channel, "1");
+    conf_expect_published(&F.log, PLAIN.rw_channel, "1");
     assert_int_equal(java_read_acquire(&PLAIN, JAVA_OWNER, "30000"), REPLY_NIL);
     assert_int_equal(java_read_unlock(&PLAIN, JAVA_OWNER), 1);
-    expect_published(PLAIN.rw_channel, "0");
-    expect_keys(NO_KEYS);
+    conf_expect_published(&F.log, PLAIN.rw_channel, "0");
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
     free(before);
     free(after);
     rlock_rw_free(rw);
@@ -3151,20 +2619,22 @@ static void test_java_read_unlock_finds_rlock_timeout_keys(void **state)
     rw_timeout_key(jtk, sizeof(jtk), &PLAIN, JAVA_OWNER, 1);
     assert_int_equal(java_read_acquire(&PLAIN, JAVA_OWNER, "30000"), REPLY_NIL);
     assert_int_equal(rlock_trylock(rlock_rw_read(rw), 0, 20000), RLOCK_OK);
-    expect_keys(KEYS(PLAIN.name, tk1, jtk));
-    expect_hash_exact(PLAIN.name,
-                      FIELDS("mode", "read", JAVA_OWNER, "1", field, "1"));
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name, tk1, jtk));
+    conf_expect_hash_exact(
+        &F.redis, PLAIN.name,
+        CONF_FIELDS("mode", "read", JAVA_OWNER, "1", field, "1"));
 
     /* Java's unlock finds rlock's hold alive through its timeout key, so
      * the lock stays, with rlock's lease */
     assert_int_equal(java_read_unlock(&PLAIN, JAVA_OWNER), 0);
-    expect_keys(KEYS(PLAIN.name, tk1));
-    expect_hash_exact(PLAIN.name, FIELDS("mode", "read", field, "1"));
-    expect_pttl(PLAIN.name, 19000, 20000);
-    expect_nothing_published();
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name, tk1));
+    conf_expect_hash_exact(&F.redis, PLAIN.name,
+                           CONF_FIELDS("mode", "read", field, "1"));
+    conf_expect_pttl(&F.redis, PLAIN.name, 19000, 20000);
+    conf_expect_nothing_published(&F.log);
     assert_int_equal(rlock_unlock(rlock_rw_read(rw)), RLOCK_OK);
-    expect_keys(NO_KEYS);
-    expect_published(PLAIN.rw_channel, "0");
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
+    conf_expect_published(&F.log, PLAIN.rw_channel, "0");
     rlock_rw_free(rw);
 }
 
@@ -3177,15 +2647,16 @@ static void test_rlock_read_unlock_finds_java_timeout_keys(void **state)
     rw_timeout_key(jtk, sizeof(jtk), &PLAIN, JAVA_OWNER, 1);
     assert_int_equal(rlock_lock(rlock_rw_read(rw)), RLOCK_OK);
     assert_int_equal(java_read_acquire(&PLAIN, JAVA_OWNER, "10000"), REPLY_NIL);
-    expect_pttl(PLAIN.name, WATCHDOG_MS - 1000, WATCHDOG_MS);
+    conf_expect_pttl(&F.redis, PLAIN.name, WATCHDOG_MS - 1000, WATCHDOG_MS);
     assert_int_equal(rlock_unlock(rlock_rw_read(rw)), RLOCK_OK);
-    expect_keys(KEYS(PLAIN.name, jtk));
-    expect_hash_exact(PLAIN.name, FIELDS("mode", "read", JAVA_OWNER, "1"));
-    expect_pttl(PLAIN.name, 9000, 10000);
-    expect_nothing_published();
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name, jtk));
+    conf_expect_hash_exact(&F.redis, PLAIN.name,
+                           CONF_FIELDS("mode", "read", JAVA_OWNER, "1"));
+    conf_expect_pttl(&F.redis, PLAIN.name, 9000, 10000);
+    conf_expect_nothing_published(&F.log);
     assert_int_equal(java_read_unlock(&PLAIN, JAVA_OWNER), 1);
-    expect_keys(NO_KEYS);
-    expect_published(PLAIN.rw_channel, "0");
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
+    conf_expect_published(&F.log, PLAIN.rw_channel, "0");
     rlock_rw_free(rw);
 }
 
@@ -3200,22 +2671,24 @@ static void test_java_write_unlock_1_wakes_rlock_reader(void **state)
     snprintf(jw, sizeof(jw), "%s:write", JAVA_OWNER);
     assert_int_equal(java_write_acquire(&PLAIN, JAVA_OWNER, "30000"),
                      REPLY_NIL);
-    expect_hash_exact(PLAIN.name, FIELDS("mode", "write", jw, "1"));
+    conf_expect_hash_exact(&F.redis, PLAIN.name,
+                           CONF_FIELDS("mode", "write", jw, "1"));
     worker_start(&w, F.other, rlock_rw_read(theirs), LONG_WAIT_MS);
-    expect_channels(KEYS(PLAIN.rw_channel), 2000);
+    conf_expect_channels(&F.redis, CONF_KEYS(PLAIN.rw_channel), 2000);
     rt_sleep_ms(100);
     assert_false(worker_wait(&w, 0));
     released = rt_now_ms();
     assert_int_equal(java_write_unlock(&PLAIN, JAVA_OWNER), 1);
     worker_expect_acquired(&w, CT_WAKE_BOUND_MS);
     assert_true(w.done_ms - released < CT_WAKE_BOUND_MS);
-    expect_published(PLAIN.rw_channel, "1");
+    conf_expect_published(&F.log, PLAIN.rw_channel, "1");
     rw_timeout_key(tk1, sizeof(tk1), &PLAIN, w.field, 1);
-    expect_keys(KEYS(PLAIN.name, tk1));
-    expect_hash_exact(PLAIN.name, FIELDS("mode", "read", w.field, "1"));
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name, tk1));
+    conf_expect_hash_exact(&F.redis, PLAIN.name,
+                           CONF_FIELDS("mode", "read", w.field, "1"));
     assert_int_equal(worker_release(&w), RLOCK_OK);
-    expect_keys(NO_KEYS);
-    expect_published(PLAIN.rw_channel, "0");
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
+    conf_expect_published(&F.log, PLAIN.rw_channel, "0");
     rlock_rw_free(theirs);
 }
 
@@ -3230,31 +2703,33 @@ static void test_java_writer_may_read_under_its_write_beside_rlock(void **state)
     assert_int_equal(java_write_acquire(&PLAIN, JAVA_OWNER, "30000"),
                      REPLY_NIL);
     assert_int_equal(java_read_acquire(&PLAIN, JAVA_OWNER, "30000"), REPLY_NIL);
-    expect_keys(KEYS(PLAIN.name, jtk));
+    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name, jtk));
     /* rlock sees a write-locked hash and takes neither side */
     assert_int_equal(rlock_trylock(rlock_rw_read(rw), 0, RLOCK_LEASE_WATCHDOG),
                      RLOCK_ETIMEDOUT);
     assert_int_equal(rlock_trylock(rlock_rw_write(rw), 0, RLOCK_LEASE_WATCHDOG),
                      RLOCK_ETIMEDOUT);
-    expect_hash_exact(PLAIN.name,
-                      FIELDS("mode", "write", jw, "1", JAVA_OWNER, "1"));
+    conf_expect_hash_exact(
+        &F.redis, PLAIN.name,
+        CONF_FIELDS("mode", "write", jw, "1", JAVA_OWNER, "1"));
     /* the downgrade: mode=read, no message; rlock may now read */
     assert_int_equal(java_write_unlock(&PLAIN, JAVA_OWNER), 1);
-    expect_nothing_published();
-    expect_hash_exact(PLAIN.name, FIELDS("mode", "read", JAVA_OWNER, "1"));
+    conf_expect_nothing_published(&F.log);
+    conf_expect_hash_exact(&F.redis, PLAIN.name,
+                           CONF_FIELDS("mode", "read", JAVA_OWNER, "1"));
     assert_int_equal(rlock_trylock(rlock_rw_read(rw), 0, RLOCK_LEASE_WATCHDOG),
                      RLOCK_OK);
     assert_int_equal(rlock_unlock(rlock_rw_read(rw)), RLOCK_OK);
-    expect_nothing_published();
+    conf_expect_nothing_published(&F.log);
     assert_int_equal(java_read_unlock(&PLAIN, JAVA_OWNER), 1);
-    expect_published(PLAIN.rw_channel, "0");
-    expect_keys(NO_KEYS);
+    conf_expect_published(&F.log, PLAIN.rw_channel, "0");
+    conf_expect_keys(&F.redis, CONF_NO_KEYS);
     rlock_rw_free(rw);
 }
 
 int main(void)
 {
-#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+#define T(fn) cmocka_unit_test_setup_teardown(fn, conf_setup, conf_teardown)
     const struct CMUnitTest tests[] = {
         T(test_every_handle_reports_its_kind),
         /* fair */
@@ -3343,5 +2818,5 @@ int main(void)
 #undef T
 
     rt_require_redis();
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return conf_run_suite(tests, sizeof(tests) / sizeof(tests[0]), &F);
 }

@@ -1,5 +1,5 @@
 /*
- * compat_testing.c: C-side helpers for the compat tests (see the header).
+ * compat_testing.c: helpers the compat tests share (see the header).
  *
  * Built into rlock_compat_support, which does not link the library: each
  * test links rlock_objects, which resolves the rlock_* calls made here.
@@ -13,7 +13,50 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
+
+int ct_group_setup(void **state)
+{
+    ct_fixture *f = calloc(1, sizeof(*f));
+
+    if (f == NULL || rt_redis_start(&f->redis) != 0) {
+        free(f);
+        return -1;
+    }
+    *state = f;
+    return 0;
+}
+
+int ct_group_teardown(void **state)
+{
+    ct_fixture *f = *state;
+
+    rt_redis_stop(&f->redis);
+    free(f);
+    return 0;
+}
+
+int ct_setup(void **state)
+{
+    ct_fixture *f = *state;
+
+    f->a = ct_connect(&f->redis);
+    f->b = ct_connect(&f->redis);
+    return 0;
+}
+
+int ct_teardown(void **state)
+{
+    ct_fixture *f = *state;
+
+    np_kill_all();
+    rlock_client_free(f->a);
+    rlock_client_free(f->b);
+    f->a = f->b = NULL;
+    return 0;
+}
 
 rlock_client *ct_connect(rt_redis *r)
 {
@@ -121,4 +164,48 @@ int ct_locker_release(ct_locker *k)
     pthread_cond_destroy(&k->cv);
     pthread_mutex_destroy(&k->mu);
     return k->unlock_rc;
+}
+
+void ct_expect_peer_sees(rt_redis *r, const char *name, int locked,
+                         int acquired)
+{
+    np_peer *p = np_start("probe", r->url, name, NULL);
+    json_t *ev = np_expect(p, "probe", CT_PEER_MS);
+
+    assert_int_equal(np_bool(ev, "locked"), locked);
+    assert_int_equal(np_bool(ev, "acquired"), acquired);
+    json_decref(ev);
+    np_finish(p, CT_PEER_MS);
+}
+
+int ct_peer_trylock(rt_redis *r, const char *name, const char *wait_ms)
+{
+    np_peer *p =
+        np_start("trylock", r->url, name, (const char *const[]){wait_ms, NULL});
+    json_t *ev = np_expect(p, "trylock", CT_PEER_MS);
+    int acquired = np_bool(ev, "acquired");
+
+    json_decref(ev);
+    if (acquired)
+        json_decref(np_expect(p, "unlocked", CT_PEER_MS));
+    np_finish(p, CT_PEER_MS);
+    return acquired;
+}
+
+np_peer *ct_peer_hold(rt_redis *r, const char *name, char *field, size_t n)
+{
+    np_peer *p =
+        np_start("hold", r->url, name, (const char *const[]){"-1", NULL});
+    json_t *ev = np_expect(p, "locked", CT_PEER_MS);
+
+    snprintf(field, n, "%s", np_str(ev, "field"));
+    json_decref(ev);
+    return p;
+}
+
+void ct_peer_release(np_peer *p)
+{
+    np_send(p, "unlock");
+    json_decref(np_expect(p, "unlocked", CT_PEER_MS));
+    np_finish(p, CT_PEER_MS);
 }

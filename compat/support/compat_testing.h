@@ -1,6 +1,8 @@
 /*
- * compat_testing.h: the C side of the compat tests, on top of the harness
- * (tests/support/harness.h) and lock_testing.h.
+ * compat_testing.h: what the compat tests share: a fixture, rlock clients
+ * that wake only on messages, lock-holding threads and common peer runs, on
+ * top of the harness (tests/support/harness.h), lock_testing.h and
+ * node_peer.h.
  *
  * Like lock_testing.h, these helpers fail the running cmocka test through
  * its asserts; call them from the test's thread.
@@ -12,6 +14,7 @@
 #include <stdint.h>
 
 #include "harness.h"
+#include "node_peer.h"
 #include "rlock.h"
 
 /* Waiting on a lock must not rely on polling here: rlock re-checks a held
@@ -20,6 +23,29 @@
  * CT_WAKE_BOUND_MS was woken by an unlock message. */
 #define CT_RECHECK_MS    60000
 #define CT_WAKE_BOUND_MS 3000
+
+/* Budget for a peer event that needs no wait. */
+#define CT_PEER_MS 10000
+
+/* The fixture of a peer test: one redis-server for the whole group, and the
+ * test's clients, made fresh for each test so that one test's leftovers (a
+ * waiter thread stuck after a failed assert) cannot disturb the next. */
+typedef struct ct_fixture {
+    rt_redis redis;
+    rlock_client *a; /* the test's own client */
+    rlock_client *b; /* a second C process, as far as Redis can tell */
+} ct_fixture;
+
+/* cmocka group setup and teardown: *state becomes a new ct_fixture whose
+ * redis-server runs until the group teardown frees it. */
+int ct_group_setup(void **state);
+int ct_group_teardown(void **state);
+
+/* cmocka per-test setup (connects a and b with ct_connect()) and teardown
+ * (kills the peers a failed test left, then frees the clients). A suite
+ * that needs only a may connect it in a setup of its own. */
+int ct_setup(void **state);
+int ct_teardown(void **state);
 
 /* Connects a client to r whose waiters wake only on unlock messages (or a
  * lease running out): the recheck interval is CT_RECHECK_MS. */
@@ -60,5 +86,21 @@ int ct_locker_wait(ct_locker *k, int timeout_ms);
 /* Lets the thread unlock (if it acquired), joins it and returns
  * rlock_unlock's result (RLOCK_OK when it never acquired). */
 int ct_locker_release(ct_locker *k);
+
+/* Runs probe.js on name against r and asserts what the peer sees:
+ * isLocked() and whether a tryLock(0) succeeded. */
+void ct_expect_peer_sees(rt_redis *r, const char *name, int locked,
+                         int acquired);
+
+/* Runs trylock.js on name with wait_ms and returns whether it acquired (it
+ * gives a successful hold back at once). */
+int ct_peer_trylock(rt_redis *r, const char *name, const char *wait_ms);
+
+/* Starts hold.js on name (held until ct_peer_release()) and returns it with
+ * the hash field it wrote copied to field[0..n-1]. */
+np_peer *ct_peer_hold(rt_redis *r, const char *name, char *field, size_t n);
+
+/* Tells a hold.js peer to unlock, asserts that it did, and finishes it. */
+void ct_peer_release(np_peer *p);
 
 #endif /* RLOCK_COMPAT_TESTING_H */
