@@ -39,31 +39,6 @@
 #define THINK_MS      6
 #define THINK_MS_STR  "6"
 
-typedef struct fixture {
-    rt_redis redis;
-} fixture;
-
-static int group_setup(void **state)
-{
-    fixture *f = calloc(1, sizeof(*f));
-
-    if (f == NULL || rt_redis_start(&f->redis) != 0) {
-        free(f);
-        return -1;
-    }
-    *state = f;
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    fixture *f = *state;
-
-    rt_redis_stop(&f->redis);
-    free(f);
-    return 0;
-}
-
 /* One C contender: a thread with its own Redis connection for the counter. */
 typedef struct contender {
     rt_redis *redis;
@@ -157,7 +132,7 @@ static long long counter_value(rt_redis *r, const char *counter)
 
 static void test_c_threads_and_peers_lose_no_increment(void **state)
 {
-    fixture *f = *state;
+    ct_fixture *f = *state;
     char name[128], counter[160];
     rlock_client *a, *b;
     rlock *la, *lb;
@@ -229,7 +204,7 @@ static void test_c_threads_and_peers_lose_no_increment(void **state)
 
 static void test_counter_without_lock_does_lose_increments(void **state)
 {
-    fixture *f = *state;
+    ct_fixture *f = *state;
     char counter[160];
     contender c[C_THREADS + 1];
 
@@ -262,5 +237,5 @@ int main(void)
 
     rt_require_redis();
     np_require_node();
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, ct_group_setup, ct_group_teardown);
 }

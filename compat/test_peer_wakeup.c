@@ -33,60 +33,11 @@
 #define PEER_MS     10000 /* budget for a peer event that needs no wait */
 #define WATCHDOG_MS 30000
 
-typedef struct fixture {
-    rt_redis redis;
-    rlock_client *a; /* the test's own client */
-    rlock_client *b; /* a second C process, as far as Redis can tell */
-} fixture;
-
-static int group_setup(void **state)
-{
-    fixture *f = calloc(1, sizeof(*f));
-
-    if (f == NULL || rt_redis_start(&f->redis) != 0) {
-        free(f);
-        return -1;
-    }
-    *state = f;
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    fixture *f = *state;
-
-    rt_redis_stop(&f->redis);
-    free(f);
-    return 0;
-}
-
-/* Each test gets fresh clients, so that one test's leftovers (a waiter
- * thread stuck after a failed assert) cannot disturb the next. */
-static int setup(void **state)
-{
-    fixture *f = *state;
-
-    f->a = ct_connect(&f->redis);
-    f->b = ct_connect(&f->redis);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fixture *f = *state;
-
-    np_kill_all();
-    rlock_client_free(f->a);
-    rlock_client_free(f->b);
-    f->a = f->b = NULL;
-    return 0;
-}
-
 /* ------------------------------------------------------------------ tests */
 
 static void test_c_waiter_is_woken_by_peer_unlock(void **state)
 {
-    fixture *f = *state;
+    ct_fixture *f = *state;
     char name[128], channel[160];
     ct_locker waiter;
     json_t *ev;
@@ -122,7 +73,7 @@ static void test_c_waiter_is_woken_by_peer_unlock(void **state)
 
 static void test_peer_waiter_is_woken_by_c_unlock(void **state)
 {
-    fixture *f = *state;
+    ct_fixture *f = *state;
     char name[128], channel[160];
     np_peer *waiter;
     json_t *ev;
@@ -154,7 +105,7 @@ static void test_peer_waiter_is_woken_by_c_unlock(void **state)
 static void
 test_c_waiter_in_other_client_is_woken_by_peer_unlock_of_lease(void **state)
 {
-    fixture *f = *state;
+    ct_fixture *f = *state;
     char name[128], channel[160];
     ct_locker waiter;
     np_peer *holder;
@@ -185,7 +136,7 @@ test_c_waiter_in_other_client_is_woken_by_peer_unlock_of_lease(void **state)
 
 static void test_peer_force_unlock_wakes_c_waiters(void **state)
 {
-    fixture *f = *state;
+    ct_fixture *f = *state;
     char name[128], channel[160];
     ct_locker same_client, other_client, *first, *second;
     np_peer *forcer;
@@ -244,7 +195,7 @@ static void test_peer_force_unlock_wakes_c_waiters(void **state)
 
 static void test_peer_force_unlock_makes_c_holder_see_lock_lost(void **state)
 {
-    fixture *f = *state;
+    ct_fixture *f = *state;
     char name[128];
     np_peer *forcer, *taker;
     json_t *ev;
@@ -278,7 +229,7 @@ static void test_peer_force_unlock_makes_c_holder_see_lock_lost(void **state)
 
 static void test_peer_force_unlock_makes_c_unlock_return_lost(void **state)
 {
-    fixture *f = *state;
+    ct_fixture *f = *state;
     char name[128];
     np_peer *forcer;
     json_t *ev;
@@ -312,7 +263,7 @@ static void test_peer_force_unlock_makes_c_unlock_return_lost(void **state)
 static void
 test_peer_deviation_inner_brace_unlock_goes_to_other_channel(void **state)
 {
-    fixture *f = *state;
+    ct_fixture *f = *state;
     const char *name = "peer_wakeup:head{tag}tail";
     const char *redisson = "redisson_lock__channel:peer_wakeup:head{tag}tail";
     const char *peers = "redisson_lock__channel:{peer_wakeup:head{tag}tail}";
@@ -348,7 +299,7 @@ test_peer_deviation_inner_brace_unlock_goes_to_other_channel(void **state)
 static void
 test_c_waiter_recovers_from_peer_inner_brace_unlock_by_recheck(void **state)
 {
-    fixture *f = *state;
+    ct_fixture *f = *state;
     const char *name = "peer_wakeup:recheck{tag}";
     rlock_client *c;
     ct_locker waiter;
@@ -381,28 +332,29 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_c_waiter_is_woken_by_peer_unlock,
-                                        setup, teardown),
+                                        ct_setup, ct_teardown),
         cmocka_unit_test_setup_teardown(test_peer_waiter_is_woken_by_c_unlock,
-                                        setup, teardown),
+                                        ct_setup, ct_teardown),
         cmocka_unit_test_setup_teardown(
             test_c_waiter_in_other_client_is_woken_by_peer_unlock_of_lease,
-            setup, teardown),
+            ct_setup, ct_teardown),
         cmocka_unit_test_setup_teardown(test_peer_force_unlock_wakes_c_waiters,
-                                        setup, teardown),
+                                        ct_setup, ct_teardown),
         cmocka_unit_test_setup_teardown(
-            test_peer_force_unlock_makes_c_holder_see_lock_lost, setup,
-            teardown),
+            test_peer_force_unlock_makes_c_holder_see_lock_lost, ct_setup,
+            ct_teardown),
         cmocka_unit_test_setup_teardown(
-            test_peer_force_unlock_makes_c_unlock_return_lost, setup, teardown),
+            test_peer_force_unlock_makes_c_unlock_return_lost, ct_setup,
+            ct_teardown),
         cmocka_unit_test_setup_teardown(
-            test_peer_deviation_inner_brace_unlock_goes_to_other_channel, setup,
-            teardown),
+            test_peer_deviation_inner_brace_unlock_goes_to_other_channel,
+            ct_setup, ct_teardown),
         cmocka_unit_test_setup_teardown(
             test_c_waiter_recovers_from_peer_inner_brace_unlock_by_recheck,
-            setup, teardown),
+            ct_setup, ct_teardown),
     };
 
     rt_require_redis();
     np_require_node();
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, ct_group_setup, ct_group_teardown);
 }
