@@ -14,6 +14,7 @@
 #define RLOCK_TEST_FAULTS_H
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -652,6 +653,48 @@ static inline int ft_child_start(ft_child *ch,
     }
     close(down[0]);
     close(up[1]);
+    ch->to_child = down[1];
+    ch->from_child = up[0];
+    return 0;
+}
+
+/* Starts this program again as a child run with the single argument
+ * flag, its stdin and stdout being pipes from and to the test (main()
+ * sees the flag and runs the child's part). Unlike ft_child_start(), the
+ * child is a fresh process: a fork of a process with client threads can
+ * only make async-signal-safe calls, and it makes none but these before
+ * exec. argv[0] is exec'd, not /proc/self/exe, which under valgrind is
+ * valgrind. Returns 0, or -1. */
+static inline int ft_child_exec(ft_child *ch, const char *flag)
+{
+    int down[2], up[2];
+
+    if (pipe2(down, O_CLOEXEC) != 0)
+        return -1;
+    if (pipe2(up, O_CLOEXEC) != 0) {
+        close(down[0]);
+        close(down[1]);
+        return -1;
+    }
+    fflush(NULL);
+    ch->pid = fork();
+    if (ch->pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (dup2(down[0], 0) < 0 || dup2(up[1], 1) < 0)
+            _exit(126);
+        for (int fd = 3; fd < 4096; fd++)
+            close(fd);
+        execl(program_invocation_name, program_invocation_short_name, flag,
+              (char *)NULL);
+        _exit(127);
+    }
+    close(down[0]);
+    close(up[1]);
+    if (ch->pid < 0) {
+        close(down[1]);
+        close(up[0]);
+        return -1;
+    }
     ch->to_child = down[1];
     ch->from_child = up[0];
     return 0;

@@ -168,45 +168,6 @@ static int holder_main(void)
     _exit(1);
 }
 
-/* Starts this program again as a child, its stdin and stdout being pipes
- * from and to the test. Between fork and exec the child makes only
- * async-signal-safe calls: the test process has threads. Returns 0 or -1. */
-static int spawn_child(ft_child *ch)
-{
-    int down[2], up[2];
-
-    if (pipe2(down, O_CLOEXEC) != 0)
-        return -1;
-    if (pipe2(up, O_CLOEXEC) != 0) {
-        close(down[0]);
-        close(down[1]);
-        return -1;
-    }
-    fflush(NULL);
-    ch->pid = fork();
-    if (ch->pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (dup2(down[0], 0) < 0 || dup2(up[1], 1) < 0)
-            _exit(126);
-        for (int fd = 3; fd < 4096; fd++)
-            close(fd);
-        /* argv[0], not /proc/self/exe: under valgrind that is valgrind */
-        execl(program_invocation_name, "test_fault_kinds", CHILD_FLAG,
-              (char *)NULL);
-        _exit(127);
-    }
-    close(down[0]);
-    close(up[1]);
-    if (ch->pid < 0) {
-        close(down[1]);
-        close(up[0]);
-        return -1;
-    }
-    ch->to_child = down[1];
-    ch->from_child = up[0];
-    return 0;
-}
-
 static ft_child child;
 static int child_running;
 
@@ -219,7 +180,7 @@ static void holder_start(holder_args *a, const char *url, const char *name,
     snprintf(a->url, sizeof(a->url), "%s", url);
     snprintf(a->name, sizeof(a->name), "%s", name);
     a->kind = kind;
-    assert_int_equal(spawn_child(&child), 0);
+    assert_int_equal(ft_child_exec(&child, CHILD_FLAG), 0);
     child_running = 1;
     assert_int_equal(ft_write_all(child.to_child, a, sizeof(*a)), 0);
     assert_int_equal(ft_read_all(child.from_child, &rc, sizeof(rc), 10000), 0);

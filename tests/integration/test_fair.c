@@ -297,44 +297,6 @@ static int waiters_main(void)
     return 0;
 }
 
-/* Starts this program again as a child, its stdin and stdout being pipes
- * from and to the test. Between fork and exec the child makes only
- * async-signal-safe calls: the test process has threads. Returns 0 or -1. */
-static int spawn_child(ft_child *ch)
-{
-    int down[2], up[2];
-
-    if (pipe2(down, O_CLOEXEC) != 0)
-        return -1;
-    if (pipe2(up, O_CLOEXEC) != 0) {
-        close(down[0]);
-        close(down[1]);
-        return -1;
-    }
-    fflush(NULL);
-    ch->pid = fork();
-    if (ch->pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (dup2(down[0], 0) < 0 || dup2(up[1], 1) < 0)
-            _exit(126);
-        for (int fd = 3; fd < 4096; fd++)
-            close(fd);
-        /* argv[0], not /proc/self/exe: under valgrind that is valgrind */
-        execl(program_invocation_name, "test_fair", CHILD_FLAG, (char *)NULL);
-        _exit(127);
-    }
-    close(down[0]);
-    close(up[1]);
-    if (ch->pid < 0) {
-        close(down[1]);
-        close(up[0]);
-        return -1;
-    }
-    ch->to_child = down[1];
-    ch->from_child = up[0];
-    return 0;
-}
-
 /* Children still running, killed by the teardown if a test failed. */
 static ft_child children[PROCS];
 static int nchildren;
@@ -344,7 +306,7 @@ static void start_children(int n, const child_args *a)
     for (int i = 0; i < n; i++) {
         int rc = -1;
 
-        assert_int_equal(spawn_child(&children[i]), 0);
+        assert_int_equal(ft_child_exec(&children[i], CHILD_FLAG), 0);
         nchildren = i + 1;
         assert_int_equal(ft_write_all(children[i].to_child, a, sizeof(*a)), 0);
         assert_int_equal(
