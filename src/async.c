@@ -682,11 +682,7 @@ int rlock_lock_async(rlock *l, uint64_t owner, int64_t wait_ms,
     op->spin_delay_ms = l->spin_initial_ms;
     if (l->entry->kind == RLOCK_KIND_FAIR) {
         /* a fair waiter is woken on its own channel (lock.c) */
-        char tag[RLOCK__TAG_MAX];
-        rlock__kind_owner_tag(tag, l->entry, owner);
-        op->wait_entry =
-            rlock__entry_get(l->client, RLOCK__KIND_FAIR_WAIT, l->entry->name,
-                             tag);
+        op->wait_entry = rlock__fair_waiter_entry(l->entry, owner);
         if (op->wait_entry == NULL) {
             op->wait_entry = op->entry;
             op_free(op);
@@ -769,10 +765,7 @@ int rlock_cancel(rlock *l, uint64_t owner)
     ct->owner = owner;
     if (l->entry->kind == RLOCK_KIND_FAIR) {
         /* its acquires are linked on the waiter's own entry */
-        char tag[RLOCK__TAG_MAX];
-        rlock__kind_owner_tag(tag, l->entry, owner);
-        ct->entry = rlock__entry_get(l->client, RLOCK__KIND_FAIR_WAIT,
-                                     l->entry->name, tag);
+        ct->entry = rlock__fair_waiter_entry(l->entry, owner);
         if (ct->entry == NULL) {
             free(ct);
             return RLOCK_ENOMEM;

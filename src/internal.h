@@ -346,6 +346,7 @@ struct rlock {
 
 rlock__entry *rlock__entry_get(rlock_client *c, int kind, const char *name,
                                const char *waiter);
+rlock__entry *rlock__fair_waiter_entry(rlock__entry *e, uint64_t owner);
 int rlock__handle_new(rlock_client *c, int kind, const char *name,
                       rlock **out);
 void rlock__handle_free(rlock *l);

@@ -108,6 +108,15 @@ out:
     return e;
 }
 
+/* Returns, with one more reference, the entry on which owner waits for
+ * fair lock e: the one of its own channel. NULL when out of memory. */
+rlock__entry *rlock__fair_waiter_entry(rlock__entry *e, uint64_t owner)
+{
+    char tag[RLOCK__TAG_MAX];
+    rlock__kind_owner_tag(tag, e, owner);
+    return rlock__entry_get(e->client, RLOCK__KIND_FAIR_WAIT, e->name, tag);
+}
+
 /* Takes one more reference. Must not be called with e->mu held. */
 void rlock__entry_ref(rlock__entry *e)
 {
@@ -674,9 +683,7 @@ int rlock__trylock_ex(rlock *l, int64_t wait_ms, int64_t lease_ms,
      * own; every other kind waits on the lock's entry */
     rlock__entry *we = e;
     if (e->kind == RLOCK_KIND_FAIR) {
-        char tag[RLOCK__TAG_MAX];
-        rlock__kind_owner_tag(tag, e, rlock__thread_id());
-        we = rlock__entry_get(c, RLOCK__KIND_FAIR_WAIT, e->name, tag);
+        we = rlock__fair_waiter_entry(e, rlock__thread_id());
         if (we == NULL) {
             fair_give_up(l, &a);
             return RLOCK_ENOMEM;
