@@ -941,28 +941,32 @@ static void test_fair_woken_waiter_holds_lock_with_queue_gone(void **state)
     fair_scene_finish(&s);
 }
 
+/* Unlocks l once and checks what the facts sheet (1.8) says of the
+ * latch: written with the unlock's reply (latch "0" or "1") and deleted
+ * right after, leaving exactly the keys keys_after. */
+static void unlock_expecting_latch(rlock *l, const char *const *keys_after,
+                                   const char *latch)
+{
+    conf_monitor m;
+
+    conf_monitor_start(&m, &F.redis);
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    /* the key check also waits for the latch DEL */
+    conf_expect_keys(&F.redis, keys_after);
+    conf_monitor_finish(&m);
+    conf_expect_latch(&m, PLAIN.latch_prefix, latch);
+    conf_monitor_free(&m);
+}
+
 static void test_fair_unlock_writes_latch_then_deletes_it(void **state)
 {
     rlock *l = fair_get(F.c, PLAIN.name);
-    conf_monitor m;
 
     (void)state;
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
-    conf_monitor_start(&m, &F.redis);
-    assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    /* waits for the latch DEL */
-    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
-    conf_monitor_finish(&m);
-    conf_expect_latch(&m, PLAIN.latch_prefix, "0");
-    conf_monitor_free(&m);
-
-    conf_monitor_start(&m, &F.redis);
-    assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    conf_expect_keys(&F.redis, CONF_NO_KEYS);
-    conf_monitor_finish(&m);
-    conf_expect_latch(&m, PLAIN.latch_prefix, "1");
-    conf_monitor_free(&m);
+    unlock_expecting_latch(l, CONF_KEYS(PLAIN.name), "0");
+    unlock_expecting_latch(l, CONF_NO_KEYS, "1");
     rlock_free(l);
 }
 
@@ -1671,26 +1675,14 @@ static void test_read_unlock_writes_latch_then_deletes_it(void **state)
     rlock_rw *rw = rw_get(F.c, PLAIN.name);
     rlock *r = rlock_rw_read(rw);
     char field[128], tk1[256];
-    conf_monitor m;
 
     (void)state;
     lt_owner_field(field, sizeof(field), F.c);
     rw_timeout_key(tk1, sizeof(tk1), &PLAIN, field, 1);
     assert_int_equal(rlock_lock(r), RLOCK_OK);
     assert_int_equal(rlock_lock(r), RLOCK_OK);
-    conf_monitor_start(&m, &F.redis);
-    assert_int_equal(rlock_unlock(r), RLOCK_OK);
-    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name, tk1));
-    conf_monitor_finish(&m);
-    conf_expect_latch(&m, PLAIN.latch_prefix, "0");
-    conf_monitor_free(&m);
-
-    conf_monitor_start(&m, &F.redis);
-    assert_int_equal(rlock_unlock(r), RLOCK_OK);
-    conf_expect_keys(&F.redis, CONF_NO_KEYS);
-    conf_monitor_finish(&m);
-    conf_expect_latch(&m, PLAIN.latch_prefix, "1");
-    conf_monitor_free(&m);
+    unlock_expecting_latch(r, CONF_KEYS(PLAIN.name, tk1), "0");
+    unlock_expecting_latch(r, CONF_NO_KEYS, "1");
     rlock_rw_free(rw);
 }
 
@@ -1698,24 +1690,12 @@ static void test_write_unlock_writes_latch_then_deletes_it(void **state)
 {
     rlock_rw *rw = rw_get(F.c, PLAIN.name);
     rlock *w = rlock_rw_write(rw);
-    conf_monitor m;
 
     (void)state;
     assert_int_equal(rlock_lock(w), RLOCK_OK);
     assert_int_equal(rlock_lock(w), RLOCK_OK);
-    conf_monitor_start(&m, &F.redis);
-    assert_int_equal(rlock_unlock(w), RLOCK_OK);
-    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
-    conf_monitor_finish(&m);
-    conf_expect_latch(&m, PLAIN.latch_prefix, "0");
-    conf_monitor_free(&m);
-
-    conf_monitor_start(&m, &F.redis);
-    assert_int_equal(rlock_unlock(w), RLOCK_OK);
-    conf_expect_keys(&F.redis, CONF_NO_KEYS);
-    conf_monitor_finish(&m);
-    conf_expect_latch(&m, PLAIN.latch_prefix, "1");
-    conf_monitor_free(&m);
+    unlock_expecting_latch(w, CONF_KEYS(PLAIN.name), "0");
+    unlock_expecting_latch(w, CONF_NO_KEYS, "1");
     rlock_rw_free(rw);
 }
 
@@ -2082,23 +2062,12 @@ static void test_fenced_unlock_writes_latch_then_deletes_it(void **state)
 {
     rlock *l = fenced_get(F.c, PLAIN.name);
     int64_t token;
-    conf_monitor m;
 
     (void)state;
     assert_int_equal(rlock_fenced_lock(l, &token), RLOCK_OK);
     assert_int_equal(rlock_fenced_lock(l, &token), RLOCK_OK);
-    conf_monitor_start(&m, &F.redis);
-    assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name, PLAIN.token));
-    conf_monitor_finish(&m);
-    conf_expect_latch(&m, PLAIN.latch_prefix, "0");
-    conf_monitor_free(&m);
-    conf_monitor_start(&m, &F.redis);
-    assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.token));
-    conf_monitor_finish(&m);
-    conf_expect_latch(&m, PLAIN.latch_prefix, "1");
-    conf_monitor_free(&m);
+    unlock_expecting_latch(l, CONF_KEYS(PLAIN.name, PLAIN.token), "0");
+    unlock_expecting_latch(l, CONF_KEYS(PLAIN.token), "1");
     rlock_free(l);
 }
 
@@ -2335,23 +2304,12 @@ static void test_spin_constant_backoff_polls_at_that_pace(void **state)
 static void test_spin_unlock_writes_latch_then_deletes_it(void **state)
 {
     rlock *l = spin_get(F.c, PLAIN.name);
-    conf_monitor m;
 
     (void)state;
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
-    conf_monitor_start(&m, &F.redis);
-    assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    conf_expect_keys(&F.redis, CONF_KEYS(PLAIN.name));
-    conf_monitor_finish(&m);
-    conf_expect_latch(&m, PLAIN.latch_prefix, "0");
-    conf_monitor_free(&m);
-    conf_monitor_start(&m, &F.redis);
-    assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    conf_expect_keys(&F.redis, CONF_NO_KEYS);
-    conf_monitor_finish(&m);
-    conf_expect_latch(&m, PLAIN.latch_prefix, "1");
-    conf_monitor_free(&m);
+    unlock_expecting_latch(l, CONF_KEYS(PLAIN.name), "0");
+    unlock_expecting_latch(l, CONF_NO_KEYS, "1");
     rlock_free(l);
 }
 
