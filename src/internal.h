@@ -378,7 +378,10 @@ void rlock__entries_sweep(rlock_client *c);
 /* An owner tag, with room for the write side's ":write". */
 #define RLOCK__TAG_MAX (RLOCK__OWNER_MAX + 6)
 
-/* One script call of a lock kind, laid out for rlock__req_new(). */
+/* One script call of a lock kind, laid out for rlock__req_new(). Its
+ * arguments are set by one RLOCK__SPEC_SET, never one at a time, so that a
+ * call needing more than RLOCK__SPEC_ARGS does not compile: a dropped
+ * argument would change what the script does without any error. */
 #define RLOCK__SPEC_ARGS 11
 typedef struct rlock__spec {
     const rlock__script *script; /* NULL: a plain command */
@@ -391,6 +394,20 @@ typedef struct rlock__spec {
     char nums[3][24];
     char *owned; /* a name made for this call */
 } rlock__spec;
+
+/* Sets the arguments of spec s (a pointer) to the strings given. */
+#define RLOCK__SPEC_SET(s, ...)                                            \
+    do {                                                                   \
+        const char *spec_args_[] = {__VA_ARGS__};                          \
+        _Static_assert(sizeof(spec_args_) / sizeof(spec_args_[0]) <=       \
+                           RLOCK__SPEC_ARGS,                               \
+                       "more script arguments than RLOCK__SPEC_ARGS");     \
+        (s)->argc = 0;                                                     \
+        for (size_t spec_i_ = 0;                                           \
+             spec_i_ < sizeof(spec_args_) / sizeof(spec_args_[0]);         \
+             spec_i_++)                                                    \
+            (s)->argv[(s)->argc++] = spec_args_[spec_i_];                  \
+    } while (0)
 
 void rlock__kind_owner_tag(char out[RLOCK__TAG_MAX], const rlock__entry *e,
                            uint64_t owner);

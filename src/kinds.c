@@ -87,12 +87,6 @@ static void spec_init(rlock__spec *s, const rlock__script *script,
     s->numkeys = numkeys;
 }
 
-static void push(rlock__spec *s, const char *arg)
-{
-    if (s->argc < RLOCK__SPEC_ARGS)
-        s->argv[s->argc++] = arg;
-}
-
 static const char *num(rlock__spec *s, int slot, int64_t v)
 {
     snprintf(s->nums[slot], sizeof(s->nums[slot]), "%lld", (long long)v);
@@ -131,14 +125,10 @@ int rlock__spec_acquire(rlock__spec *s, const rlock__entry *e, uint64_t owner,
     case RLOCK_KIND_FAIR:
         spec_init(s, &rlock__script_fair_acquire, RLOCK__REPLY_ACQUIRE, 3);
         rlock__kind_owner_tag(s->owner, e, owner);
-        push(s, e->name);
-        push(s, e->aux[0]);
-        push(s, e->aux[1]);
-        push(s, num(s, 0, lease));
-        push(s, s->owner);
-        push(s, num(s, 1, wait_ms > 0 ? wait_ms : cfg->fair_wait_timeout_ms));
-        push(s, num(s, 2, rlock__wall_ms()));
-        push(s, try_once ? "1" : "0");
+        RLOCK__SPEC_SET(s,
+            e->name, e->aux[0], e->aux[1], num(s, 0, lease), s->owner,
+            num(s, 1, wait_ms > 0 ? wait_ms : cfg->fair_wait_timeout_ms),
+            num(s, 2, rlock__wall_ms()), try_once ? "1" : "0");
         return RLOCK_OK;
     case RLOCK_KIND_READ: {
         spec_init(s, &rlock__script_read_acquire, RLOCK__REPLY_ACQUIRE, 2);
@@ -147,11 +137,8 @@ int rlock__spec_acquire(rlock__spec *s, const rlock__entry *e, uint64_t owner,
         int rc = read_timeout_prefix(s, e);
         if (rc != 0)
             return rc;
-        push(s, e->name);
-        push(s, s->owned);
-        push(s, num(s, 0, lease));
-        push(s, s->reader);
-        push(s, s->owner);
+        RLOCK__SPEC_SET(s,
+            e->name, s->owned, num(s, 0, lease), s->reader, s->owner);
         return RLOCK_OK;
     }
     case RLOCK_KIND_WRITE:
@@ -160,19 +147,14 @@ int rlock__spec_acquire(rlock__spec *s, const rlock__entry *e, uint64_t owner,
     case RLOCK_KIND_FENCED:
         spec_init(s, &rlock__script_fenced_acquire, RLOCK__REPLY_ACQUIRE, 2);
         rlock__kind_owner_tag(s->owner, e, owner);
-        push(s, e->name);
-        push(s, e->aux[0]);
-        push(s, num(s, 0, lease));
-        push(s, s->owner);
+        RLOCK__SPEC_SET(s, e->name, e->aux[0], num(s, 0, lease), s->owner);
         return RLOCK_OK;
     default: /* lock, spin */
         spec_init(s, &rlock__script_lock_acquire, RLOCK__REPLY_ACQUIRE, 1);
         break;
     }
     rlock__kind_owner_tag(s->owner, e, owner);
-    push(s, e->name);
-    push(s, num(s, 0, lease));
-    push(s, s->owner);
+    RLOCK__SPEC_SET(s, e->name, num(s, 0, lease), s->owner);
     return RLOCK_OK;
 }
 
@@ -181,23 +163,14 @@ int rlock__spec_acquire(rlock__spec *s, const rlock__entry *e, uint64_t owner,
 int rlock__spec_release(rlock__spec *s, const rlock__entry *e, uint64_t owner,
                         int64_t lease_ms, const char *latch)
 {
-    const char *latch_ms = NULL;
     switch (e->kind) {
     case RLOCK_KIND_FAIR:
         spec_init(s, &rlock__script_fair_release, RLOCK__REPLY_UNLOCK, 5);
         rlock__kind_owner_tag(s->owner, e, owner);
-        latch_ms = num(s, 2, e->client->latch_ms);
-        push(s, e->name);
-        push(s, e->aux[0]);
-        push(s, e->aux[1]);
-        push(s, e->channel);
-        push(s, latch);
-        push(s, "0");
-        push(s, num(s, 0, lease_ms));
-        push(s, s->owner);
-        push(s, num(s, 1, rlock__wall_ms()));
-        push(s, "PUBLISH");
-        push(s, latch_ms);
+        RLOCK__SPEC_SET(s,
+            e->name, e->aux[0], e->aux[1], e->channel, latch, "0",
+            num(s, 0, lease_ms), s->owner, num(s, 1, rlock__wall_ms()),
+            "PUBLISH", num(s, 2, e->client->latch_ms));
         return RLOCK_OK;
     case RLOCK_KIND_READ: {
         spec_init(s, &rlock__script_read_release, RLOCK__REPLY_UNLOCK, 5);
@@ -205,15 +178,9 @@ int rlock__spec_release(rlock__spec *s, const rlock__entry *e, uint64_t owner,
         int rc = read_timeout_prefix(s, e);
         if (rc != 0)
             return rc;
-        push(s, e->name);
-        push(s, e->channel);
-        push(s, s->owned);
-        push(s, e->aux[0]);
-        push(s, latch);
-        push(s, "0");
-        push(s, s->reader);
-        push(s, "PUBLISH");
-        push(s, num(s, 2, e->client->latch_ms));
+        RLOCK__SPEC_SET(s,
+            e->name, e->channel, s->owned, e->aux[0], latch, "0", s->reader,
+            "PUBLISH", num(s, 2, e->client->latch_ms));
         return RLOCK_OK;
     }
     case RLOCK_KIND_WRITE:
@@ -224,14 +191,10 @@ int rlock__spec_release(rlock__spec *s, const rlock__entry *e, uint64_t owner,
         break;
     }
     rlock__kind_owner_tag(s->owner, e, owner);
-    push(s, e->name);
-    push(s, e->channel);
-    push(s, latch);
-    push(s, e->kind == RLOCK_KIND_WRITE ? "1" : "0");
-    push(s, num(s, 0, lease_ms));
-    push(s, s->owner);
-    push(s, publish_command(e));
-    push(s, num(s, 2, e->client->latch_ms));
+    RLOCK__SPEC_SET(s,
+        e->name, e->channel, latch, e->kind == RLOCK_KIND_WRITE ? "1" : "0",
+        num(s, 0, lease_ms), s->owner, publish_command(e),
+        num(s, 2, e->client->latch_ms));
     return RLOCK_OK;
 }
 
@@ -243,11 +206,7 @@ int rlock__spec_drop(rlock__spec *s, const rlock__entry *e, uint64_t owner)
         return RLOCK_ENOTSUP;
     spec_init(s, &rlock__script_lock_release_owner, RLOCK__REPLY_INTEGER, 2);
     rlock__kind_owner_tag(s->owner, e, owner);
-    push(s, e->name);
-    push(s, e->channel);
-    push(s, "0");
-    push(s, s->owner);
-    push(s, publish_command(e));
+    RLOCK__SPEC_SET(s, e->name, e->channel, "0", s->owner, publish_command(e));
     return RLOCK_OK;
 }
 
@@ -259,32 +218,23 @@ int rlock__spec_force(rlock__spec *s, const rlock__entry *e)
     case RLOCK_KIND_FAIR:
         spec_init(s, &rlock__script_fair_force_release, RLOCK__REPLY_INTEGER,
                   4);
-        push(s, e->name);
-        push(s, e->aux[0]);
-        push(s, e->aux[1]);
-        push(s, e->channel);
-        push(s, "0");
-        push(s, num(s, 0, rlock__wall_ms()));
-        push(s, "PUBLISH");
+        RLOCK__SPEC_SET(s,
+            e->name, e->aux[0], e->aux[1], e->channel, "0",
+            num(s, 0, rlock__wall_ms()), "PUBLISH");
         return RLOCK_OK;
     case RLOCK_KIND_READ:
     case RLOCK_KIND_WRITE: {
         bool write = e->kind == RLOCK_KIND_WRITE;
         spec_init(s, &rlock__script_rw_force_release, RLOCK__REPLY_INTEGER, 2);
-        push(s, e->name);
-        push(s, e->channel);
-        push(s, write ? "1" : "0");
-        push(s, write ? "write" : "read");
-        push(s, "PUBLISH");
+        RLOCK__SPEC_SET(s,
+            e->name, e->channel, write ? "1" : "0", write ? "write" : "read",
+            "PUBLISH");
         return RLOCK_OK;
     }
     default:
         spec_init(s, &rlock__script_lock_force_release, RLOCK__REPLY_INTEGER,
                   2);
-        push(s, e->name);
-        push(s, e->channel);
-        push(s, "0");
-        push(s, publish_command(e));
+        RLOCK__SPEC_SET(s, e->name, e->channel, "0", publish_command(e));
         return RLOCK_OK;
     }
 }
@@ -297,11 +247,9 @@ int rlock__spec_give_up(rlock__spec *s, const rlock__entry *e, uint64_t owner,
         return RLOCK_ENOTSUP;
     spec_init(s, &rlock__script_fair_give_up, RLOCK__REPLY_INTEGER, 2);
     rlock__kind_owner_tag(s->owner, e, owner);
-    push(s, e->aux[0]);
-    push(s, e->aux[1]);
-    push(s, s->owner);
-    push(s, num(s, 0,
-                wait_ms > 0 ? wait_ms : e->client->cfg.fair_wait_timeout_ms));
+    RLOCK__SPEC_SET(s,
+        e->aux[0], e->aux[1], s->owner,
+        num(s, 0, wait_ms > 0 ? wait_ms : e->client->cfg.fair_wait_timeout_ms));
     return RLOCK_OK;
 }
 
@@ -310,13 +258,12 @@ int rlock__spec_is_locked(rlock__spec *s, const rlock__entry *e)
 {
     if (e->kind == RLOCK_KIND_READ || e->kind == RLOCK_KIND_WRITE) {
         spec_init(s, &rlock__script_rw_is_locked, RLOCK__REPLY_INTEGER, 1);
-        push(s, e->name);
-        push(s, e->kind == RLOCK_KIND_WRITE ? "write" : "read");
+        RLOCK__SPEC_SET(s,
+            e->name, e->kind == RLOCK_KIND_WRITE ? "write" : "read");
         return RLOCK_OK;
     }
     spec_init(s, NULL, RLOCK__REPLY_INTEGER, 0);
-    push(s, "EXISTS");
-    push(s, e->name);
+    RLOCK__SPEC_SET(s, "EXISTS", e->name);
     return RLOCK_OK;
 }
 
