@@ -132,7 +132,7 @@ int rlock_client_connect_with(rlock_client **out, const char *uri,
         uri = cfg->server; /* rlock_config_set_server() */
     if (out == NULL || uri == NULL)
         return RLOCK_EINVAL;
-    rlock_client *c = calloc(1, sizeof(*c));
+    rlock_client *c = rlock__calloc(1, sizeof(*c));
     if (c == NULL)
         return RLOCK_ENOMEM;
     int copied = RLOCK_OK;
@@ -167,7 +167,7 @@ int rlock_client_connect_with(rlock_client **out, const char *uri,
     if (rc == 0)
         rc = rlock__loop_start(&c->loop, on_loop_stop, c);
     if (rc == 0) {
-        c->conns = calloc((size_t)c->cfg.connections, sizeof(*c->conns));
+        c->conns = rlock__calloc((size_t)c->cfg.connections, sizeof(*c->conns));
         rc = c->conns ? RLOCK_OK : RLOCK_ENOMEM;
         for (int i = 0; rc == 0 && i < c->cfg.connections; i++)
             rlock__conn_init(&c->conns[i], c);
@@ -206,7 +206,7 @@ static void send_tracked(release_all *ra, rlock__req *r)
         return;
     if (ra->n == ra->cap) {
         size_t cap = ra->cap ? ra->cap * 2 : 16;
-        rlock__req **grown = realloc(ra->reqs, sizeof(*grown) * cap);
+        rlock__req **grown = rlock__realloc(ra->reqs, sizeof(*grown) * cap);
         if (grown == NULL) {
             rlock__req_unref(r); /* that hold expires with its lease */
             return;

@@ -34,11 +34,19 @@ struct redisReply;
 
 /* ---------------------------------------------------------------- alloc.c */
 
-void *rlock__malloc(size_t n);
-void *rlock__calloc(size_t count, size_t n);
-void *rlock__realloc(void *p, size_t n);
-char *rlock__strdup(const char *s);
+/* Each allocation names the function it is made in, so that a test can
+ * fail the allocations of one place (rlock__alloc_fail_in). */
+#define rlock__malloc(n) rlock__malloc_in((n), __func__)
+#define rlock__calloc(count, n) rlock__calloc_in((count), (n), __func__)
+#define rlock__realloc(p, n) rlock__realloc_in((p), (n), __func__)
+#define rlock__strdup(s) rlock__strdup_in((s), __func__)
+void *rlock__malloc_in(size_t n, const char *where);
+void *rlock__calloc_in(size_t count, size_t n, const char *where);
+void *rlock__realloc_in(void *p, size_t n, const char *where);
+char *rlock__strdup_in(const char *s, const char *where);
 void rlock__alloc_fail_after(long n);
+void rlock__alloc_fail_in(const char *where);
+long rlock__alloc_failures(void);
 
 /* ---------------------------------------------------------------- owner.c */
 

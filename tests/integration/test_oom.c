@@ -5,7 +5,8 @@
  * unlock, queries, free) gets through without one. Every call must then
  * answer 0 or RLOCK_ENOMEM, never crash or hang, and no lock may stay held
  * in Redis once the client is freed; ASan's leak check, in the sanitizer
- * pass, adds "and nothing leaks".
+ * pass, adds "and nothing leaks". The same holds for rlock_client_free()
+ * itself, and for the allocations of one function at a time.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -150,12 +151,100 @@ static void test_every_allocation_failure_is_survived(void **state)
     assert_true(n < MAX_STEPS);
 }
 
+/* A lock left behind by a failed release must still end with its lease:
+ * a key without a TTL would be held forever. */
+static void assert_held_at_most_for_its_lease(rt_redis *r, const char *name)
+{
+    long long ttl = rt_cmd_int(r, "PTTL %s", name);
+    assert_true(ttl == -2 || ttl > 0);
+    rt_cmd_int(r, "DEL %s", name);
+}
+
+static void test_a_client_whose_own_allocation_fails_is_not_made(void **state)
+{
+    lt_fixture *f = *state;
+    rlock_client *c = NULL;
+
+    /* the client struct, then its connection table: the first two
+     * allocations rlock_client_connect_with() makes itself */
+    for (long n = 0; n < 2; n++) {
+        rlock__alloc_fail_in("rlock_client_connect_with");
+        rlock__alloc_fail_after(n);
+        int rc = rlock_client_connect(&c, f->redis.url);
+        long failed = rlock__alloc_failures();
+        rlock__alloc_fail_in(NULL);
+        rlock__alloc_fail_after(-1);
+        assert_int_equal(rc, RLOCK_ENOMEM);
+        assert_null(c);
+        assert_int_equal(failed, 1);
+    }
+}
+
+static void test_a_client_freed_while_its_release_list_cannot_grow(
+    void **state)
+{
+    lt_fixture *f = *state;
+    rlock_client *c = NULL;
+    rlock *l = NULL;
+    char name[128];
+    LT_TEST_NAME(name);
+
+    assert_int_equal(rlock_client_connect(&c, f->redis.url), RLOCK_OK);
+    assert_int_equal(rlock_get(c, name, &l), RLOCK_OK);
+    assert_int_equal(rlock_lock(l), RLOCK_OK);
+    rlock_free(l);
+    rlock__alloc_fail_in("send_tracked");
+    rlock__alloc_fail_after(0);
+    rlock_client_free(c);
+    long failed = rlock__alloc_failures();
+    rlock__alloc_fail_in(NULL);
+    rlock__alloc_fail_after(-1);
+    assert_true(failed > 0);
+    assert_held_at_most_for_its_lease(&f->redis, name);
+}
+
+/* Freeing a client, with a hold of each depth left to give back, survives
+ * the Nth allocation failing for every N. */
+static void test_every_allocation_failure_while_freeing_is_survived(
+    void **state)
+{
+    lt_fixture *f = *state;
+    char name[128];
+    long n;
+    LT_TEST_NAME(name);
+
+    for (n = 0; n < MAX_STEPS; n++) {
+        rlock_client *c = NULL;
+        rlock *l = NULL;
+        assert_int_equal(rlock_client_connect(&c, f->redis.url), RLOCK_OK);
+        assert_int_equal(rlock_get(c, name, &l), RLOCK_OK);
+        assert_int_equal(rlock_lock(l), RLOCK_OK);
+        assert_int_equal(rlock_trylock(l, 0, 5000), RLOCK_OK);
+        rlock_free(l);
+        rlock__alloc_fail_after(n);
+        rlock_client_free(c);
+        long failed = rlock__alloc_failures();
+        rlock__alloc_fail_after(-1);
+        assert_held_at_most_for_its_lease(&f->redis, name);
+        if (failed == 0)
+            break;
+    }
+    print_message("freeing a client needs %ld allocations\n", n);
+    assert_true(n > 0);
+    assert_true(n < MAX_STEPS);
+}
+
 int main(void)
 {
     if (rt_require_redis() != 0)
         return 77;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_allocation_failure_is_survived),
+        cmocka_unit_test(test_a_client_whose_own_allocation_fails_is_not_made),
+        cmocka_unit_test(
+            test_a_client_freed_while_its_release_list_cannot_grow),
+        cmocka_unit_test(
+            test_every_allocation_failure_while_freeing_is_survived),
     };
     return cmocka_run_group_tests(tests, lt_group_setup_redis_only,
                                   lt_group_teardown);
