@@ -22,6 +22,9 @@
  * polls. A fixed lease (--lease) is not renewed, so it is lost when it runs
  * out: that moment is known, and a timer (sigtimedwait's timeout) marks it.
  *
+ * The child dies with us (PR_SET_PDEATHSIG): a command left running after
+ * rlock is killed would run unlocked once the lease runs out.
+ *
  * The child restores the signal mask and SIGPIPE before exec; descriptors
  * the client opened (its Redis connections) are marked close-on-exec so CMD
  * does not inherit them, while the caller's own descriptors pass through,
@@ -40,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -60,7 +64,9 @@ static const char exec_help[] =
     "long-running children should pass the signal on (or 'exec' them).\n"
     "SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to rlock are passed on to CMD\n"
     "(the terminal's Ctrl-C already reaches CMD directly); while rlock is\n"
-    "still waiting for the lock they end rlock instead.\n"
+    "still waiting for the lock they end rlock instead. If rlock itself\n"
+    "dies (even by SIGKILL), CMD gets SIGKILL: nothing renews the lease any\n"
+    "more (not for set-user-ID commands such as sudo; see the README).\n"
     "\n"
     "Options:\n"
     "  --wait MS         give up after MS milliseconds (0: one attempt;\n"
@@ -288,6 +294,7 @@ static pid_t spawn(char **cmd, const sigset_t *old_mask, int *status)
         *status = CLI_SOFTWARE;
         return -1;
     }
+    pid_t guardian = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         cli_error("cannot start '%s': %s", cmd[0], strerror(errno));
@@ -298,6 +305,15 @@ static pid_t spawn(char **cmd, const sigset_t *old_mask, int *status)
     }
     if (pid == 0) {
         close(pipefd[0]);
+        /* CMD must not outlive the process that holds the lock for it:
+         * once we are gone nobody renews the lease, and another holder may
+         * start beside CMD when it runs out. SIGKILL, not --signal: there
+         * is no one left to escalate if CMD ignores a gentler one. The
+         * kernel sends it when the forking thread exits, which here is the
+         * main thread, alive until the process ends. getppid() closes the
+         * race of a guardian that died before prctl(). */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != guardian)
+            _exit(CLI_SOFTWARE);
         signal(SIGPIPE, SIG_DFL);
         signal(SIGCHLD, SIG_DFL);
         sigprocmask(SIG_SETMASK, old_mask, NULL);

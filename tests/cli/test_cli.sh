@@ -513,6 +513,34 @@ else
     not_ok "lease expiry took $((t1 - t0)) ms"
 fi
 
+echo "# exec: the command dies with rlock"
+# gone_or_zombie PID: PID has ended (a zombie counts: it runs no more, and
+# whoever inherited it may not reap it at once).
+gone_or_zombie() {
+    local state
+    state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)
+    [ -z "$state" ] || [ "$state" = Z ]
+}
+rm -f "$WORK/orphan.pid"
+"$RLOCK" exec orphan -- sh -c 'echo $$ >"$1"; exec sleep 30' sh \
+    "$WORK/orphan.pid" >/dev/null 2>&1 &
+GUARD=$!
+PIDS+=("$GUARD")
+check "the guarded command holds the lock" wait_until 5 is_held orphan
+wait_until 5 test -s "$WORK/orphan.pid"
+CMD_PID=$(cat "$WORK/orphan.pid")
+PIDS+=("$CMD_PID")
+kill -KILL "$GUARD"
+wait "$GUARD" 2>/dev/null
+t0=$(now_ms)
+if wait_until 2 gone_or_zombie "$CMD_PID"; then
+    ok "SIGKILL to rlock kills the command too ($(($(now_ms) - t0)) ms)"
+else
+    not_ok "the command outlived rlock's SIGKILL" \
+        "pid $CMD_PID still running after $(($(now_ms) - t0)) ms"
+fi
+rcli del orphan >/dev/null
+
 # -------------------------------------------------------------------- info
 
 echo "# info"
