@@ -274,7 +274,16 @@ RLOCK_API const char *rlock_name(const rlock *l);
 /* Blocks until the calling thread holds the lock. Reentrant: a thread that
  * holds it takes it again and must unlock as many times. The lease is the
  * watchdog timeout, renewed by the watchdog while the thread holds the lock.
- * Waiting is driven by the lock's unlock channel, never by polling.
+ * How it waits: the thread subscribes to the lock's unlock channel (a fair
+ * lock's waiter to a channel of its own) and sleeps between attempts. It
+ * tries again when an unlock message wakes it, when the holder's remaining
+ * lease (the TTL the failed attempt returned) runs out, after a reconnect of
+ * the subscriber (messages sent meanwhile are lost), and otherwise every
+ * recheck interval (rlock_config_set_recheck_interval(), 2 s by default), a
+ * bounded re-check in case an unlock message was lost (a crashed holder, a
+ * raw DEL). A thread arriving while others of this client wait joins them
+ * rather than trying first. A spin lock never subscribes: it re-tries after
+ * pauses that grow as rlock_spin_set_backoff() says.
  * Returns 0, or RLOCK_ECONN / RLOCK_ETIMEDOUT (Redis unreachable or too
  * slow), RLOCK_EPROTO / RLOCK_ESERVER (the key is not a lock hash),
  * RLOCK_EAUTH (the server's password changed since connecting; the next
@@ -383,8 +392,9 @@ RLOCK_API int rlock_on_lost(rlock *l, rlock_lost_cb cb, void *arg);
  * calls take an explicit 64-bit owner id, which rlock writes where the
  * blocking API writes the thread id ("<uuid>:<owner>"), as Redisson's
  * lockAsync(threadId) does. Waiting costs no thread: it is driven by the
- * unlock channel on the client's I/O thread. The blocking API keeps working
- * beside it on the same client. */
+ * unlock channel and by timers on the client's I/O thread, with the same
+ * re-tries as rlock_lock() describes. The blocking API keeps working beside
+ * it on the same client. */
 
 struct ev_loop;
 
