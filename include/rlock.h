@@ -51,7 +51,12 @@ extern "C" {
 #define RLOCK_VERSION_PATCH 0
 #define RLOCK_VERSION_STRING "0.1.0"
 
-/* Returns the version of the linked library as "MAJOR.MINOR.PATCH".
+/* Returns the version of the linked library: RLOCK_VERSION_STRING, then,
+ * when the build knew one, "+" and a build id. Built from rlock's own git
+ * tree the id is "g" and 12 hex digits of the commit, with "-dirty" when
+ * tracked files differed from it ("0.1.0+g1a2b3c4d5e6f-dirty"); a packager
+ * may set another (CMake option RLOCK_BUILD_ID); otherwise there is none
+ * ("0.1.0"). So compare versions by the part before any '+'.
  * Ownership: static storage. Thread-safety: any thread. */
 RLOCK_API const char *rlock_version_string(void);
 

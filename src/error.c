@@ -3,6 +3,7 @@
  * both rlock_strerror() and rlock_err_name(), so they cannot drift apart.
  */
 #include "internal.h"
+#include "rlock_build_id.h"
 
 #define RLOCK_ERR_MAP(X)                                                      \
     X(RLOCK_OK, "success")                                                    \
@@ -47,8 +48,9 @@ const char *rlock_err_name(int err)
     return "RLOCK_E?";
 }
 
-/* Returns the library version string. */
+/* Returns the library version string, with the build id when one is known
+ * (rlock_build_id.h, written at build time by cmake/build_id.cmake). */
 const char *rlock_version_string(void)
 {
-    return RLOCK_VERSION_STRING;
+    return RLOCK_VERSION_STRING RLOCK__BUILD_ID;
 }

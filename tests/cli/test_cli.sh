@@ -226,6 +226,15 @@ expect_status 0 "rlock exec -h"
 run --version
 expect_status 0 "rlock --version"
 expect_text "$out" "rlock 0." "--version prints the version"
+src_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)
+if [ "$(git -C "$src_dir" rev-parse --show-toplevel 2>/dev/null)" = "$src_dir" ]
+then
+    head=$(git -C "$src_dir" rev-parse HEAD)
+    expect_text "$out" "+g${head:0:12}" "--version names the commit built"
+else
+    [[ "$out" != *+g* ]] && ok "--version names no commit outside git" ||
+        not_ok "--version names a commit outside a git tree" "$out"
+fi
 
 # -------------------------------------------------------------- bad input
 
