@@ -145,32 +145,39 @@ void rlock__entry_unref(rlock__entry *e)
     pthread_mutex_unlock(&c->entries_mu);
 }
 
+/* Up to cap idle entries found by one pass of rlock__entries_sweep(). */
+typedef struct sweep_batch {
+    rlock__entry *items[64];
+    size_t n;
+} sweep_batch;
+
 static void sweep_entry(const char *key, void *value, void *arg)
 {
     rlock__entry *e = value;
-    rlock__entry ***cursor = arg;
+    sweep_batch *b = arg;
     (void)key;
     while (e->holders != NULL)
         rlock__entry_remove_holder(e, e->holders);
-    if (e->refs == 0)
-        *(*cursor)++ = e;
+    if (e->refs == 0 && b->n < sizeof(b->items) / sizeof(b->items[0]))
+        b->items[b->n++] = e;
 }
 
 /* Forgets every hold and frees every entry no handle refers to. Only once
  * the I/O thread has stopped (rlock_client_free). Entries of handles the
- * user did not free are left alone. */
+ * user did not free are left alone. It allocates nothing (batches on the
+ * stack), so a client freed when memory has run out frees them all too. */
 void rlock__entries_sweep(rlock_client *c)
 {
-    rlock__entry **idle = rlock__malloc(sizeof(*idle) * (c->entries.count + 1));
-    rlock__entry **cursor = idle;
-    if (idle == NULL)
-        return;
-    rlock__map_foreach(&c->entries, sweep_entry, &cursor);
-    for (rlock__entry **p = idle; p < cursor; p++) {
-        rlock__map_remove(&c->entries, (*p)->key);
-        entry_free(*p);
+    for (;;) {
+        sweep_batch b = {.n = 0};
+        rlock__map_foreach(&c->entries, sweep_entry, &b);
+        for (size_t i = 0; i < b.n; i++) {
+            rlock__map_remove(&c->entries, b.items[i]->key);
+            entry_free(b.items[i]);
+        }
+        if (b.n < sizeof(b.items) / sizeof(b.items[0]))
+            return;
     }
-    free(idle);
 }
 
 /* Returns the calling thread's hold record on e, or NULL. e->mu held. */
