@@ -8,14 +8,16 @@
 #   test_consumer.sh no-tests SOURCE_DIR C_COMPILER
 #       configures and builds SOURCE_DIR itself with -DBUILD_TESTING=OFF
 #       and the same pkg-config
-#   test_consumer.sh pkg-config BUILD_DIR C_COMPILER
+#   test_consumer.sh pkg-config BUILD_DIR C_COMPILER [FLAGS]
 #       compiles main.c with the flags pkg-config gives for "rlock" with
-#       PKG_CONFIG_PATH=BUILD_DIR (its rlock-uninstalled.pc) and runs it
+#       PKG_CONFIG_PATH=BUILD_DIR (its rlock-uninstalled.pc), plus FLAGS
+#       (the sanitizer a sanitizer build's library needs), and runs it
 set -euo pipefail
 
 mode=${1:?mode}
 tree=${2:?tree}
 cc=${3:?compiler}
+extra=${4:-}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/rlock-consumer.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -78,7 +80,7 @@ pkg-config)
         ;;
     esac
     # shellcheck disable=SC2086 # the flags are words
-    "$cc" -o "$work/consumer" "$here/main.c" $flags
+    "$cc" $extra -o "$work/consumer" "$here/main.c" $flags
     "$work/consumer"
     ;;
 *)
