@@ -209,9 +209,7 @@ np_peer *np_start(const char *program, const char *url, const char *name,
 {
     char node[1024], script[1024];
     const char *argv[32];
-    int argc = 0, in[2], out[2];
-    pid_t parent = getpid();
-    np_peer *p;
+    int argc = 0;
 
     assert_int_equal(find_node(node, sizeof(node)), 0);
     snprintf(script, sizeof(script), "%s/%s.js", RLOCK_COMPAT_NODE_DIR,
@@ -226,10 +224,18 @@ np_peer *np_start(const char *program, const char *url, const char *name,
         argv[argc++] = args[i];
     }
     argv[argc] = NULL;
+    return np_spawn(program, argv);
+}
+
+np_peer *np_spawn(const char *label, const char *const *argv)
+{
+    int in[2], out[2];
+    pid_t parent = getpid();
+    np_peer *p;
 
     p = calloc(1, sizeof(*p));
     assert_non_null(p);
-    snprintf(p->program, sizeof(p->program), "%s", program);
+    snprintf(p->program, sizeof(p->program), "%s", label);
     assert_int_equal(pipe2(in, O_CLOEXEC), 0);
     assert_int_equal(pipe2(out, O_CLOEXEC), 0);
 
@@ -252,7 +258,7 @@ np_peer *np_start(const char *program, const char *url, const char *name,
         dup2(in[0], STDIN_FILENO);
         dup2(out[1], STDOUT_FILENO);
         close_from(3);
-        execv(node, (char *const *)argv);
+        execv(argv[0], (char *const *)argv);
         _exit(127);
     }
     close(in[0]);

@@ -38,6 +38,10 @@ void np_require_node(void);
 np_peer *np_start(const char *program, const char *url, const char *name,
                   const char *const *args);
 
+/* Starts argv[0] (a path) with argv as any peer that speaks the same
+ * protocol (compat/java's Driver, say); label names it in messages. */
+np_peer *np_spawn(const char *label, const char *const *argv);
+
 /* Returns the next event the peer printed, waiting up to timeout_ms, or NULL
  * if none came in time (or the peer closed stdout). The caller releases the
  * result with json_decref(). */

@@ -1,0 +1,341 @@
+/*
+ * Driver: one Java Redisson client, driven over stdin by the compat tests
+ * (compat/test_java_peer.c), in the style of compat/node's peers.
+ *
+ *     java -cp build/V/classes:build/V/lib/* Driver MODE ADDRESSES [key=value...]
+ *
+ * MODE and ADDRESSES: "single redis://host:port"; "cluster a,b,..." and
+ * "sentinel MASTER@a,b,..." are wired to Redisson's cluster and sentinel
+ * configs for when rlock has those modes (issues 14 and 15), untested so far.
+ * Options: watchdog=MS (lockWatchdogTimeout, default 30000), timeout=MS,
+ * retries=N and retry_interval=MS (command timeout and retries, Redisson's
+ * defaults unless given), max=MS (the guard, default 180000).
+ *
+ * Each stdin line is a command for one named thread of this JVM:
+ *
+ *     TID OP KIND NAME [ARGS...]
+ *
+ * TID names a worker thread (made on first use, kept until exit), because a
+ * Redisson lock belongs to the Java thread that took it: the same TID is the
+ * same owner. Commands of one TID run in order; different TIDs run at once,
+ * so one can wait on a lock while another holds or probes. KIND is lock,
+ * fair, read, write, spin, fenced, multi or red; NAME is the lock name, or
+ * for multi and red a comma-separated list of names of plain locks.
+ *
+ *     lock    [LEASE_MS]        lock()                 locked: waited_ms, token
+ *     trylock WAIT_MS [LEASE_MS] tryLock               trylock: acquired, token
+ *     unlock                    unlock()               unlock: ok, t0 (when
+ *                                                      the call began), error
+ *     force                     forceUnlock()          force: deleted
+ *     probe                     isLocked, isHeldByCurrentThread, getHoldCount
+ *                                                      probe: locked, held, holds
+ *     contend COUNTER ITER THINK_MS
+ *         ITER times: lock, GET COUNTER, sleep 1 ms, SET +1, RPUSH COUNTER:log j,
+ *         unlock, sleep THINK_MS                       contend: iterations, ms
+ *
+ * Every event is one JSON line on stdout: {"event":OP,"tid":TID,"t":<epoch
+ * ms>,...}; the first is {"event":"ready","version":V} once connected. An
+ * unexpected exception becomes {"event":"error","tid":..,"op":..,"error":..}
+ * (a refused unlock is not unexpected: it is unlock with ok false). End of
+ * stdin exits; so does the guard, with status 3, after max ms.
+ */
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+
+import org.redisson.Redisson;
+import org.redisson.RedissonMultiLock;
+import org.redisson.RedissonRedLock;
+import org.redisson.api.RBucket;
+import org.redisson.api.RLock;
+import org.redisson.api.RedissonClient;
+import org.redisson.client.codec.StringCodec;
+import org.redisson.config.Config;
+import org.redisson.config.SingleServerConfig;
+
+public final class Driver {
+    private static final PrintStream OUT =
+        new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), true,
+                        StandardCharsets.UTF_8);
+
+    private final RedissonClient client;
+    private final Map<String, ExecutorService> workers = new HashMap<>();
+
+    private Driver(RedissonClient client) {
+        this.client = client;
+    }
+
+    // ------------------------------------------------------------ events
+
+    /* Appends s to b as a JSON string. */
+    private static void quote(StringBuilder b, String s) {
+        b.append('"');
+        for (char c : s.toCharArray()) {
+            if (c == '"' || c == '\\')
+                b.append('\\').append(c);
+            else if (c < 0x20)
+                b.append(String.format("\\u%04x", (int) c));
+            else
+                b.append(c);
+        }
+        b.append('"');
+    }
+
+    /* Writes one event; fields alternate name, value (String, Number, Boolean
+     * or null). One println per event, under one lock, so that lines from
+     * different worker threads never mix. */
+    static void emit(String event, String tid, Object... fields) {
+        StringBuilder b = new StringBuilder("{\"event\":");
+        quote(b, event);
+        if (tid != null) {
+            b.append(",\"tid\":");
+            quote(b, tid);
+        }
+        b.append(",\"t\":").append(System.currentTimeMillis());
+        for (int i = 0; i + 1 < fields.length; i += 2) {
+            b.append(',');
+            quote(b, (String) fields[i]);
+            b.append(':');
+            Object v = fields[i + 1];
+            if (v == null)
+                b.append("null");
+            else if (v instanceof Number || v instanceof Boolean)
+                b.append(v);
+            else
+                quote(b, v.toString());
+        }
+        b.append('}');
+        synchronized (OUT) {
+            OUT.println(b);
+        }
+    }
+
+    private static String describe(Throwable e) {
+        Throwable t = e instanceof InvocationTargetException ? e.getCause() : e;
+        String s = t.getClass().getSimpleName() + ": " + t.getMessage();
+        // Redisson's timeout messages quote whole scripts: keep lines short
+        return s.length() > 240 ? s.substring(0, 240) + "..." : s;
+    }
+
+    // ------------------------------------------------------------- locks
+
+    /* The lock object of KIND on NAME. getFencedLock is looked up by
+     * reflection so that one source compiles against versions before 3.19,
+     * which lack it. */
+    private RLock lockOf(String kind, String name) throws Exception {
+        switch (kind) {
+        case "lock":
+            return client.getLock(name);
+        case "fair":
+            return client.getFairLock(name);
+        case "read":
+            return client.getReadWriteLock(name).readLock();
+        case "write":
+            return client.getReadWriteLock(name).writeLock();
+        case "spin":
+            return client.getSpinLock(name);
+        case "fenced":
+            return (RLock) RedissonClient.class.getMethod("getFencedLock", String.class)
+                .invoke(client, name);
+        case "multi":
+        case "red": {
+            String[] names = name.split(",");
+            RLock[] locks = new RLock[names.length];
+            for (int i = 0; i < names.length; i++)
+                locks[i] = client.getLock(names[i]);
+            return kind.equals("multi") ? new RedissonMultiLock(locks)
+                                        : new RedissonRedLock(locks);
+        }
+        default:
+            throw new IllegalArgumentException("unknown kind " + kind);
+        }
+    }
+
+    /* The fenced lock's current token (getToken), or null for other kinds. */
+    private static Long tokenOf(String kind, RLock lock) throws Exception {
+        if (!kind.equals("fenced"))
+            return null;
+        Method m = lock.getClass().getMethod("getToken");
+        return (Long) m.invoke(lock);
+    }
+
+    private static long longArg(String[] a, int i, long dflt) {
+        return a.length > i ? Long.parseLong(a[i]) : dflt;
+    }
+
+    // --------------------------------------------------------------- ops
+
+    private void run(String tid, String[] a) {
+        String op = a[1];
+        try {
+            String kind = a[2];
+            String name = a[3];
+            RLock lock = lockOf(kind, name);
+            switch (op) {
+            case "lock": {
+                long lease = longArg(a, 4, -1);
+                long start = System.nanoTime();
+                if (lease > 0)
+                    lock.lock(lease, TimeUnit.MILLISECONDS);
+                else
+                    lock.lock();
+                emit("lock", tid, "waited_ms", (System.nanoTime() - start) / 1000000,
+                     "token", tokenOf(kind, lock));
+                break;
+            }
+            case "trylock": {
+                long waitMs = longArg(a, 4, 0);
+                long lease = longArg(a, 5, -1);
+                boolean got = lease > 0
+                    ? lock.tryLock(waitMs, lease, TimeUnit.MILLISECONDS)
+                    : lock.tryLock(waitMs, TimeUnit.MILLISECONDS);
+                emit("trylock", tid, "acquired", got, "token",
+                     got ? tokenOf(kind, lock) : null);
+                break;
+            }
+            case "unlock": {
+                long t0 = System.currentTimeMillis();
+                try {
+                    lock.unlock();
+                    emit("unlock", tid, "ok", true, "t0", t0);
+                } catch (IllegalMonitorStateException | org.redisson.client.RedisException e) {
+                    // a refusal, or a timeout the latch test provokes
+                    emit("unlock", tid, "ok", false, "t0", t0, "error", describe(e));
+                }
+                break;
+            }
+            case "force":
+                emit("force", tid, "deleted", lock.forceUnlock());
+                break;
+            case "probe":
+                emit("probe", tid, "locked", lock.isLocked(), "held",
+                     lock.isHeldByCurrentThread(), "holds", lock.getHoldCount());
+                break;
+            case "contend":
+                contend(tid, lock, a[4], Long.parseLong(a[5]), Long.parseLong(a[6]));
+                break;
+            default:
+                throw new IllegalArgumentException("unknown op " + op);
+            }
+        } catch (Throwable e) {
+            emit("error", tid, "op", op, "error", describe(e));
+        }
+    }
+
+    /* The counter loop of the mutual-exclusion test: GET and SET are two
+     * commands with a pause between, so only the lock keeps increments from
+     * being lost. */
+    private void contend(String tid, RLock lock, String counter, long iterations,
+                         long thinkMs) throws InterruptedException {
+        RBucket<String> bucket = client.getBucket(counter, StringCodec.INSTANCE);
+        long start = System.nanoTime();
+        for (long i = 0; i < iterations; i++) {
+            lock.lock();
+            try {
+                String v = bucket.get();
+                Thread.sleep(1);
+                bucket.set(Long.toString((v == null ? 0 : Long.parseLong(v)) + 1));
+                client.<String>getList(counter + ":log", StringCodec.INSTANCE).add("j");
+            } finally {
+                lock.unlock();
+            }
+            Thread.sleep(thinkMs);
+        }
+        emit("contend", tid, "iterations", iterations, "ms",
+             (System.nanoTime() - start) / 1000000);
+    }
+
+    private void dispatch(String line) {
+        String[] a = line.trim().split("\\s+");
+        if (a.length < 4) {
+            emit("error", null, "error", "bad command: " + line);
+            return;
+        }
+        String tid = a[0];
+        workers.computeIfAbsent(tid, k -> Executors.newSingleThreadExecutor(r -> {
+            Thread t = new Thread(r, "peer-" + k);
+            t.setDaemon(true);
+            return t;
+        })).execute(() -> run(tid, a));
+    }
+
+    // -------------------------------------------------------------- main
+
+    private static Config config(String mode, String addresses, Map<String, String> opt) {
+        Config c = new Config();
+        c.setLockWatchdogTimeout(Long.parseLong(opt.getOrDefault("watchdog", "30000")));
+        // A small JVM starts faster and leaves the 2-core machine to the test.
+        c.setThreads(2);
+        c.setNettyThreads(4);
+        switch (mode) {
+        case "single": {
+            SingleServerConfig s = c.useSingleServer().setAddress(addresses)
+                .setConnectionMinimumIdleSize(2)
+                .setConnectionPoolSize(16)
+                .setSubscriptionConnectionMinimumIdleSize(1);
+            if (opt.containsKey("timeout"))
+                s.setTimeout(Integer.parseInt(opt.get("timeout")));
+            if (opt.containsKey("retries"))
+                s.setRetryAttempts(Integer.parseInt(opt.get("retries")));
+            if (opt.containsKey("retry_interval"))
+                s.setRetryInterval(Integer.parseInt(opt.get("retry_interval")));
+            break;
+        }
+        case "cluster":
+            c.useClusterServers().addNodeAddress(addresses.split(","));
+            break;
+        case "sentinel": {
+            String[] parts = addresses.split("@", 2);
+            c.useSentinelServers().setMasterName(parts[0])
+                .addSentinelAddress(parts[1].split(","));
+            break;
+        }
+        default:
+            throw new IllegalArgumentException("unknown mode " + mode);
+        }
+        return c;
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length < 2) {
+            emit("error", null, "error", "usage: Driver MODE ADDRESSES [key=value...]");
+            System.exit(2);
+        }
+        Map<String, String> opt = new HashMap<>();
+        for (int i = 2; i < args.length; i++) {
+            String[] kv = args[i].split("=", 2);
+            opt.put(kv[0], kv.length > 1 ? kv[1] : "");
+        }
+        long max = Long.parseLong(opt.getOrDefault("max", "180000"));
+        Thread guard = new Thread(() -> {
+            try {
+                Thread.sleep(max);
+            } catch (InterruptedException e) {
+                return;
+            }
+            emit("error", null, "error", "guard: still running after " + max + " ms");
+            Runtime.getRuntime().halt(3);
+        });
+        guard.setDaemon(true);
+        guard.start();
+
+        Driver d = new Driver(Redisson.create(config(args[0], args[1], opt)));
+        emit("ready", null, "version", Redisson.class.getPackage().getImplementationVersion());
+        BufferedReader in =
+            new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        for (String line; (line = in.readLine()) != null;)
+            if (!line.isBlank())
+                d.dispatch(line);
+        // Holds left at end of input run out with their lease, as a killed
+        // process's would; the test's Redis is thrown away anyway.
+        Runtime.getRuntime().halt(0);
+    }
+}
