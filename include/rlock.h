@@ -83,6 +83,9 @@ RLOCK_API const char *rlock_version_string(void);
 #define RLOCK_ESERVER (-112)   /* Redis answered with an error reply */
 #define RLOCK_ECANCELED (-113) /* an async acquire was cancelled */
 #define RLOCK_ENOTSUP (-114)   /* not available for this kind of lock */
+#define RLOCK_ENOTIFY (-115)   /* unlocked, but Redis refused the unlock
+                                  message (PUBLISH): waiters learn of the
+                                  release only when they re-check */
 
 /* Returns a one-line English description of err (any value).
  * Ownership: static storage. Thread-safety: any thread. */
@@ -319,11 +322,19 @@ RLOCK_API int rlock_trylock(rlock *l, int64_t wait_ms, int64_t lease_ms);
 /* Releases one hold of the calling thread. The last release deletes the key
  * and publishes the unlock message; an inner release resets the lease. The
  * call is idempotent across retries (Redisson's unlock latch): a reply lost
- * to a timeout is retried without releasing twice.
- * Returns 0; RLOCK_ENOTOWNER (the calling thread does not hold the lock:
- * Redis is not touched); RLOCK_ELOST (the thread held it but it expired or
- * was taken away; local state is cleared); RLOCK_ECONN / RLOCK_ETIMEDOUT
- * after the configured retries (the hold is then forgotten locally and the
+ * to a timeout is retried without releasing twice. A hold being released is
+ * never reported lost: a renewal that finds the key gone while the unlock
+ * is in flight is judged by the unlock's outcome.
+ * Returns 0; RLOCK_ENOTIFY (released, but Redis refused the unlock message,
+ * e.g. an ACL user without +publish or a renamed PUBLISH: the hold is gone,
+ * and waiters learn of it only when they re-check); RLOCK_ENOTOWNER (the
+ * calling thread does not hold the lock: Redis is not touched); RLOCK_ELOST
+ * (the thread held it but it expired, was taken away or the key was
+ * overwritten; local state is cleared); RLOCK_ESERVER / RLOCK_EAUTH (Redis
+ * refused the release, e.g. OOM at maxmemory or a missing permission:
+ * nothing was released, the hold is kept as it was, still renewed, and may
+ * be unlocked again); RLOCK_ECONN / RLOCK_ETIMEDOUT after the configured
+ * retries (the outcome is unknown: the hold is forgotten locally and the
  * key left to expire).
  * Thread-safety: any thread; must be the owner.
  * Redisson: RLock.unlock(). */
@@ -349,6 +360,16 @@ RLOCK_API int rlock_is_held_by_me(rlock *l);
  * Redisson: RLock.getHoldCount(). */
 RLOCK_API int rlock_hold_count(rlock *l);
 
+/* Returns the id of the calling thread's hold of l: a positive number that
+ * this client gives no other hold, fixed from the acquire that took the
+ * hold until its last unlock (reentrant acquires keep it). Lost-lock
+ * callbacks carry it, so that a loss can be told apart from a loss of the
+ * owner's next hold on the same name. Returns RLOCK_ENOTOWNER when the
+ * thread holds nothing here (a hold found lost keeps its id until its
+ * unlock), or another error. No Redis traffic.
+ * Thread-safety: any thread; about the calling thread's hold. */
+RLOCK_API int64_t rlock_hold_id(rlock *l);
+
 /* Returns the lock's remaining lease in ms, -1 if it has no expiry, -2 if it
  * is not locked, or an error (below -100).
  * Redisson: RLock.remainTimeToLive(). */
@@ -369,11 +390,14 @@ RLOCK_API int64_t rlock_remaining_ttl(rlock *l);
                                  runs out */
 
 /* Called once per hold found lost, with the lock's name (valid during the
- * call only), the owner (thread id or async owner id) and RLOCK_LOST_*.
- * By then rlock_is_held_by_me() already says 0 and the owner's unlock
- * answers RLOCK_ELOST. */
-typedef void (*rlock_lost_cb)(const char *name, uint64_t owner, int reason,
-                              void *arg);
+ * call only), the owner (thread id or async owner id), the hold's id (what
+ * rlock_hold_id() or rlock_owner_hold_id() returned while it was held) and
+ * RLOCK_LOST_*. By then rlock_is_held_by_me() already says 0 and the
+ * owner's unlock answers RLOCK_ELOST. A hold that its owner is unlocking is
+ * not reported while the unlock is in flight; if the unlock then releases
+ * it, it was not lost and nothing is reported. */
+typedef void (*rlock_lost_cb)(const char *name, uint64_t owner, uint64_t hold,
+                              int reason, void *arg);
 
 /* Sets (cb NULL: clears) the client-wide lost-lock callback. Callbacks run
  * on the client's notifier thread, never the I/O thread, so a slow callback
@@ -433,8 +457,9 @@ RLOCK_API int rlock_lock_async(rlock *l, uint64_t owner, int64_t wait_ms,
                                int64_t lease_ms, rlock_done_cb cb,
                                void *arg);
 
-/* Releases one hold of owner; cb runs once with 0, RLOCK_ENOTOWNER,
- * RLOCK_ELOST or a connection error, as rlock_unlock() returns them.
+/* Releases one hold of owner; cb runs once with what rlock_unlock() would
+ * return (0, RLOCK_ENOTIFY, RLOCK_ENOTOWNER, RLOCK_ELOST, RLOCK_ESERVER
+ * with the hold kept, or a connection error), with the same meanings.
  * Returns 0 (cb will run) or an error (it will not). */
 RLOCK_API int rlock_unlock_async(rlock *l, uint64_t owner, rlock_done_cb cb,
                                  void *arg);
@@ -449,6 +474,10 @@ RLOCK_API int rlock_cancel(rlock *l, uint64_t owner);
 /* Returns owner's hold count of l as this client remembers it (0 when not
  * held or found lost); no Redis traffic. */
 RLOCK_API int rlock_owner_hold_count(rlock *l, uint64_t owner);
+
+/* Returns the id of owner's hold of l, as rlock_hold_id() does for the
+ * calling thread. */
+RLOCK_API int64_t rlock_owner_hold_id(rlock *l, uint64_t owner);
 
 /* ------------------------------------------------------------------------ */
 /* Other kinds of lock: Redisson's fair, read-write, fenced and spin locks.
@@ -568,7 +597,7 @@ RLOCK_API int rlock_multi_trylock(rlock_multi *m, int64_t wait_ms,
 
 /* Releases every lock the calling thread holds through m. Returns 0, or
  * for a multi-lock the first error an unlock reported (the others are
- * still released); a Redlock ignores errors of servers that are down as
+ * still released; RLOCK_ENOTIFY only when all were released); a Redlock ignores errors of servers that are down as
  * long as it released a majority (else RLOCK_ELOST or the error). */
 RLOCK_API int rlock_multi_unlock(rlock_multi *m);
 

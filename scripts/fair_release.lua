@@ -6,9 +6,13 @@
 -- ARGV[1] unlock message, ARGV[2] lease to restore when holds remain,
 -- ARGV[3] owner tag, ARGV[4] now (wall clock, ms), ARGV[5] publish command,
 -- ARGV[6] latch lifetime in ms
--- Reply: nil (not held by owner), 0 (still held), 1 (released). Where
+-- Reply: nil (not held by owner), 0 (still held), 1 (released), 3 (released,
+-- but the unlock message was refused). Where
 -- Redisson replies 1 for a lock that is not there at all, this replies nil
 -- (the caller's hold is gone) and leaves the same latch and message.
+-- A refused PUBLISH (an ACL user without +publish, a renamed command) is
+-- caught, so that the writes are done as Redisson's and the reply says the
+-- waiters were not told (3 instead of 1).
 local latched = redis.call('get', KEYS[5])
 if latched ~= false then
     return tonumber(latched)
@@ -28,11 +32,14 @@ while true do
     redis.call('lpop', queue)
 end
 
+-- returns false when the head could not be told
 local function wake_head()
     local head = redis.call('lindex', queue, 0)
     if head ~= false then
-        redis.call(ARGV[5], KEYS[4] .. ':' .. head, ARGV[1])
+        local sent = redis.pcall(ARGV[5], KEYS[4] .. ':' .. head, ARGV[1])
+        return type(sent) ~= 'table' or sent.err == nil
     end
+    return true
 end
 
 if redis.call('exists', key) == 0 then
@@ -51,5 +58,4 @@ if left > 0 then
 end
 redis.call('del', key)
 redis.call('set', KEYS[5], 1, 'px', ARGV[6])
-wake_head()
-return 1
+return wake_head() and 1 or 3

@@ -4,7 +4,11 @@
 -- ARGV[1] unlock message, ARGV[2] lease to restore when holds remain,
 -- ARGV[3] owner tag, ARGV[4] publish command (empty: publish nothing, as
 -- Redisson's SpinLock), ARGV[5] latch lifetime in ms
--- Reply: nil (not held by owner), 0 (still held), 1 (released).
+-- Reply: nil (not held by owner), 0 (still held), 1 (released), 3 (released,
+-- but the unlock message was refused).
+-- A refused PUBLISH (an ACL user without +publish, a renamed command) is
+-- caught, so that the writes are done as Redisson's and the reply says the
+-- waiters were not told (3 instead of 1).
 local latched = redis.call('get', KEYS[3])
 if latched ~= false then
     return tonumber(latched)
@@ -19,8 +23,10 @@ if left > 0 then
     return 0
 end
 redis.call('del', KEYS[1])
+local told = true
 if ARGV[4] ~= '' then
-    redis.call(ARGV[4], KEYS[2], ARGV[1])
+    local sent = redis.pcall(ARGV[4], KEYS[2], ARGV[1])
+    told = type(sent) ~= 'table' or sent.err == nil
 end
 redis.call('set', KEYS[3], 1, 'px', ARGV[5])
-return 1
+return told and 1 or 3

@@ -6,7 +6,15 @@
 -- KEYS[5] unlock latch key
 -- ARGV[1] unlock message, ARGV[2] reader owner tag, ARGV[3] publish
 -- command, ARGV[4] latch lifetime in ms
--- Reply: nil (not held by owner), 0 (still held), 1 (released).
+-- Reply: nil (not held by owner), 0 (still held), 1 (released), 3 (released,
+-- but the unlock message was refused).
+-- A refused PUBLISH (an ACL user without +publish, a renamed command) is
+-- caught, so that the writes are done as Redisson's and the reply says the
+-- waiters were not told (3 instead of 1).
+local function announce()
+    local sent = redis.pcall(ARGV[3], KEYS[2], ARGV[1])
+    return type(sent) ~= 'table' or sent.err == nil
+end
 local latched = redis.call('get', KEYS[5])
 if latched ~= false then
     return tonumber(latched)
@@ -14,7 +22,7 @@ end
 local key = KEYS[1]
 local mode = redis.call('hget', key, 'mode')
 if mode == false then
-    redis.call(ARGV[3], KEYS[2], ARGV[1])
+    announce()
     redis.call('set', KEYS[5], 1, 'px', ARGV[4])
     return nil
 end
@@ -51,6 +59,6 @@ if redis.call('hlen', key) > 1 then
     end
 end
 redis.call('del', key)
-redis.call(ARGV[3], KEYS[2], ARGV[1])
+local told = announce()
 redis.call('set', KEYS[5], 1, 'px', ARGV[4])
-return 1
+return told and 1 or 3

@@ -5,7 +5,15 @@
 -- ARGV[1] unlock message ("1": wakes every waiter), ARGV[2] lease to
 -- restore when holds remain, ARGV[3] writer owner tag, ARGV[4] publish
 -- command, ARGV[5] latch lifetime in ms
--- Reply: nil (not held by owner), 0 (still held), 1 (released).
+-- Reply: nil (not held by owner), 0 (still held), 1 (released), 3 (released,
+-- but the unlock message was refused).
+-- A refused PUBLISH (an ACL user without +publish, a renamed command) is
+-- caught, so that the writes are done as Redisson's and the reply says the
+-- waiters were not told (3 instead of 1).
+local function announce()
+    local sent = redis.pcall(ARGV[4], KEYS[2], ARGV[1])
+    return type(sent) ~= 'table' or sent.err == nil
+end
 local latched = redis.call('get', KEYS[3])
 if latched ~= false then
     return tonumber(latched)
@@ -13,7 +21,7 @@ end
 local key = KEYS[1]
 local mode = redis.call('hget', key, 'mode')
 if mode == false then
-    redis.call(ARGV[4], KEYS[2], ARGV[1])
+    announce()
     redis.call('set', KEYS[3], 1, 'px', ARGV[5])
     return nil
 end
@@ -27,11 +35,12 @@ if left > 0 then
     return 0
 end
 redis.call('hdel', key, ARGV[3])
+local told = true
 if redis.call('hlen', key) == 1 then
     redis.call('del', key)
-    redis.call(ARGV[4], KEYS[2], ARGV[1])
+    told = announce()
 else
     redis.call('hset', key, 'mode', 'read')
 end
 redis.call('set', KEYS[3], 1, 'px', ARGV[5])
-return 1
+return told and 1 or 3

@@ -833,3 +833,13 @@ int rlock_owner_hold_count(rlock *l, uint64_t owner)
     pthread_mutex_unlock(&e->mu);
     return count;
 }
+
+int64_t rlock_owner_hold_id(rlock *l, uint64_t owner)
+{
+    if (l == NULL)
+        return RLOCK_EINVAL;
+    int rc = rlock__client_check(l->client);
+    if (rc != 0)
+        return rc;
+    return rlock__entry_hold_id(l->entry, owner);
+}

@@ -115,6 +115,8 @@ enum {
     RLOCK__UNLOCK_STILL_HELD = 0,
     RLOCK__UNLOCK_RELEASED = 1,
     RLOCK__UNLOCK_NOT_HELD = 2,
+    RLOCK__UNLOCK_UNANNOUNCED = 3, /* released; the PUBLISH was refused */
+    RLOCK__UNLOCK_NOT_A_LOCK = 4,  /* the key holds another type now */
 };
 
 /* What a lock_renew reply says about each key. */
@@ -306,6 +308,9 @@ typedef struct rlock__holder {
     bool watchdog;         /* renewed by the watchdog */
     bool lost;             /* found gone: unlock answers RLOCK_ELOST */
     int64_t renewed_at_ms; /* CLOCK_MONOTONIC of the last known lease */
+    int releasing;         /* unlocks in flight: a loss found meanwhile
+                              waits for their outcome (rlock__hold_lost) */
+    int loss_pending;      /* RLOCK_LOST_* found while releasing, or 0 */
 } rlock__holder;
 
 /* Shared state of one lock within a client (Redisson's RedissonLockEntry
@@ -377,6 +382,7 @@ int rlock__release_settle(rlock__entry *e, uint64_t tid, uint64_t epoch,
 void rlock__entry_ref(rlock__entry *e);
 void rlock__entry_unref(rlock__entry *e);
 rlock__holder *rlock__entry_find_holder(rlock__entry *e, uint64_t tid);
+int64_t rlock__entry_hold_id(rlock__entry *e, uint64_t owner);
 void rlock__entry_remove_holder(rlock__entry *e, rlock__holder *h);
 void rlock__entry_wake(rlock__entry *e, bool all);
 void rlock__entries_sweep(rlock_client *c);

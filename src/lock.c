@@ -258,6 +258,16 @@ void rlock__entry_add_hold(rlock__entry *e, uint64_t tid, int64_t lease_ms,
     free(spare);
 }
 
+/* Returns the id (epoch) of owner's hold on e, or RLOCK_ENOTOWNER. */
+int64_t rlock__entry_hold_id(rlock__entry *e, uint64_t owner)
+{
+    pthread_mutex_lock(&e->mu);
+    rlock__holder *h = rlock__entry_find_holder(e, owner);
+    int64_t id = h != NULL ? (int64_t)h->epoch : RLOCK_ENOTOWNER;
+    pthread_mutex_unlock(&e->mu);
+    return id;
+}
+
 /* Marks the calling thread's hold lost if it is still the one with the
  * given epoch. */
 static void mark_lost(rlock__entry *e, uint64_t tid, uint64_t epoch)
@@ -789,7 +799,8 @@ static int release(rlock *l, uint64_t tid, int64_t lease_ms, int retries,
 }
 
 /* Looks up owner tid's hold for an unlock: returns 0 with its epoch and
- * lease, RLOCK_ENOTOWNER, or RLOCK_ELOST (the lost hold is forgotten). */
+ * lease, RLOCK_ENOTOWNER, or RLOCK_ELOST (the lost hold is forgotten). On
+ * 0 the hold counts as being released until rlock__release_settle(). */
 int rlock__release_begin(rlock__entry *e, uint64_t tid, uint64_t *epoch,
                          int64_t *lease_ms)
 {
@@ -804,34 +815,69 @@ int rlock__release_begin(rlock__entry *e, uint64_t tid, uint64_t *epoch,
     } else {
         *epoch = h->epoch;
         *lease_ms = h->lease_ms;
+        h->releasing++;
     }
     pthread_mutex_unlock(&e->mu);
     return rc;
 }
 
 /* Applies a release's outcome rc (RLOCK__UNLOCK_* or a code) to the hold
- * of owner tid taken at epoch, and returns what unlock reports. */
+ * of owner tid taken at epoch, reports a loss found while it was being
+ * released if the hold was not released after all, and returns what unlock
+ * reports. */
 int rlock__release_settle(rlock__entry *e, uint64_t tid, uint64_t epoch,
                           int rc)
 {
     pthread_mutex_lock(&e->mu);
     rlock__holder *h = rlock__entry_find_holder(e, tid);
     if (h != NULL && h->epoch == epoch) {
-        if (rc == RLOCK__UNLOCK_STILL_HELD || rc == RLOCK_ECONN ||
-            rc == RLOCK_ETIMEDOUT) {
-            /* one hold less; after a failure the hold is forgotten and an
-             * unreachable key is left to its lease */
-            if (--h->count == 0)
-                rlock__entry_remove_holder(e, h);
-        } else if (rc != RLOCK_ENOMEM && rc != RLOCK_ECLOSED) {
-            /* released, gone, or the key is not a lock any more */
-            rlock__entry_remove_holder(e, h);
+        int pending = 0;
+        if (--h->releasing == 0) {
+            pending = h->loss_pending;
+            h->loss_pending = 0;
         }
+        bool forget = false;
+        switch (rc) {
+        case RLOCK__UNLOCK_RELEASED:
+        case RLOCK__UNLOCK_UNANNOUNCED:
+            /* a renewal that found the key gone saw our own DEL */
+            pending = 0;
+            forget = true;
+            break;
+        case RLOCK__UNLOCK_STILL_HELD:
+            forget = --h->count == 0;
+            break;
+        case RLOCK__UNLOCK_NOT_HELD:
+        case RLOCK__UNLOCK_NOT_A_LOCK:
+        case RLOCK_EPROTO:
+            forget = true; /* lost before the release: the caller is told */
+            break;
+        case RLOCK_ECONN:
+        case RLOCK_ETIMEDOUT:
+            /* unknown outcome: one hold less, and an unreachable key is
+             * left to its lease */
+            forget = --h->count == 0;
+            break;
+        default:
+            /* refused (an error reply: OOM, ACL, READONLY...), or never
+             * sent: nothing changed, so the hold stays as it was */
+            break;
+        }
+        if (pending != 0)
+            rlock__hold_lost(e, h, pending);
+        if (forget)
+            rlock__entry_remove_holder(e, h);
     }
     pthread_mutex_unlock(&e->mu);
-    if (rc == RLOCK__UNLOCK_NOT_HELD)
+    switch (rc) {
+    case RLOCK__UNLOCK_NOT_HELD:
+    case RLOCK__UNLOCK_NOT_A_LOCK:
         return RLOCK_ELOST;
-    return rc < 0 ? rc : RLOCK_OK;
+    case RLOCK__UNLOCK_UNANNOUNCED:
+        return RLOCK_ENOTIFY;
+    default:
+        return rc < 0 ? rc : RLOCK_OK;
+    }
 }
 
 int rlock_unlock(rlock *l)
@@ -852,7 +898,7 @@ int rlock_unlock(rlock *l)
 
     rc = release(l, tid, lease_ms, l->client->cfg.retry_attempts,
                  l->client->cfg.command_timeout_ms);
-    if (rc == RLOCK__UNLOCK_RELEASED) {
+    if (rc == RLOCK__UNLOCK_RELEASED || rc == RLOCK__UNLOCK_UNANNOUNCED) {
         pthread_mutex_lock(&e->mu);
         e->released_at_ms = rlock__now_ms();
         pthread_mutex_unlock(&e->mu);
@@ -1002,6 +1048,14 @@ int rlock_hold_count(rlock *l)
     if (v < 0 || v > INT32_MAX)
         return RLOCK_EPROTO; /* a hold count no lock script writes */
     return (int)v;
+}
+
+int64_t rlock_hold_id(rlock *l)
+{
+    int rc = check_handle(l);
+    if (rc != 0)
+        return rc;
+    return rlock__entry_hold_id(l->entry, rlock__thread_id());
 }
 
 int64_t rlock_remaining_ttl(rlock *l)

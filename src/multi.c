@@ -348,13 +348,16 @@ int rlock_multi_unlock(rlock_multi *m)
         if (rc == RLOCK_ENOTOWNER)
             continue; /* a Redlock's lock that was not won, or misuse */
         held++;
-        if (rc == 0) {
+        if (rc == 0 || rc == RLOCK_ENOTIFY) {
+            /* released, though its waiters may not have been told */
             released++;
+            if (rc != 0 && first_err == 0 && !m->redlock)
+                first_err = rc;
             continue;
         }
         if (rc == RLOCK_ELOST)
             lost = true;
-        if (first_err == 0)
+        if (first_err == 0 || first_err == RLOCK_ENOTIFY)
             first_err = rc;
     }
     if (held == 0)

@@ -18,6 +18,7 @@ typedef struct lost_event {
     struct lost_event *next;
     char *name;
     uint64_t owner;
+    uint64_t hold; /* the hold's epoch: rlock_hold_id() */
     int reason;
     rlock_lost_cb lock_cb; /* the lock's callback when the hold was lost */
     void *lock_arg;
@@ -51,9 +52,10 @@ static void *notifier_main(void *arg)
         void *client_arg = n->client_arg;
         pthread_mutex_unlock(&n->mu);
         if (ev->lock_cb != NULL)
-            ev->lock_cb(ev->name, ev->owner, ev->reason, ev->lock_arg);
+            ev->lock_cb(ev->name, ev->owner, ev->hold, ev->reason,
+                        ev->lock_arg);
         if (client_cb != NULL)
-            client_cb(ev->name, ev->owner, ev->reason, client_arg);
+            client_cb(ev->name, ev->owner, ev->hold, ev->reason, client_arg);
         free(ev->name);
         free(ev);
         pthread_mutex_lock(&n->mu);
@@ -121,11 +123,19 @@ void rlock__notifier_set_client_cb(rlock__notifier *n, rlock_lost_cb cb,
 }
 
 /* Marks h lost for reason and queues the callbacks, once per hold: a hold
- * already lost is left alone. e->mu held. */
+ * already lost is left alone. While its owner is unlocking it, the loss is
+ * only noted: a renewal that raced the unlock's own DEL finds the key gone,
+ * and only the unlock's outcome (rlock__release_settle) tells a released
+ * hold from a lost one. e->mu held. */
 void rlock__hold_lost(rlock__entry *e, rlock__holder *h, int reason)
 {
     if (h->lost)
         return;
+    if (h->releasing > 0) {
+        if (h->loss_pending == 0)
+            h->loss_pending = reason;
+        return;
+    }
     h->lost = true;
     rlock__notifier *n = e->client->notifier;
     lost_event *ev = rlock__calloc(1, sizeof(*ev));
@@ -134,6 +144,7 @@ void rlock__hold_lost(rlock__entry *e, rlock__holder *h, int reason)
         return;
     }
     ev->owner = h->tid;
+    ev->hold = h->epoch;
     ev->reason = reason;
     ev->lock_cb = e->lost_cb;
     ev->lock_arg = e->lost_arg;

@@ -76,10 +76,15 @@ int rlock__reply_acquire(const struct redisReply *r, int64_t *ttl,
     return 0;
 }
 
-/* Decodes an unlock reply into RLOCK__UNLOCK_*, or a negative code. */
+/* Decodes an unlock reply into RLOCK__UNLOCK_*, or a negative code: 3 is
+ * our scripts' "released, but the PUBLISH was refused", and a WRONGTYPE
+ * error means the key was overwritten with something that is not a lock
+ * (every other error reply means the release did not run). */
 int rlock__reply_unlock(const struct redisReply *r)
 {
     int err = rlock__reply_error_code(r);
+    if (err == RLOCK_ESERVER && starts_with(r, "WRONGTYPE"))
+        return RLOCK__UNLOCK_NOT_A_LOCK;
     if (err != 0)
         return err;
     if (r->type == REDIS_REPLY_NIL)
@@ -90,6 +95,8 @@ int rlock__reply_unlock(const struct redisReply *r)
         return RLOCK__UNLOCK_STILL_HELD;
     if (r->integer == 1)
         return RLOCK__UNLOCK_RELEASED;
+    if (r->integer == 3)
+        return RLOCK__UNLOCK_UNANNOUNCED;
     return RLOCK_EPROTO;
 }
 

@@ -127,12 +127,14 @@ static void wake_main(exec_run *r)
 }
 
 /* The lost-lock callback: runs on the client's notifier thread. */
-static void on_lost(const char *name, uint64_t owner, int reason, void *arg)
+static void on_lost(const char *name, uint64_t owner, uint64_t hold,
+                    int reason, void *arg)
 {
     exec_run *r = arg;
     int none = 0;
     (void)name;
     (void)owner;
+    (void)hold; /* its one hold */
     atomic_compare_exchange_strong(&r->lost_reason, &none, reason);
     wake_main(r);
 }

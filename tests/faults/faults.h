@@ -293,16 +293,18 @@ static inline void ft_lost_record(ft_lost_log *log, char who, const char *name,
 }
 
 /* rlock_lost_cb for rlock_on_lost(l, ft_on_lock_lost, log). */
-static inline void ft_on_lock_lost(const char *name, uint64_t owner, int reason,
-                                   void *arg)
+static inline void ft_on_lock_lost(const char *name, uint64_t owner,
+                                   uint64_t hold, int reason, void *arg)
 {
+    (void)hold;
     ft_lost_record(arg, 'L', name, owner, reason);
 }
 
 /* rlock_lost_cb for rlock_client_on_lost(c, ft_on_client_lost, log). */
 static inline void ft_on_client_lost(const char *name, uint64_t owner,
-                                     int reason, void *arg)
+                                     uint64_t hold, int reason, void *arg)
 {
+    (void)hold;
     ft_lost_record(arg, 'C', name, owner, reason);
 }
 

@@ -202,10 +202,12 @@ typedef struct child_args {
     char parent_id[64];
 } child_args;
 
-static void no_cb(const char *name, uint64_t owner, int reason, void *arg)
+static void no_cb(const char *name, uint64_t owner, uint64_t hold, int reason,
+                  void *arg)
 {
     (void)name;
     (void)owner;
+    (void)hold;
     (void)reason;
     (void)arg;
 }

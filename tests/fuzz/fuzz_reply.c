@@ -15,8 +15,9 @@
  *   acquire     1 for nil, 0 with the TTL for an integer, the error code
  *               for an error, RLOCK_EPROTO otherwise; *ttl written only
  *               for an integer
- *   unlock      the RLOCK__UNLOCK_* value for nil, 0 and 1, the error
- *               code, RLOCK_EPROTO for anything else
+ *   unlock      the RLOCK__UNLOCK_* value for nil, 0, 1 and 3, NOT_A_LOCK
+ *               for a WRONGTYPE error, the error code for other errors,
+ *               RLOCK_EPROTO for anything else
  *   integer     1 with the value for an integer or a decimal string that
  *               fits int64 (at most 20 bytes, optional '-', digits only),
  *               0 for nil, the error code, RLOCK_EPROTO otherwise
@@ -200,7 +201,10 @@ static void check_unlock(const redisReply *r)
 
     switch (r->type) {
     case REDIS_REPLY_ERROR:
-        CHECK(rc == expected_error(r));
+        if (has_prefix(r, "WRONGTYPE"))
+            CHECK(rc == RLOCK__UNLOCK_NOT_A_LOCK);
+        else
+            CHECK(rc == expected_error(r));
         break;
     case REDIS_REPLY_NIL:
         CHECK(rc == RLOCK__UNLOCK_NOT_HELD);
@@ -210,6 +214,8 @@ static void check_unlock(const redisReply *r)
             CHECK(rc == RLOCK__UNLOCK_STILL_HELD);
         else if (r->integer == 1)
             CHECK(rc == RLOCK__UNLOCK_RELEASED);
+        else if (r->integer == 3)
+            CHECK(rc == RLOCK__UNLOCK_UNANNOUNCED);
         else
             CHECK(rc == RLOCK_EPROTO);
         break;

@@ -57,16 +57,18 @@ static void record(char who, const char *name, uint64_t owner, int reason)
     pthread_mutex_unlock(&g_seen.mu);
 }
 
-static void on_client_lost(const char *name, uint64_t owner, int reason,
-                           void *arg)
+static void on_client_lost(const char *name, uint64_t owner, uint64_t hold,
+                           int reason, void *arg)
 {
+    (void)hold;
     (void)arg;
     record('C', name, owner, reason);
 }
 
-static void on_lock_lost(const char *name, uint64_t owner, int reason,
-                         void *arg)
+static void on_lock_lost(const char *name, uint64_t owner, uint64_t hold,
+                         int reason, void *arg)
 {
+    (void)hold;
     rlock *l = arg;
     if (l != NULL)
         g_seen.unlock_rc = rlock_is_locked(l); /* a call back into rlock */

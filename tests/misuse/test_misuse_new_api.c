@@ -293,9 +293,11 @@ static void lost_destroy(lost_seen *s)
     pthread_mutex_destroy(&s->mu);
 }
 
-static void on_lost(const char *name, uint64_t owner, int reason, void *arg)
+static void on_lost(const char *name, uint64_t owner, uint64_t hold,
+                    int reason, void *arg)
 {
     lost_seen *s = arg;
+    (void)hold;
 
     pthread_mutex_lock(&s->mu);
     s->calls++;
@@ -309,14 +311,14 @@ static void on_lost(const char *name, uint64_t owner, int reason, void *arg)
 }
 
 /* Clears both callbacks from inside a callback: must not deadlock. */
-static void on_lost_clearing(const char *name, uint64_t owner, int reason,
-                             void *arg)
+static void on_lost_clearing(const char *name, uint64_t owner,
+                             uint64_t hold, int reason, void *arg)
 {
     lost_seen *s = arg;
 
     s->clear_rc[0] = rlock_client_on_lost(s->client, NULL, NULL);
     s->clear_rc[1] = rlock_on_lost(s->lock, NULL, NULL);
-    on_lost(name, owner, reason, arg);
+    on_lost(name, owner, hold, reason, arg);
 }
 
 static int lost_wait(lost_seen *s, int n)

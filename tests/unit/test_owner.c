@@ -245,6 +245,7 @@ static const struct {
     {RLOCK_ESERVER, "RLOCK_ESERVER"},
     {RLOCK_ECANCELED, "RLOCK_ECANCELED"},
     {RLOCK_ENOTSUP, "RLOCK_ENOTSUP"},
+    {RLOCK_ENOTIFY, "RLOCK_ENOTIFY"},
 };
 #define NCODES (sizeof(codes) / sizeof(codes[0]))
 
@@ -260,7 +261,7 @@ static void test_err_name_unknown_code(void **state)
     (void)state;
     assert_string_equal(rlock_err_name(-1), "RLOCK_E?");
     assert_string_equal(rlock_err_name(-100), "RLOCK_E?");
-    assert_string_equal(rlock_err_name(-115), "RLOCK_E?");
+    assert_string_equal(rlock_err_name(-116), "RLOCK_E?");
     assert_string_equal(rlock_err_name(1), "RLOCK_E?");
 }
 

@@ -449,12 +449,31 @@ static void test_unlock_null_reply_is_econn(void **state)
     assert_int_equal(rlock__reply_unlock(NULL), RLOCK_ECONN);
 }
 
-static void test_unlock_wrongtype_is_eserver(void **state)
+static void test_unlock_wrongtype_is_not_a_lock(void **state)
 {
     redisReply *r = mk_err("WRONGTYPE Operation against a key");
 
     (void)state;
+    assert_int_equal(rlock__reply_unlock(r), RLOCK__UNLOCK_NOT_A_LOCK);
+    free_reply(r);
+}
+
+static void test_unlock_oom_is_eserver(void **state)
+{
+    redisReply *r = mk_err("OOM command not allowed when used memory > "
+                           "'maxmemory'. script: 3e34b03b, on @user_script:1.");
+
+    (void)state;
     assert_int_equal(rlock__reply_unlock(r), RLOCK_ESERVER);
+    free_reply(r);
+}
+
+static void test_unlock_three_is_released_unannounced(void **state)
+{
+    redisReply *r = mk_int(3);
+
+    (void)state;
+    assert_int_equal(rlock__reply_unlock(r), RLOCK__UNLOCK_UNANNOUNCED);
     free_reply(r);
 }
 
@@ -776,7 +795,9 @@ int main(void)
         cmocka_unit_test(test_unlock_negative_is_eproto),
         cmocka_unit_test(test_unlock_string_is_eproto),
         cmocka_unit_test(test_unlock_null_reply_is_econn),
-        cmocka_unit_test(test_unlock_wrongtype_is_eserver),
+        cmocka_unit_test(test_unlock_wrongtype_is_not_a_lock),
+        cmocka_unit_test(test_unlock_oom_is_eserver),
+        cmocka_unit_test(test_unlock_three_is_released_unannounced),
         cmocka_unit_test(test_unlock_wrongpass_is_eauth),
         cmocka_unit_test(test_integer_reply_is_returned),
         cmocka_unit_test(test_integer_nil_is_zero_and_untouched),

@@ -1,0 +1,361 @@
+/*
+ * test_unlock_state.c: what an unlock leaves behind (issue 12, items 1-3
+ * and 5): a hold being released is never reported lost, an unlock the
+ * server refused leaves the hold as it was, an unlock whose message was
+ * refused still reports the release, and one kind's phantom drop leaves
+ * another kind's hold on the same name alone.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "lock_testing.h"
+#include "rlock.h"
+
+#define LT_SUITE "unlock-state"
+
+/* ------------------------------------------- item 1: racing the watchdog */
+
+/* The shortest watchdog the config takes: a renewal every 10 ms, so that
+ * renewals keep landing between an unlock's script and its reply. */
+#define RACE_WATCHDOG_MS 30
+#define RACE_THREADS     8
+#define RACE_CYCLES      500
+
+static atomic_int g_race_lost;
+
+static void count_lost(const char *name, uint64_t owner, uint64_t hold,
+                       int reason, void *arg)
+{
+    (void)name;
+    (void)owner;
+    (void)hold;
+    (void)reason;
+    (void)arg;
+    atomic_fetch_add(&g_race_lost, 1);
+}
+
+typedef struct racer {
+    rlock_client *client;
+    int index;
+    int failures; /* lock or unlock calls that did not return 0 */
+} racer;
+
+static void *race_main(void *arg)
+{
+    racer *r = arg;
+    char name[128];
+    snprintf(name, sizeof(name), LT_SUITE ":race:%d", r->index);
+    rlock *l = NULL;
+    if (rlock_get(r->client, name, &l) != RLOCK_OK) {
+        r->failures = RACE_CYCLES;
+        return NULL;
+    }
+    for (int i = 0; i < RACE_CYCLES; i++) {
+        if (rlock_lock(l) != RLOCK_OK || rlock_unlock(l) != RLOCK_OK)
+            r->failures++;
+    }
+    rlock_free(l);
+    return NULL;
+}
+
+static void test_unlock_racing_renewals_reports_no_loss(void **state)
+{
+    lt_fixture *f = *state;
+    rlock_config *cfg = NULL;
+    assert_int_equal(rlock_config_new(&cfg), RLOCK_OK);
+    assert_int_equal(rlock_config_set_watchdog_timeout(cfg, RACE_WATCHDOG_MS),
+                     RLOCK_OK);
+    rlock_client *c = NULL;
+    assert_int_equal(rlock_client_connect_with(&c, f->redis.url, cfg),
+                     RLOCK_OK);
+    rlock_config_free(cfg);
+    atomic_store(&g_race_lost, 0);
+    assert_int_equal(rlock_client_on_lost(c, count_lost, NULL), RLOCK_OK);
+
+    pthread_t threads[RACE_THREADS];
+    racer racers[RACE_THREADS];
+    for (int i = 0; i < RACE_THREADS; i++) {
+        racers[i] = (racer){.client = c, .index = i};
+        assert_int_equal(
+            pthread_create(&threads[i], NULL, race_main, &racers[i]), 0);
+    }
+    int failures = 0;
+    for (int i = 0; i < RACE_THREADS; i++) {
+        pthread_join(threads[i], NULL);
+        failures += racers[i].failures;
+    }
+    rt_sleep_ms(200); /* renewals still in flight report what they found */
+    rlock_client_free(c);
+    printf("# %d cycles, %d lost callbacks, %d failed calls\n",
+           RACE_THREADS * RACE_CYCLES, atomic_load(&g_race_lost), failures);
+    assert_int_equal(failures, 0);
+    assert_int_equal(atomic_load(&g_race_lost), 0);
+}
+
+/* ------------------------------------------------- item 1: which hold */
+
+/* The group's client renews every 500 ms, so a loss is seen quickly. */
+#define WATCHDOG_MS    1500
+#define SEEN_WITHIN_MS 5000
+
+typedef struct lost_seen {
+    pthread_mutex_t mu;
+    int calls;
+    uint64_t owner;
+    uint64_t hold;
+    int reason;
+} lost_seen;
+
+static void record_lost(const char *name, uint64_t owner, uint64_t hold,
+                        int reason, void *arg)
+{
+    lost_seen *s = arg;
+    (void)name;
+    pthread_mutex_lock(&s->mu);
+    s->calls++;
+    s->owner = owner;
+    s->hold = hold;
+    s->reason = reason;
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* Waits until s saw n calls; returns the count. */
+static int wait_lost(lost_seen *s, int n)
+{
+    int64_t until = rt_now_ms() + SEEN_WITHIN_MS;
+    for (;;) {
+        pthread_mutex_lock(&s->mu);
+        int calls = s->calls;
+        pthread_mutex_unlock(&s->mu);
+        if (calls >= n || rt_now_ms() >= until)
+            return calls;
+        rt_sleep_ms(10);
+    }
+}
+
+static void test_lost_event_carries_the_id_of_the_lost_hold(void **state)
+{
+    lt_fixture *f = *state;
+    char name[128];
+    LT_TEST_NAME(name);
+    rlock *l = lt_get_lock(f->client, name);
+    lost_seen seen = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    assert_int_equal(rlock_on_lost(l, record_lost, &seen), RLOCK_OK);
+
+    assert_int_equal(rlock_hold_id(l), RLOCK_ENOTOWNER);
+    assert_int_equal(rlock_lock(l), RLOCK_OK);
+    int64_t first = rlock_hold_id(l);
+    assert_true(first > 0);
+    assert_int_equal(rlock_lock(l), RLOCK_OK); /* reentry: the same hold */
+    assert_int_equal(rlock_hold_id(l), first);
+    assert_int_equal(rt_cmd_int(&f->redis, "DEL %s", name), 1);
+    assert_int_equal(wait_lost(&seen, 1), 1);
+    assert_int_equal(seen.hold, (uint64_t)first);
+    assert_int_equal(seen.owner, rlock_thread_id());
+    assert_int_equal(seen.reason, RLOCK_LOST_GONE);
+    assert_int_equal(rlock_hold_id(l), first); /* until its unlock */
+    assert_int_equal(rlock_unlock(l), RLOCK_ELOST);
+    assert_int_equal(rlock_hold_id(l), RLOCK_ENOTOWNER);
+
+    /* the owner's next hold on the name is another hold */
+    assert_int_equal(rlock_lock(l), RLOCK_OK);
+    int64_t second = rlock_hold_id(l);
+    assert_true(second > 0);
+    assert_true(second != first);
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    assert_int_equal(rlock_on_lost(l, NULL, NULL), RLOCK_OK);
+    rlock_free(l);
+}
+
+static void test_hold_id_of_an_async_owner(void **state)
+{
+    lt_fixture *f = *state;
+    char name[128];
+    LT_TEST_NAME(name);
+    rlock *l = lt_get_lock(f->client, name);
+    uint64_t owner = rlock_owner_new();
+
+    assert_int_equal(rlock_owner_hold_id(l, owner), RLOCK_ENOTOWNER);
+    assert_int_equal(rlock_owner_hold_id(NULL, owner), RLOCK_EINVAL);
+    assert_int_equal(rlock_hold_id(NULL), RLOCK_EINVAL);
+    assert_int_equal(rlock_lock(l), RLOCK_OK);
+    /* a thread's hold is not another owner's */
+    assert_int_equal(rlock_owner_hold_id(l, owner), RLOCK_ENOTOWNER);
+    assert_int_equal(rlock_owner_hold_id(l, rlock_thread_id()),
+                     rlock_hold_id(l));
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    rlock_free(l);
+}
+
+/* ------------------------------------ item 2: an unlock Redis refused */
+
+/* Far below what any server uses: with the default noeviction policy,
+ * every write that may grow memory is refused with OOM, while reads and
+ * PEXPIRE (the watchdog's renewals) still run. */
+static void refuse_writes(lt_fixture *f, bool refuse)
+{
+    redisReply *r = rt_cmd(&f->redis, "CONFIG SET maxmemory %s",
+                           refuse ? "1" : "0");
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+}
+
+/* Longer than a lease: a hold no longer renewed would be gone by then. */
+#define PAST_A_LEASE_MS (WATCHDOG_MS + WATCHDOG_MS / 2)
+
+static void test_refused_final_unlock_keeps_the_hold(void **state)
+{
+    lt_fixture *f = *state;
+    char name[128];
+    LT_TEST_NAME(name);
+    rlock *l = lt_get_lock(f->client, name);
+    lost_seen seen = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    assert_int_equal(rlock_on_lost(l, record_lost, &seen), RLOCK_OK);
+
+    assert_int_equal(rlock_lock(l), RLOCK_OK);
+    refuse_writes(f, true);
+    int rc = rlock_unlock(l);
+    refuse_writes(f, false);
+    assert_int_equal(rc, RLOCK_ESERVER);
+    /* as it was: held here and in Redis, and still renewed */
+    assert_int_equal(rlock_owner_hold_count(l, rlock_thread_id()), 1);
+    assert_int_equal(rlock_hold_count(l), 1);
+    rt_sleep_ms(PAST_A_LEASE_MS);
+    assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 1);
+    assert_int_equal(rlock_is_held_by_me(l), 1);
+    /* and unlockable once Redis takes writes again */
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
+    assert_int_equal(rlock_unlock(l), RLOCK_ENOTOWNER);
+    assert_int_equal(seen.calls, 0);
+    assert_int_equal(rlock_on_lost(l, NULL, NULL), RLOCK_OK);
+    rlock_free(l);
+}
+
+static void test_refused_inner_unlock_keeps_both_holds(void **state)
+{
+    lt_fixture *f = *state;
+    char name[128];
+    LT_TEST_NAME(name);
+    rlock *l = lt_get_lock(f->client, name);
+    lost_seen seen = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    assert_int_equal(rlock_on_lost(l, record_lost, &seen), RLOCK_OK);
+
+    assert_int_equal(rlock_lock(l), RLOCK_OK);
+    assert_int_equal(rlock_lock(l), RLOCK_OK);
+    refuse_writes(f, true);
+    int rc = rlock_unlock(l);
+    refuse_writes(f, false);
+    assert_int_equal(rc, RLOCK_ESERVER);
+    assert_int_equal(rlock_owner_hold_count(l, rlock_thread_id()), 2);
+    assert_int_equal(rlock_hold_count(l), 2);
+    /* the inner unlock that works leaves the outer hold renewed */
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    rt_sleep_ms(PAST_A_LEASE_MS);
+    assert_int_equal(rlock_hold_count(l), 1);
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
+    assert_int_equal(seen.calls, 0);
+    assert_int_equal(rlock_on_lost(l, NULL, NULL), RLOCK_OK);
+    rlock_free(l);
+}
+
+/* ------------------------------ item 3: a release whose message failed */
+
+/* Unlocks l, held once, on a server that refuses its PUBLISH, while a
+ * subscriber of another connection listens on the lock's channel. */
+static void check_unannounced_release(rt_redis *redis, rlock *l,
+                                      const char *name)
+{
+    char channel[256];
+    lt_channel_of(channel, sizeof(channel), name);
+    rt_sub *sub = rt_sub_start(redis, channel);
+    assert_non_null(sub);
+
+    assert_int_equal(rlock_unlock(l), RLOCK_ENOTIFY);
+    /* released: the hash is gone here and in Redis */
+    assert_int_equal(rt_cmd_int(redis, "EXISTS %s", name), 0);
+    assert_int_equal(rlock_owner_hold_count(l, rlock_thread_id()), 0);
+    assert_int_equal(rlock_unlock(l), RLOCK_ENOTOWNER);
+    /* and nobody was told */
+    assert_int_equal(rt_sub_wait(sub, 1, 300), 0);
+    rt_sub_stop(sub);
+}
+
+static void test_release_with_publish_refused_by_acl_is_enotify(void **state)
+{
+    lt_fixture *f = *state;
+    char name[128], url[256];
+    LT_TEST_NAME(name);
+    redisReply *r = rt_cmd(&f->redis,
+                           "ACL SETUSER nopublish on >pw ~* &* +@all -publish");
+    assert_non_null(r);
+    freeReplyObject(r);
+    snprintf(url, sizeof(url), "redis://nopublish:pw@127.0.0.1:%d",
+             f->redis.port);
+    rlock_client *c = lt_connect(url, NULL, 0);
+    rlock *l = lt_get_lock(c, name);
+
+    assert_int_equal(rlock_lock(l), RLOCK_OK);
+    check_unannounced_release(&f->redis, l, name);
+    rlock_free(l);
+    rlock_client_free(c);
+}
+
+static void test_release_with_publish_renamed_away_is_enotify(void **state)
+{
+    (void)state;
+    static const char *const args[] = {"--rename-command", "PUBLISH", "",
+                                       NULL};
+    rt_redis redis = {0};
+    assert_int_equal(rt_redis_start_args(&redis, args), 0);
+    char name[128];
+    LT_TEST_NAME(name);
+    rlock_client *c = lt_connect(redis.url, NULL, 0);
+    rlock *l = lt_get_lock(c, name);
+
+    assert_int_equal(rlock_lock(l), RLOCK_OK);
+    check_unannounced_release(&redis, l, name);
+    rlock_free(l);
+    rlock_client_free(c);
+    rt_redis_stop(&redis);
+}
+
+static int group_setup(void **state)
+{
+    rlock_config *cfg = NULL;
+    int rc = -1;
+    if (rlock_config_new(&cfg) == RLOCK_OK &&
+        rlock_config_set_watchdog_timeout(cfg, WATCHDOG_MS) == RLOCK_OK)
+        rc = lt_group_setup_with(state, cfg);
+    rlock_config_free(cfg);
+    return rc;
+}
+
+int main(void)
+{
+    if (rt_require_redis() != 0)
+        return 77;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_unlock_racing_renewals_reports_no_loss),
+        cmocka_unit_test(test_lost_event_carries_the_id_of_the_lost_hold),
+        cmocka_unit_test(test_hold_id_of_an_async_owner),
+        cmocka_unit_test(test_refused_final_unlock_keeps_the_hold),
+        cmocka_unit_test(test_refused_inner_unlock_keeps_both_holds),
+        cmocka_unit_test(test_release_with_publish_refused_by_acl_is_enotify),
+        cmocka_unit_test(test_release_with_publish_renamed_away_is_enotify),
+    };
+    return cmocka_run_group_tests(tests, group_setup, lt_group_teardown);
+}
