@@ -415,13 +415,16 @@ static void on_acquire_reply(rlock__req *r)
 static void on_phantom_dropped(rlock__req *r);
 
 /* Removes the hold a lost attempt may have taken (lock.c's drop_phantom):
- * every hold of the owner, or one release for kinds with no such script. */
+ * the owner's holds beyond those known, or one release for kinds with no
+ * such script. */
 static void send_phantom_drop(rlock__aop *op)
 {
     rlock__entry *e = op->entry;
     rlock__spec spec;
     rlock__req *r = NULL;
-    if (rlock__spec_drop(&spec, e, op->owner) == 0) {
+    if (rlock__spec_drop_phantom(&spec, e, op->owner,
+                                 rlock__owner_known_holds(e, op->owner)) ==
+        0) {
         r = rlock__req_from_spec(op->client, &spec);
     } else {
         char id[RLOCK__REQUEST_ID_LEN + 1];
@@ -456,10 +459,13 @@ static void attempt(rlock__aop *op)
         rlock__timer_stop(op->timer);
     rlock__spec spec;
     if (op->unknown) {
-        pthread_mutex_lock(&e->mu);
-        rlock__holder *h = rlock__entry_find_holder(e, op->owner);
-        bool holds = h != NULL && !h->lost;
-        pthread_mutex_unlock(&e->mu);
+        bool holds = false; /* a reentrant phantom is left to the lease */
+        if (!rlock__kind_has_drop(e->kind)) {
+            pthread_mutex_lock(&e->mu);
+            rlock__holder *h = rlock__entry_find_holder(e, op->owner);
+            holds = h != NULL && !h->lost;
+            pthread_mutex_unlock(&e->mu);
+        }
         if (!holds) {
             send_phantom_drop(op);
             return;

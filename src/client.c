@@ -25,7 +25,7 @@ const rlock__script *const rlock__all_scripts[] = {
     &rlock__script_read_acquire,        &rlock__script_read_release,
     &rlock__script_read_renew,          &rlock__script_write_acquire,
     &rlock__script_write_release,       &rlock__script_rw_force_release,
-    &rlock__script_rw_is_locked};
+    &rlock__script_rw_is_locked,        &rlock__script_lock_drop};
 const size_t rlock__all_scripts_count =
     sizeof(rlock__all_scripts) / sizeof(*rlock__all_scripts);
 

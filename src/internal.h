@@ -383,6 +383,7 @@ void rlock__entry_ref(rlock__entry *e);
 void rlock__entry_unref(rlock__entry *e);
 rlock__holder *rlock__entry_find_holder(rlock__entry *e, uint64_t tid);
 int64_t rlock__entry_hold_id(rlock__entry *e, uint64_t owner);
+int rlock__owner_known_holds(rlock__entry *e, uint64_t owner);
 void rlock__entry_remove_holder(rlock__entry *e, rlock__holder *h);
 void rlock__entry_wake(rlock__entry *e, bool all);
 void rlock__entries_sweep(rlock_client *c);
@@ -432,6 +433,8 @@ int rlock__spec_acquire(rlock__spec *s, const rlock__entry *e, uint64_t owner,
 int rlock__spec_release(rlock__spec *s, const rlock__entry *e, uint64_t owner,
                         int64_t lease_ms, const char *latch);
 int rlock__spec_drop(rlock__spec *s, const rlock__entry *e, uint64_t owner);
+int rlock__spec_drop_phantom(rlock__spec *s, const rlock__entry *e,
+                             uint64_t owner, int known);
 int rlock__spec_force(rlock__spec *s, const rlock__entry *e);
 int rlock__spec_give_up(rlock__spec *s, const rlock__entry *e, uint64_t owner,
                         int64_t wait_ms);

@@ -210,6 +210,21 @@ int rlock__spec_drop(rlock__spec *s, const rlock__entry *e, uint64_t owner)
     return RLOCK_OK;
 }
 
+/* Removes the holds a lost acquire of owner may have added beyond the
+ * known holds owner has in the field (of every kind sharing it): only for
+ * kinds rlock__kind_has_drop() names. */
+int rlock__spec_drop_phantom(rlock__spec *s, const rlock__entry *e,
+                             uint64_t owner, int known)
+{
+    if (!rlock__kind_has_drop(e->kind))
+        return RLOCK_ENOTSUP;
+    spec_init(s, &rlock__script_lock_drop, RLOCK__REPLY_INTEGER, 2);
+    rlock__kind_owner_tag(s->owner, e, owner);
+    RLOCK__SPEC_SET(s, e->name, e->channel, "0", s->owner, publish_command(e),
+                    num(s, 0, known));
+    return RLOCK_OK;
+}
+
 /* Deletes the lock whoever holds it (the read or write side only in its
  * own mode) and wakes its waiters as the kind does. */
 int rlock__spec_force(rlock__spec *s, const rlock__entry *e)

@@ -258,6 +258,38 @@ void rlock__entry_add_hold(rlock__entry *e, uint64_t tid, int64_t lease_ms,
     free(spare);
 }
 
+/* Returns how many holds owner is known to have in the field e's scripts
+ * write: plain, fair, fenced and spin locks on one name share that field
+ * ("<uuid>:<owner>"), so each kind's holds count. Holds found lost are not
+ * counted. */
+int rlock__owner_known_holds(rlock__entry *e, uint64_t owner)
+{
+    static const int sharing[] = {RLOCK_KIND_LOCK, RLOCK_KIND_FAIR,
+                                  RLOCK_KIND_FENCED, RLOCK_KIND_SPIN};
+    rlock_client *c = e->client;
+    int known = 0;
+    pthread_mutex_lock(&c->entries_mu);
+    for (size_t i = 0; i < sizeof(sharing) / sizeof(*sharing); i++) {
+        rlock__entry *other = e;
+        if (sharing[i] != e->kind) {
+            char *key = entry_key(sharing[i], e->name, NULL);
+            other = key != NULL ? rlock__map_get(&c->entries, key) : NULL;
+            free(key);
+            /* out of memory: the drop may remove a hold of another kind,
+             * as it did before kinds were told apart */
+        }
+        if (other == NULL)
+            continue;
+        pthread_mutex_lock(&other->mu);
+        rlock__holder *h = rlock__entry_find_holder(other, owner);
+        if (h != NULL && !h->lost)
+            known += h->count;
+        pthread_mutex_unlock(&other->mu);
+    }
+    pthread_mutex_unlock(&c->entries_mu);
+    return known;
+}
+
 /* Returns the id (epoch) of owner's hold on e, or RLOCK_ENOTOWNER. */
 int64_t rlock__entry_hold_id(rlock__entry *e, uint64_t owner)
 {
@@ -408,29 +440,32 @@ static int64_t call_timeout(rlock_client *c, const attempt_args *a)
 }
 
 /* After an acquire whose reply was lost with its connection, the script
- * may or may not have run. If this thread held no hold before, any field of
- * its owner tag in Redis can only be that phantom: it is removed (with the
- * release_owner script, or one release for kinds without one); a reentrant
- * phantom cannot be told apart and is left to the lease. The call waits for
- * its reply, so that it cannot overtake a retried acquire on another
- * connection. Returns 0 when it is safe to try again. */
+ * may or may not have run. Kinds with a drop script remove every hold in
+ * the owner's field beyond those this client knows of, whichever kind took
+ * them (lock_drop.lua), so a phantom, even a reentrant one, is gone and
+ * another kind's hold on the name stays. Other kinds, if this thread held
+ * no hold before, give one release; a reentrant phantom cannot be told
+ * apart there and is left to the lease. The call waits for its reply, so
+ * that it cannot overtake a retried acquire on another connection. Returns
+ * 0 when it is safe to try again. */
 static int drop_phantom(rlock *l, uint64_t tid, const attempt_args *a)
 {
     rlock__entry *e = l->entry;
-    pthread_mutex_lock(&e->mu);
-    rlock__holder *h = rlock__entry_find_holder(e, tid);
-    bool holds = h != NULL && !h->lost;
-    pthread_mutex_unlock(&e->mu);
-    if (holds)
-        return RLOCK_OK;
     if (!rlock__kind_has_drop(e->kind)) {
+        pthread_mutex_lock(&e->mu);
+        rlock__holder *h = rlock__entry_find_holder(e, tid);
+        bool holds = h != NULL && !h->lost;
+        pthread_mutex_unlock(&e->mu);
+        if (holds)
+            return RLOCK_OK;
         /* one call, as the drop script is: the acquire's loop retries */
         int rc = release(l, tid, l->client->cfg.watchdog_timeout_ms, 0,
                          call_timeout(l->client, a));
         return rc < 0 ? rc : RLOCK_OK;
     }
     rlock__spec spec;
-    int rc = rlock__spec_drop(&spec, e, tid);
+    int rc = rlock__spec_drop_phantom(&spec, e, tid,
+                                      rlock__owner_known_holds(e, tid));
     if (rc != 0)
         return rc;
     rlock__req *r = rlock__req_from_spec(l->client, &spec);

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../faults/faults.h"
 #include "harness.h"
 #include "lock_testing.h"
 #include "rlock.h"
@@ -333,6 +334,71 @@ static void test_release_with_publish_renamed_away_is_enotify(void **state)
     rt_redis_stop(&redis);
 }
 
+/* ------------------------ item 5: one kind's phantom and another's hold */
+
+/* Cuts the connection of the first script call that CLIENT PAUSE WRITE
+ * holds back, so that its caller sees RLOCK_ECONN without the script having
+ * run, then lets writes through again for what comes next. */
+typedef struct cutter {
+    pthread_t thread;
+    rt_redis *redis;
+    long long blocked; /* the connection that was cut, or -1 */
+} cutter;
+
+static void *cut_main(void *arg)
+{
+    cutter *k = arg;
+    k->blocked = ft_wait_blocked(k->redis, "evalsha", 5000);
+    if (k->blocked >= 0) {
+        /* every command connection: a renewal may be held back as well */
+        long long ids[32];
+        int n = ft_client_ids(k->redis, "normal", ids, 32);
+        ft_kill_ids(k->redis, ids, n);
+    }
+    rt_sleep_ms(100);
+    redisReply *r = rt_cmd(k->redis, "CLIENT UNPAUSE");
+    if (r != NULL)
+        freeReplyObject(r);
+    return NULL;
+}
+
+static void test_fenced_phantom_drop_keeps_the_plain_hold(void **state)
+{
+    lt_fixture *f = *state;
+    char name[128], field[128];
+    LT_TEST_NAME(name);
+    lt_owner_field(field, sizeof(field), f->client);
+    rlock *plain = lt_get_lock(f->client, name);
+    rlock *fenced = NULL;
+    assert_int_equal(rlock_fenced_get(f->client, name, &fenced), RLOCK_OK);
+
+    assert_int_equal(rlock_lock(plain), RLOCK_OK);
+    redisReply *r = rt_cmd(&f->redis, "CLIENT PAUSE 10000 WRITE");
+    assert_non_null(r);
+    freeReplyObject(r);
+    cutter k = {.redis = &f->redis, .blocked = -1};
+    assert_int_equal(pthread_create(&k.thread, NULL, cut_main, &k), 0);
+    /* its first attempt is cut, so it drops what that attempt may have
+     * taken before trying again */
+    int64_t token = 0;
+    int rc = rlock_fenced_lock(fenced, &token);
+    pthread_join(k.thread, NULL);
+    assert_true(k.blocked >= 0);
+    assert_int_equal(rc, RLOCK_OK);
+
+    /* both holds are in the one field: the plain one survived the drop */
+    char *count = rt_cmd_str(&f->redis, "HGET %s %s", name, field);
+    assert_non_null(count);
+    assert_string_equal(count, "2");
+    free(count);
+    assert_int_equal(rlock_unlock(fenced), RLOCK_OK);
+    assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 1);
+    assert_int_equal(rlock_unlock(plain), RLOCK_OK);
+    assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
+    rlock_free(fenced);
+    rlock_free(plain);
+}
+
 static int group_setup(void **state)
 {
     rlock_config *cfg = NULL;
@@ -356,6 +422,7 @@ int main(void)
         cmocka_unit_test(test_refused_inner_unlock_keeps_both_holds),
         cmocka_unit_test(test_release_with_publish_refused_by_acl_is_enotify),
         cmocka_unit_test(test_release_with_publish_renamed_away_is_enotify),
+        cmocka_unit_test(test_fenced_phantom_drop_keeps_the_plain_hold),
     };
     return cmocka_run_group_tests(tests, group_setup, lt_group_teardown);
 }
