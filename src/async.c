@@ -556,9 +556,12 @@ static void send_unlock(rlock__aop *op)
     send_req(op, r, on_unlock_reply);
 }
 
+/* Ends an unlock. Its latch is deleted only when the first attempt
+ * answered: after a retry, an earlier attempt may still run and must find
+ * it (lock.c's release), so it is left to expire. */
 static void unlock_done(rlock__aop *op, int rc)
 {
-    if (rc >= 0 && rc != RLOCK__UNLOCK_NOT_HELD) {
+    if (rc >= 0 && rc != RLOCK__UNLOCK_NOT_HELD && op->attempts == 0) {
         const char *del[] = {"DEL", op->latch};
         rlock__send_ignored(op->client, NULL, 0, 2, del); /* sent at once */
     }

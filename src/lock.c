@@ -791,8 +791,10 @@ int rlock_lock(rlock *l)
 
 /* Runs the kind's release script, each call within timeout_ms, retrying a
  * lost reply up to retries times with the same request id: the latch makes
- * the retry answer as the first run did. Deletes the latch once a reply is
- * in. Returns RLOCK__UNLOCK_* or a negative code. */
+ * the retry answer as the first run did. The latch is deleted once the
+ * first attempt's reply is in; after a retry it is left to expire, since
+ * an earlier attempt may still run (a slow or retransmitted packet) and
+ * must find it. Returns RLOCK__UNLOCK_* or a negative code. */
 static int release(rlock *l, uint64_t tid, int64_t lease_ms, int retries,
                    int64_t timeout_ms)
 {
@@ -815,7 +817,8 @@ static int release(rlock *l, uint64_t tid, int64_t lease_ms, int retries,
         }
         /* the I/O thread DELs the latch as soon as the reply is in: no
          * second hand-off for it (out of memory, it just expires) */
-        r->latch_del = rlock__strdup(latch);
+        if (attempt == 0)
+            r->latch_del = rlock__strdup(latch);
         rc = rlock__req_call(r, timeout_ms);
         if (rc == 0) /* a late reply may still be written into r */
             value = r->value;
