@@ -343,7 +343,9 @@ RLOCK_API int rlock_unlock(rlock *l);
 /* Deletes the lock whoever holds it and wakes its waiters.
  * Local holds on it become lost: their owners' unlocks return RLOCK_ELOST.
  * Returns 0 whether or not the lock was held (the unlock message is
- * published only if it was), or an error. Thread-safety: any thread.
+ * published only if it was), RLOCK_ENOTIFY when it was deleted but Redis
+ * refused the unlock message (as rlock_unlock()), or an error.
+ * Thread-safety: any thread.
  * Redisson: RLock.forceUnlock(). */
 RLOCK_API int rlock_force_unlock(rlock *l);
 

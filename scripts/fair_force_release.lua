@@ -4,7 +4,8 @@
 -- KEYS[4] lock channel
 -- ARGV[1] unlock message, ARGV[2] now (wall clock, ms), ARGV[3] publish
 -- command
--- Reply: 1 if a lock was deleted, else 0.
+-- Reply: 1 if a lock was deleted, 3 if it was but the unlock message was
+-- refused (caught, as in lock_release.lua), else 0.
 local queue, timeouts = KEYS[2], KEYS[3]
 local now = tonumber(ARGV[2])
 while true do
@@ -22,7 +23,10 @@ end
 if redis.call('del', KEYS[1]) == 1 then
     local head = redis.call('lindex', queue, 0)
     if head ~= false then
-        redis.call(ARGV[3], KEYS[4] .. ':' .. head, ARGV[1])
+        local sent = redis.pcall(ARGV[3], KEYS[4] .. ':' .. head, ARGV[1])
+        if type(sent) == 'table' and sent.err ~= nil then
+            return 3
+        end
     end
     return 1
 end

@@ -970,7 +970,8 @@ int rlock_force_unlock(rlock *l)
     for (rlock__holder *h = l->entry->holders; h != NULL; h = h->next)
         rlock__hold_lost(l->entry, h, RLOCK_LOST_GONE);
     pthread_mutex_unlock(&l->entry->mu);
-    return RLOCK_OK;
+    /* 3: deleted, but the script caught a refused PUBLISH */
+    return deleted == 3 ? RLOCK_ENOTIFY : RLOCK_OK;
 }
 
 /* Gives the calling thread's hold of l a new lease: PEXPIRE, and the lease

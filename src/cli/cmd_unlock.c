@@ -61,6 +61,11 @@ static int force_kind(rlock_client *c, const char *name, cli_kind kind,
         rlock_rw_free(rw);
     else
         rlock_free(l);
+    if (rc == RLOCK_ENOTIFY) {
+        /* deleted: only its waiters were not told */
+        cli_error("'%s' force-unlocked, but %s", name, rlock_strerror(rc));
+        return CLI_OK;
+    }
     if (rc != 0) {
         cli_error("cannot force-unlock '%s': %s", name, rlock_strerror(rc));
         return cli_status_of(rc);

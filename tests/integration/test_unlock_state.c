@@ -426,6 +426,108 @@ static void test_release_with_publish_renamed_away_is_enotify(void **state)
     rt_redis_stop(&redis);
 }
 
+typedef struct fair_waiter {
+    pthread_t thread;
+    rlock *l;
+    int lock_rc;
+    int unlock_rc;
+} fair_waiter;
+
+static void *fair_waiter_main(void *arg)
+{
+    fair_waiter *w = arg;
+    w->lock_rc = rlock_trylock(w->l, 10000, RLOCK_LEASE_WATCHDOG);
+    w->unlock_rc = w->lock_rc == 0 ? rlock_unlock(w->l) : w->lock_rc;
+    return NULL;
+}
+
+/* A fair lock tells only the head of its queue, on the head's channel: a
+ * refused message there is RLOCK_ENOTIFY too, and the head still gets the
+ * lock when it re-checks. */
+static void test_fair_release_with_publish_renamed_away_is_enotify(
+    void **state)
+{
+    (void)state;
+    static const char *const args[] = {"--rename-command", "PUBLISH", "",
+                                       NULL};
+    rt_redis redis = {0};
+    assert_int_equal(rt_redis_start_args(&redis, args), 0);
+    char name[128];
+    LT_TEST_NAME(name);
+    rlock_client *c = lt_connect(redis.url, NULL, 0);
+    rlock *fair = NULL;
+    assert_int_equal(rlock_fair_get(c, name, &fair), RLOCK_OK);
+
+    assert_int_equal(rlock_lock(fair), RLOCK_OK);
+    fair_waiter w = {.l = fair};
+    assert_int_equal(pthread_create(&w.thread, NULL, fair_waiter_main, &w),
+                     0);
+    int64_t until = rt_now_ms() + SEEN_WITHIN_MS;
+    while (rt_cmd_int(&redis, "LLEN redisson_lock_queue:{%s}", name) != 1 &&
+           rt_now_ms() < until)
+        rt_sleep_ms(10);
+    assert_int_equal(rt_cmd_int(&redis, "LLEN redisson_lock_queue:{%s}", name),
+                     1);
+    assert_int_equal(rlock_unlock(fair), RLOCK_ENOTIFY);
+    pthread_join(w.thread, NULL);
+    assert_int_equal(w.lock_rc, RLOCK_OK);
+    assert_int_equal(w.unlock_rc, RLOCK_OK); /* nobody queued behind it */
+
+    /* forced, with the head queued */
+    assert_int_equal(rlock_lock(fair), RLOCK_OK);
+    w = (fair_waiter){.l = fair};
+    assert_int_equal(pthread_create(&w.thread, NULL, fair_waiter_main, &w),
+                     0);
+    until = rt_now_ms() + SEEN_WITHIN_MS;
+    while (rt_cmd_int(&redis, "LLEN redisson_lock_queue:{%s}", name) != 1 &&
+           rt_now_ms() < until)
+        rt_sleep_ms(10);
+    assert_int_equal(rlock_force_unlock(fair), RLOCK_ENOTIFY);
+    pthread_join(w.thread, NULL);
+    assert_int_equal(w.lock_rc, RLOCK_OK);
+    assert_int_equal(rlock_unlock(fair), RLOCK_ELOST);
+    rlock_free(fair);
+    rlock_client_free(c);
+    rt_redis_stop(&redis);
+}
+
+/* A forced unlock is a release too: deleted, and said so, though nobody
+ * could be told. Each kind's force script, on a server without PUBLISH. */
+static void test_force_unlock_with_publish_renamed_away_is_enotify(
+    void **state)
+{
+    (void)state;
+    static const char *const args[] = {"--rename-command", "PUBLISH", "",
+                                       NULL};
+    rt_redis redis = {0};
+    assert_int_equal(rt_redis_start_args(&redis, args), 0);
+    char name[128];
+    LT_TEST_NAME(name);
+    rlock_client *c = lt_connect(redis.url, NULL, 0);
+    rlock *plain = lt_get_lock(c, name);
+    rlock *fair = NULL;
+    rlock_rw *rw = NULL;
+    assert_int_equal(rlock_fair_get(c, name, &fair), RLOCK_OK);
+    assert_int_equal(rlock_rw_get(c, name, &rw), RLOCK_OK);
+    rlock *kinds[] = {plain, fair, rlock_rw_write(rw), rlock_rw_read(rw)};
+    /* a fair lock tells only the head of its queue, and nobody queues */
+    int want[] = {RLOCK_ENOTIFY, RLOCK_OK, RLOCK_ENOTIFY, RLOCK_ENOTIFY};
+
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(*kinds); i++) {
+        assert_int_equal(rlock_lock(kinds[i]), RLOCK_OK);
+        assert_int_equal(rlock_force_unlock(kinds[i]), want[i]);
+        assert_int_equal(rt_cmd_int(&redis, "EXISTS %s", name), 0);
+        assert_int_equal(rlock_unlock(kinds[i]), RLOCK_ELOST);
+        /* nothing to delete: nothing to announce */
+        assert_int_equal(rlock_force_unlock(kinds[i]), RLOCK_OK);
+    }
+    rlock_rw_free(rw);
+    rlock_free(fair);
+    rlock_free(plain);
+    rlock_client_free(c);
+    rt_redis_stop(&redis);
+}
+
 /* ------------------------ item 5: one kind's phantom and another's hold */
 
 /* Cuts the connection of the first script call that CLIENT PAUSE WRITE
@@ -515,6 +617,10 @@ int main(void)
         cmocka_unit_test(test_refused_async_unlock_keeps_the_hold),
         cmocka_unit_test(test_release_with_publish_refused_by_acl_is_enotify),
         cmocka_unit_test(test_release_with_publish_renamed_away_is_enotify),
+        cmocka_unit_test(
+            test_fair_release_with_publish_renamed_away_is_enotify),
+        cmocka_unit_test(
+            test_force_unlock_with_publish_renamed_away_is_enotify),
         cmocka_unit_test(test_fenced_phantom_drop_keeps_the_plain_hold),
     };
     return cmocka_run_group_tests(tests, group_setup, lt_group_teardown);
