@@ -1051,8 +1051,11 @@ int rlock_is_locked(rlock *l)
 static int query_own_field(rlock *l, const char *op, int64_t *value)
 {
     *value = 0;
-    if (l == NULL)
-        return RLOCK_EINVAL;
+    /* first: in a forked child the entry's mutex may have been copied
+     * locked by a thread that does not exist there */
+    int rc = check_handle(l);
+    if (rc != 0)
+        return rc;
     rlock__entry *e = l->entry;
     uint64_t tid = rlock__thread_id();
     char owner[RLOCK__TAG_MAX];
@@ -1063,9 +1066,9 @@ static int query_own_field(rlock *l, const char *op, int64_t *value)
     uint64_t epoch = h ? h->epoch : 0;
     pthread_mutex_unlock(&e->mu);
     if (!held)
-        return check_handle(l);
+        return RLOCK_OK;
     const char *argv[] = {op, e->name, owner};
-    int rc = query(l, 3, argv, value);
+    rc = query(l, 3, argv, value);
     if (rc == 0 && *value == 0)
         mark_lost(e, tid, epoch);
     return rc;
