@@ -341,6 +341,7 @@ typedef struct rlock__entry {
     bool joined;     /* I/O thread: counted in its channel */
     rlock_lost_cb lost_cb; /* rlock_on_lost() */
     void *lost_arg;
+    uint64_t lost_reg;     /* which setting of it (notify.c); 0: none */
     int async_waiters;     /* async acquires waiting (async.c) */
     bool wake_async_next;  /* whose turn the next "0" message is */
     struct rlock__aop *async_ops; /* I/O thread: pending async calls */
@@ -499,8 +500,8 @@ typedef struct rlock__notifier rlock__notifier;
 int rlock__notifier_new(rlock__notifier **out);
 void rlock__notifier_free(rlock__notifier *n);
 bool rlock__notifier_on_thread(const rlock__notifier *n);
-void rlock__notifier_set_client_cb(rlock__notifier *n, rlock_lost_cb cb,
-                                   void *arg);
+int rlock__notifier_set_lock_cb(rlock__entry *e, rlock_lost_cb cb,
+                                void *arg);
 void rlock__hold_lost(rlock__entry *e, rlock__holder *h, int reason);
 
 /* ---------------------------------------------------------- thread_exit.c */

@@ -393,11 +393,7 @@ int rlock_on_lost(rlock *l, rlock_lost_cb cb, void *arg)
     int rc = check_handle(l);
     if (rc != 0)
         return rc;
-    pthread_mutex_lock(&l->entry->mu);
-    l->entry->lost_cb = cb;
-    l->entry->lost_arg = cb != NULL ? arg : NULL;
-    pthread_mutex_unlock(&l->entry->mu);
-    return RLOCK_OK;
+    return rlock__notifier_set_lock_cb(l->entry, cb, arg);
 }
 
 /* --------------------------------------------------------------- acquire */

@@ -4,7 +4,9 @@
  *
  * What must hold:
  *  - in a forked child the hold queries answer RLOCK_EFORKED and never
- *    block on a mutex the fork copied locked.
+ *    block on a mutex the fork copied locked;
+ *  - once rlock_on_lost(l, NULL) or rlock_client_on_lost(c, NULL) returns,
+ *    the old callback is not running and will not run.
  *
  * Run this program under ASan (build-asan) and TSan (build-tsan) too: a
  * freed client touched late is a crash or a report there.
@@ -146,6 +148,235 @@ static void test_forked_child_queries_answer_eforked_without_hanging(
     rlock_client_free(c);
 }
 
+/* ----------------------------------------------- lost-lock barrier (11) */
+
+#define SLOW_CB_MS 400
+
+/* The argument of a lost callback: what it saw, and whether it was still
+ * in use when the test thought it could be freed. */
+typedef struct cb_arg {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int started;
+    int finished;
+    int after_release; /* calls that began after the test let go of it */
+    int released;      /* the test considers the argument freed */
+    int slow;          /* sleep SLOW_CB_MS inside the call */
+    rlock *clear_lock;          /* the callback clears this lock's callback */
+    rlock_client *clear_client; /* ... or the client-wide one */
+    int clear_rc;
+} cb_arg;
+
+static void cb_arg_init(cb_arg *a, int slow)
+{
+    memset(a, 0, sizeof(*a));
+    pthread_mutex_init(&a->mu, NULL);
+    pthread_cond_init(&a->cv, NULL);
+    a->slow = slow;
+    a->clear_rc = 1;
+}
+
+static void cb_arg_destroy(cb_arg *a)
+{
+    pthread_mutex_destroy(&a->mu);
+    pthread_cond_destroy(&a->cv);
+}
+
+static void on_lost_tracked(const char *name, uint64_t owner, uint64_t hold,
+                            int reason, void *arg)
+{
+    cb_arg *a = arg;
+    (void)name;
+    (void)owner;
+    (void)hold;
+    (void)reason;
+    pthread_mutex_lock(&a->mu);
+    a->started++;
+    if (a->released)
+        a->after_release++;
+    pthread_cond_broadcast(&a->cv);
+    pthread_mutex_unlock(&a->mu);
+    if (a->slow)
+        rt_sleep_ms(SLOW_CB_MS);
+    int rc = 1;
+    if (a->clear_lock != NULL)
+        rc = rlock_on_lost(a->clear_lock, NULL, NULL);
+    if (a->clear_client != NULL)
+        rc = rlock_client_on_lost(a->clear_client, NULL, NULL);
+    pthread_mutex_lock(&a->mu);
+    a->clear_rc = rc;
+    a->finished++;
+    pthread_cond_broadcast(&a->cv);
+    pthread_mutex_unlock(&a->mu);
+}
+
+/* Waits up to 10 s until the callback has started n times. */
+static void await_started(cb_arg *a, int n)
+{
+    int64_t deadline = rt_now_ms() + 10000;
+
+    pthread_mutex_lock(&a->mu);
+    while (a->started < n && rt_now_ms() < deadline) {
+        pthread_mutex_unlock(&a->mu);
+        rt_sleep_ms(2);
+        pthread_mutex_lock(&a->mu);
+    }
+    int started = a->started;
+    pthread_mutex_unlock(&a->mu);
+    assert_true(started >= n);
+}
+
+/* Waits up to 10 s until the callback has finished n times. */
+static void await_finished(cb_arg *a, int n)
+{
+    int64_t deadline = rt_now_ms() + 10000;
+
+    pthread_mutex_lock(&a->mu);
+    while (a->finished < n && rt_now_ms() < deadline) {
+        pthread_mutex_unlock(&a->mu);
+        rt_sleep_ms(2);
+        pthread_mutex_lock(&a->mu);
+    }
+    int finished = a->finished;
+    pthread_mutex_unlock(&a->mu);
+    assert_true(finished >= n);
+}
+
+/* The test is done with the argument: from now on no call may begin, and
+ * none may still be running. Returns how many were running. */
+static int release_arg(cb_arg *a)
+{
+    pthread_mutex_lock(&a->mu);
+    a->released = 1;
+    int running = a->started - a->finished;
+    pthread_mutex_unlock(&a->mu);
+    return running;
+}
+
+/* Takes l on the calling thread and makes the hold lost at once
+ * (rlock_force_unlock voids local holds: a GONE event is queued). */
+static void lose_now(rlock *l)
+{
+    assert_int_equal(rlock_lock(l), RLOCK_OK);
+    assert_int_equal(rlock_force_unlock(l), RLOCK_OK);
+    assert_int_equal(rlock_unlock(l), RLOCK_ELOST);
+}
+
+static void test_clearing_a_lock_callback_waits_for_the_running_call(
+    void **state)
+{
+    lt_fixture *f = *state;
+    char name[128];
+    LT_TEST_NAME(name);
+    rlock_client *c = connect_default(f);
+    rlock *l = lt_get_lock(c, name);
+    cb_arg a;
+
+    cb_arg_init(&a, 1);
+    assert_int_equal(rlock_on_lost(l, on_lost_tracked, &a), RLOCK_OK);
+    lose_now(l);
+    await_started(&a, 1);
+    int64_t t0 = rt_now_ms();
+    assert_int_equal(rlock_on_lost(l, NULL, NULL), RLOCK_OK);
+    int64_t waited = rt_now_ms() - t0;
+    assert_int_equal(release_arg(&a), 0);
+    print_message("rlock_on_lost(NULL) waited %lld ms for the running call\n",
+                  (long long)waited);
+    rlock_free(l);
+    rlock_client_free(c);
+    assert_int_equal(a.after_release, 0);
+    cb_arg_destroy(&a);
+}
+
+static void test_clearing_a_lock_callback_drops_its_queued_calls(void **state)
+{
+    lt_fixture *f = *state;
+    char first[160], second[160];
+    snprintf(first, sizeof(first), "%s:%s:first", LT_SUITE, __func__);
+    snprintf(second, sizeof(second), "%s:%s:second", LT_SUITE, __func__);
+    rlock_client *c = connect_default(f);
+    rlock *busy = lt_get_lock(c, first), *l = lt_get_lock(c, second);
+    cb_arg slow, queued;
+
+    cb_arg_init(&slow, 1);
+    cb_arg_init(&queued, 0);
+    assert_int_equal(rlock_on_lost(busy, on_lost_tracked, &slow), RLOCK_OK);
+    assert_int_equal(rlock_on_lost(l, on_lost_tracked, &queued), RLOCK_OK);
+    lose_now(busy);
+    await_started(&slow, 1); /* the notifier is busy with the first loss */
+    lose_now(l);             /* so this one waits in the queue */
+    assert_int_equal(rlock_on_lost(l, NULL, NULL), RLOCK_OK);
+    assert_int_equal(release_arg(&queued), 0);
+    await_finished(&slow, 1);
+    /* a later loss of the other lock goes through: the queue moved on */
+    cb_arg later;
+    cb_arg_init(&later, 0);
+    assert_int_equal(rlock_on_lost(busy, on_lost_tracked, &later), RLOCK_OK);
+    lose_now(busy);
+    await_finished(&later, 1);
+    assert_int_equal(queued.started, 0);
+    cb_arg_destroy(&later);
+    rlock_free(busy);
+    rlock_free(l);
+    rlock_client_free(c);
+    cb_arg_destroy(&slow);
+    cb_arg_destroy(&queued);
+}
+
+static void test_clearing_the_client_callback_waits_for_the_running_call(
+    void **state)
+{
+    lt_fixture *f = *state;
+    char name[128];
+    LT_TEST_NAME(name);
+    rlock_client *c = connect_default(f);
+    rlock *l = lt_get_lock(c, name);
+    cb_arg a;
+
+    cb_arg_init(&a, 1);
+    assert_int_equal(rlock_client_on_lost(c, on_lost_tracked, &a), RLOCK_OK);
+    lose_now(l);
+    await_started(&a, 1);
+    assert_int_equal(rlock_client_on_lost(c, NULL, NULL), RLOCK_OK);
+    assert_int_equal(release_arg(&a), 0);
+    lose_now(l); /* cleared: nobody is called */
+    rlock_free(l);
+    rlock_client_free(c);
+    assert_int_equal(a.after_release, 0);
+    cb_arg_destroy(&a);
+}
+
+static void test_a_callback_may_clear_itself(void **state)
+{
+    lt_fixture *f = *state;
+    char name[128];
+    LT_TEST_NAME(name);
+    rlock_client *c = connect_default(f);
+    rlock *l = lt_get_lock(c, name);
+    cb_arg mine, client_wide;
+
+    cb_arg_init(&mine, 0);
+    cb_arg_init(&client_wide, 0);
+    mine.clear_lock = l;
+    client_wide.clear_client = c;
+    assert_int_equal(rlock_on_lost(l, on_lost_tracked, &mine), RLOCK_OK);
+    assert_int_equal(rlock_client_on_lost(c, on_lost_tracked, &client_wide),
+                     RLOCK_OK);
+    lose_now(l);
+    /* neither waits for itself on the notifier thread */
+    await_finished(&mine, 1);
+    await_finished(&client_wide, 1);
+    assert_int_equal(mine.clear_rc, RLOCK_OK);
+    assert_int_equal(client_wide.clear_rc, RLOCK_OK);
+    lose_now(l); /* both cleared themselves */
+    rlock_free(l);
+    rlock_client_free(c);
+    assert_int_equal(mine.started, 1);
+    assert_int_equal(client_wide.started, 1);
+    cb_arg_destroy(&mine);
+    cb_arg_destroy(&client_wide);
+}
+
 /* An argument runs only the tests whose names match it (a cmocka filter
  * pattern), e.g. to repeat one under a sanitizer. */
 int main(int argc, char **argv)
@@ -157,6 +388,12 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(
             test_forked_child_queries_answer_eforked_without_hanging),
+        cmocka_unit_test(
+            test_clearing_a_lock_callback_waits_for_the_running_call),
+        cmocka_unit_test(test_clearing_a_lock_callback_drops_its_queued_calls),
+        cmocka_unit_test(
+            test_clearing_the_client_callback_waits_for_the_running_call),
+        cmocka_unit_test(test_a_callback_may_clear_itself),
     };
     return cmocka_run_group_tests(tests, group_setup, lt_group_teardown);
 }
