@@ -649,7 +649,7 @@ static int op_new(rlock *l, op_kind kind, uint64_t owner, rlock_done_cb cb,
 {
     if (l == NULL || cb == NULL || owner == 0)
         return RLOCK_EINVAL;
-    int rc = rlock__client_check(l->client);
+    int rc = rlock__handle_check(l);
     if (rc != 0)
         return rc;
     rlock__aop *op = rlock__calloc(1, sizeof(*op));
@@ -762,9 +762,7 @@ static void run_cancel(rlock__task *t, int status)
 
 int rlock_cancel(rlock *l, uint64_t owner)
 {
-    if (l == NULL)
-        return RLOCK_EINVAL;
-    int rc = rlock__client_check(l->client);
+    int rc = rlock__handle_check(l);
     if (rc != 0)
         return rc;
     cancel_task *ct = rlock__calloc(1, sizeof(*ct));
@@ -830,9 +828,7 @@ void rlock__async_shutdown(rlock_client *c)
 /* Returns owner's hold count as remembered (0 when not held or lost). */
 int rlock_owner_hold_count(rlock *l, uint64_t owner)
 {
-    if (l == NULL)
-        return RLOCK_EINVAL;
-    int rc = rlock__client_check(l->client);
+    int rc = rlock__handle_check(l);
     if (rc != 0)
         return rc;
     rlock__entry *e = l->entry;
@@ -845,9 +841,7 @@ int rlock_owner_hold_count(rlock *l, uint64_t owner)
 
 int64_t rlock_owner_hold_id(rlock *l, uint64_t owner)
 {
-    if (l == NULL)
-        return RLOCK_EINVAL;
-    int rc = rlock__client_check(l->client);
+    int rc = rlock__handle_check(l);
     if (rc != 0)
         return rc;
     return rlock__entry_hold_id(l->entry, owner);

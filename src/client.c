@@ -113,6 +113,8 @@ static void destroy(rlock_client *c)
     pthread_mutex_destroy(&c->done_mu);
     free(c->conns);
     if (c->entries.buckets != NULL) {
+        /* after the last completion: one may still free its handle */
+        rlock__handles_close(c);
         rlock__entries_sweep(c);
         rlock__map_destroy(&c->entries);
     }

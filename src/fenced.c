@@ -19,9 +19,12 @@ int rlock_fenced_get(rlock_client *c, const char *name, rlock **out)
 int rlock_fenced_trylock(rlock *l, int64_t wait_ms, int64_t lease_ms,
                          int64_t *token)
 {
-    if (l == NULL || token == NULL)
+    if (token == NULL)
         return RLOCK_EINVAL;
-    if (l->entry->kind != RLOCK_KIND_FENCED)
+    int rc = rlock__handle_check(l);
+    if (rc != 0)
+        return rc;
+    if (l->kind != RLOCK_KIND_FENCED)
         return RLOCK_ENOTSUP;
     return rlock__trylock_ex(l, wait_ms, lease_ms, token, false);
 }
@@ -34,12 +37,10 @@ int rlock_fenced_lock(rlock *l, int64_t *token)
 
 int64_t rlock_fenced_token(rlock *l)
 {
-    if (l == NULL)
-        return RLOCK_EINVAL;
-    int rc = rlock__client_check(l->client);
+    int rc = rlock__handle_check(l);
     if (rc != 0)
         return rc;
-    if (l->entry->kind != RLOCK_KIND_FENCED)
+    if (l->kind != RLOCK_KIND_FENCED)
         return RLOCK_ENOTSUP;
     const char *argv[] = {"GET", l->entry->aux[0]};
     int64_t token = 0;

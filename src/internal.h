@@ -347,10 +347,15 @@ typedef struct rlock__entry {
     struct rlock__aop *async_ops; /* I/O thread: pending async calls */
 } rlock__entry;
 
-/* A handle: one user's view of an entry. */
+/* A handle: one user's view of an entry. A handle still open when its
+ * client is freed is closed: client and entry become NULL, and every call
+ * but rlock_kind(), rlock_name() and rlock_free() answers RLOCK_ECLOSED. */
 struct rlock {
-    rlock_client *client;
-    rlock__entry *entry;
+    rlock_client *client; /* NULL once closed */
+    rlock__entry *entry;  /* referenced; NULL once closed */
+    int kind;             /* RLOCK_KIND_* */
+    char *name;           /* owned: outlives the client */
+    struct rlock *next, **prev; /* the client's handles (entries_mu) */
     bool borrowed; /* owned by an rlock_rw: rlock_free() leaves it */
     /* spin lock back-off (rlock_spin_set_backoff) */
     int64_t spin_initial_ms;
@@ -364,6 +369,8 @@ rlock__entry *rlock__fair_waiter_entry(rlock__entry *e, uint64_t owner);
 int rlock__handle_new(rlock_client *c, int kind, const char *name,
                       rlock **out);
 void rlock__handle_free(rlock *l);
+int rlock__handle_check(const rlock *l);
+void rlock__handles_close(rlock_client *c);
 
 /* For multi.c. rlock__trylock_ex() is rlock_trylock() that also returns a
  * fenced lock's token (token may be NULL) and, when bounded, never lets one
@@ -539,6 +546,7 @@ struct rlock_client {
 
     pthread_mutex_t entries_mu;
     rlock__map entries; /* name -> rlock__entry */
+    struct rlock *handles; /* open handles (entries_mu) */
     atomic_uint_fast64_t next_epoch;
     atomic_bool closing;
     pthread_condattr_t condattr; /* CLOCK_MONOTONIC */

@@ -162,10 +162,10 @@ static void sweep_entry(const char *key, void *value, void *arg)
         b->items[b->n++] = e;
 }
 
-/* Forgets every hold and frees every entry no handle refers to. Only once
- * the I/O thread has stopped (rlock_client_free). Entries of handles the
- * user did not free are left alone. It allocates nothing (batches on the
- * stack), so a client freed when memory has run out frees them all too. */
+/* Forgets every hold and frees every entry nothing refers to: all of
+ * them, once the handles are closed. Only once the I/O thread has stopped
+ * (rlock_client_free). It allocates nothing (batches on the stack), so a
+ * client freed when memory has run out frees them all too. */
 void rlock__entries_sweep(rlock_client *c)
 {
     for (;;) {
@@ -313,11 +313,21 @@ static void mark_lost(rlock__entry *e, uint64_t tid, uint64_t epoch)
 
 /* ---------------------------------------------------------------- handles */
 
-static int check_handle(const rlock *l)
+/* Returns 0 when l may be used, else why not: RLOCK_EINVAL (NULL),
+ * RLOCK_ECLOSED (its client was freed, or is being freed) or
+ * RLOCK_EFORKED. Reads nothing of a closed handle but the handle. */
+int rlock__handle_check(const rlock *l)
 {
     if (l == NULL)
         return RLOCK_EINVAL;
+    if (l->client == NULL)
+        return RLOCK_ECLOSED;
     return rlock__client_check(l->client);
+}
+
+static int check_handle(const rlock *l)
+{
+    return rlock__handle_check(l);
 }
 
 /* Makes a handle on the lock kind/name (the rlock_*_get functions). */
@@ -338,11 +348,22 @@ int rlock__handle_new(rlock_client *c, int kind, const char *name,
     if (l == NULL)
         return RLOCK_ENOMEM;
     l->client = c;
-    l->entry = rlock__entry_get(c, kind, name, NULL);
+    l->kind = kind;
+    l->name = rlock__strdup(name);
+    l->entry = l->name != NULL ? rlock__entry_get(c, kind, name, NULL) : NULL;
     if (l->entry == NULL) {
+        free(l->name);
         free(l);
         return RLOCK_ENOMEM;
     }
+    /* the client closes the handles still open when it is freed */
+    pthread_mutex_lock(&c->entries_mu);
+    l->next = c->handles;
+    if (l->next != NULL)
+        l->next->prev = &l->next;
+    l->prev = &c->handles;
+    c->handles = l;
+    pthread_mutex_unlock(&c->entries_mu);
     /* Redisson's exponential back-off (facts sheet 1.9) */
     l->spin_initial_ms = 1;
     l->spin_max_ms = 128;
@@ -355,11 +376,39 @@ void rlock__handle_free(rlock *l)
 {
     if (l == NULL)
         return;
-    /* in a forked child the entry's mutexes may have been copied locked by
-     * a thread that does not exist here: touch nothing shared */
-    if (getpid() == l->client->pid)
+    /* a closed handle is the user's memory alone; in a forked child the
+     * client's mutexes may have been copied locked by a thread that does
+     * not exist here: touch nothing shared */
+    rlock_client *c = l->client;
+    if (c != NULL && getpid() == c->pid) {
+        pthread_mutex_lock(&c->entries_mu);
+        *l->prev = l->next;
+        if (l->next != NULL)
+            l->next->prev = l->prev;
+        pthread_mutex_unlock(&c->entries_mu);
         rlock__entry_unref(l->entry);
+    }
+    free(l->name);
     free(l);
+}
+
+/* Closes every handle still open: each drops its entry and its client, so
+ * that later calls on it answer RLOCK_ECLOSED and rlock_free() frees only
+ * the handle. Called by rlock_client_free() once nothing else runs, before
+ * the entries are swept. */
+void rlock__handles_close(rlock_client *c)
+{
+    pthread_mutex_lock(&c->entries_mu);
+    while (c->handles != NULL) {
+        rlock *l = c->handles;
+        c->handles = l->next;
+        l->entry->refs--; /* the sweep frees it */
+        l->entry = NULL;
+        l->client = NULL;
+        l->next = NULL;
+        l->prev = NULL;
+    }
+    pthread_mutex_unlock(&c->entries_mu);
 }
 
 int rlock_get(rlock_client *c, const char *name, rlock **out)
@@ -380,12 +429,12 @@ void rlock_free(rlock *l)
 
 int rlock_kind(const rlock *l)
 {
-    return l != NULL ? l->entry->kind : RLOCK_EINVAL;
+    return l != NULL ? l->kind : RLOCK_EINVAL;
 }
 
 const char *rlock_name(const rlock *l)
 {
-    return l ? l->entry->name : NULL;
+    return l ? l->name : NULL;
 }
 
 int rlock_on_lost(rlock *l, rlock_lost_cb cb, void *arg)
@@ -1098,10 +1147,11 @@ int64_t rlock_hold_id(rlock *l)
 
 int64_t rlock_remaining_ttl(rlock *l)
 {
-    if (l == NULL)
-        return RLOCK_EINVAL;
+    int rc = check_handle(l);
+    if (rc != 0)
+        return rc;
     const char *argv[] = {"PTTL", l->entry->name};
     int64_t v = 0;
-    int rc = query(l, 2, argv, &v);
+    rc = query(l, 2, argv, &v);
     return rc != 0 ? rc : v;
 }

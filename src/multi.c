@@ -59,6 +59,19 @@ typedef struct attempt {
 
 /* ------------------------------------------------------------ lifecycle */
 
+/* Returns 0 when every lock may be used, else the first reason one may
+ * not (a handle whose client was freed says RLOCK_ECLOSED): checked before
+ * a round, so that no lock is taken for a round that cannot succeed. */
+static int check_locks(rlock *const *locks, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        int rc = rlock__handle_check(locks[i]);
+        if (rc != 0)
+            return rc;
+    }
+    return RLOCK_OK;
+}
+
 static int multi_new(rlock *const *locks, size_t n, bool redlock,
                      rlock_multi **out)
 {
@@ -70,6 +83,9 @@ static int multi_new(rlock *const *locks, size_t n, bool redlock,
     for (size_t i = 0; i < n; i++)
         if (locks[i] == NULL)
             return RLOCK_EINVAL;
+    int rc = check_locks(locks, n);
+    if (rc != 0)
+        return rc;
     rlock_multi *m = rlock__malloc(sizeof(*m) + n * sizeof(m->locks[0]));
     if (m == NULL)
         return RLOCK_ENOMEM;
@@ -318,6 +334,9 @@ int rlock_multi_lock(rlock_multi *m, int64_t *validity_ms)
 {
     if (m == NULL)
         return RLOCK_EINVAL;
+    int rc = check_locks(m->locks, m->n);
+    if (rc != 0)
+        return rc;
     return lock_rounds(m, RLOCK_LEASE_WATCHDOG, validity_ms);
 }
 
@@ -327,6 +346,9 @@ int rlock_multi_trylock(rlock_multi *m, int64_t wait_ms, int64_t lease_ms,
     if (m == NULL || wait_ms < RLOCK_WAIT_FOREVER || lease_ms == 0 ||
         lease_ms < RLOCK_LEASE_WATCHDOG || lease_ms > RLOCK__LEASE_MAX)
         return RLOCK_EINVAL;
+    int rc = check_locks(m->locks, m->n);
+    if (rc != 0)
+        return rc;
     if (wait_ms == RLOCK_WAIT_FOREVER)
         return lock_rounds(m, lease_ms, validity_ms);
     return try_rounds(m, wait_ms, lease_ms, validity_ms);

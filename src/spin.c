@@ -17,9 +17,10 @@ int rlock_spin_get(rlock_client *c, const char *name, rlock **out)
 int rlock_spin_set_backoff(rlock *l, int64_t initial_ms, int64_t max_ms,
                            int multiplier)
 {
-    if (l == NULL)
-        return RLOCK_EINVAL;
-    if (l->entry->kind != RLOCK_KIND_SPIN)
+    int rc = rlock__handle_check(l);
+    if (rc != 0)
+        return rc;
+    if (l->kind != RLOCK_KIND_SPIN)
         return RLOCK_ENOTSUP;
     if (initial_ms < 1 || max_ms < initial_ms || max_ms >= ((int64_t)1 << 31) ||
         multiplier < 1 || multiplier > 16)

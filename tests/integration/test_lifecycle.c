@@ -3,6 +3,8 @@
  * items 7 to 11).
  *
  * What must hold:
+ *  - handles left open when their client is freed are inert: every call on
+ *    them says RLOCK_ECLOSED, and freeing them still frees them;
  *  - in a forked child the hold queries answer RLOCK_EFORKED and never
  *    block on a mutex the fork copied locked;
  *  - once rlock_on_lost(l, NULL) or rlock_client_on_lost(c, NULL) returns,
@@ -45,6 +47,150 @@ static rlock_client *connect_default(lt_fixture *f)
     ft_timing t = {.retry_attempts = -1};
 
     return ft_connect(f->redis.url, t);
+}
+
+/* ------------------------------------------------------ open handles (8) */
+
+static atomic_int g_unexpected_done;
+
+static void on_done_unexpected(rlock *l, uint64_t owner, int status,
+                               void *arg)
+{
+    (void)l;
+    (void)owner;
+    (void)status;
+    (void)arg;
+    atomic_fetch_add(&g_unexpected_done, 1);
+}
+
+static void on_lost_ignored(const char *name, uint64_t owner, uint64_t hold,
+                            int reason, void *arg)
+{
+    (void)name;
+    (void)owner;
+    (void)hold;
+    (void)reason;
+    (void)arg;
+}
+
+/* Every call on a handle whose client was freed says RLOCK_ECLOSED; the
+ * handle still knows its kind and name. */
+static void assert_inert(rlock *l, int kind, const char *name)
+{
+    int64_t token = 0;
+    uint64_t owner = rlock_owner_new();
+
+    assert_int_equal(rlock_kind(l), kind);
+    assert_string_equal(rlock_name(l), name);
+    assert_int_equal(rlock_lock(l), RLOCK_ECLOSED);
+    assert_int_equal(rlock_trylock(l, 0, RLOCK_LEASE_WATCHDOG), RLOCK_ECLOSED);
+    assert_int_equal(rlock_trylock(l, 10, 1000), RLOCK_ECLOSED);
+    assert_int_equal(rlock_unlock(l), RLOCK_ECLOSED);
+    assert_int_equal(rlock_force_unlock(l), RLOCK_ECLOSED);
+    assert_int_equal(rlock_is_locked(l), RLOCK_ECLOSED);
+    assert_int_equal(rlock_is_held_by_me(l), RLOCK_ECLOSED);
+    assert_int_equal(rlock_hold_count(l), RLOCK_ECLOSED);
+    assert_int_equal(rlock_remaining_ttl(l), RLOCK_ECLOSED);
+    assert_int_equal(rlock_on_lost(l, on_lost_ignored, NULL), RLOCK_ECLOSED);
+    assert_int_equal(rlock_on_lost(l, NULL, NULL), RLOCK_ECLOSED);
+    assert_int_equal(rlock_lock_async(l, owner, 0, RLOCK_LEASE_WATCHDOG,
+                                      on_done_unexpected, NULL),
+                     RLOCK_ECLOSED);
+    assert_int_equal(rlock_unlock_async(l, owner, on_done_unexpected, NULL),
+                     RLOCK_ECLOSED);
+    assert_int_equal(rlock_cancel(l, owner), RLOCK_ECLOSED);
+    assert_int_equal(rlock_owner_hold_count(l, owner), RLOCK_ECLOSED);
+    assert_int_equal(rlock_hold_id(l), RLOCK_ECLOSED);
+    assert_int_equal(rlock_owner_hold_id(l, owner), RLOCK_ECLOSED);
+    assert_int_equal(rlock_fenced_lock(l, &token), RLOCK_ECLOSED);
+    assert_int_equal(rlock_fenced_trylock(l, 0, 1000, &token), RLOCK_ECLOSED);
+    assert_int_equal(rlock_fenced_token(l), RLOCK_ECLOSED);
+    assert_int_equal(rlock_spin_set_backoff(l, 1, 128, 2), RLOCK_ECLOSED);
+    assert_int_equal(token, 0);
+}
+
+static void test_handles_left_open_answer_eclosed_after_client_free(
+    void **state)
+{
+    lt_fixture *f = *state;
+    char base[128], names[6][160];
+    LT_TEST_NAME(base);
+    const char *suffix[6] = {"held", "idle", "fair", "rw", "fenced", "spin"};
+    for (int i = 0; i < 6; i++)
+        snprintf(names[i], sizeof(names[i]), "%s:%s", base, suffix[i]);
+    rlock_client *c = connect_default(f);
+    rlock *held = lt_get_lock(c, names[0]);
+    rlock *idle = lt_get_lock(c, names[1]);
+    rlock *fair = NULL, *fenced = NULL, *spin = NULL;
+    rlock_rw *rw = NULL;
+    rlock_multi *multi = NULL;
+    int64_t token = 0;
+
+    assert_int_equal(rlock_fair_get(c, names[2], &fair), RLOCK_OK);
+    assert_int_equal(rlock_rw_get(c, names[3], &rw), RLOCK_OK);
+    assert_int_equal(rlock_fenced_get(c, names[4], &fenced), RLOCK_OK);
+    assert_int_equal(rlock_spin_get(c, names[5], &spin), RLOCK_OK);
+    rlock *both[2] = {idle, spin};
+    assert_int_equal(rlock_multi_new(both, 2, &multi), RLOCK_OK);
+    /* some held (one reentrantly), some not */
+    assert_int_equal(rlock_lock(held), RLOCK_OK);
+    assert_int_equal(rlock_lock(held), RLOCK_OK);
+    assert_int_equal(rlock_lock(fair), RLOCK_OK);
+    assert_int_equal(rlock_lock(rlock_rw_read(rw)), RLOCK_OK);
+    assert_int_equal(rlock_fenced_lock(fenced, &token), RLOCK_OK);
+
+    rlock_client_free(c); /* an error path that forgot its handles */
+
+    /* the free released what was held, as it always did */
+    assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", names[0]), 0);
+    assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", names[2]), 0);
+    assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", names[3]), 0);
+    assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", names[4]), 0);
+    assert_inert(held, RLOCK_KIND_LOCK, names[0]);
+    assert_inert(idle, RLOCK_KIND_LOCK, names[1]);
+    assert_inert(fair, RLOCK_KIND_FAIR, names[2]);
+    assert_inert(rlock_rw_read(rw), RLOCK_KIND_READ, names[3]);
+    assert_inert(rlock_rw_write(rw), RLOCK_KIND_WRITE, names[3]);
+    assert_inert(fenced, RLOCK_KIND_FENCED, names[4]);
+    assert_inert(spin, RLOCK_KIND_SPIN, names[5]);
+    assert_int_equal(rlock_multi_lock(multi, NULL), RLOCK_ECLOSED);
+    assert_int_equal(rlock_multi_trylock(multi, 0, 1000, NULL), RLOCK_ECLOSED);
+    assert_int_equal(rlock_multi_unlock(multi), RLOCK_ECLOSED);
+    rlock_multi *again = NULL;
+    assert_int_equal(rlock_multi_new(both, 2, &again), RLOCK_ECLOSED);
+    assert_null(again);
+    assert_int_equal(atomic_load(&g_unexpected_done), 0);
+    /* and they are still freed (ASan and valgrind see no leak) */
+    rlock_multi_free(multi);
+    rlock_free(held);
+    rlock_free(idle);
+    rlock_free(fair);
+    rlock_rw_free(rw);
+    rlock_free(fenced);
+    rlock_free(spin);
+}
+
+static void test_multi_lock_over_a_freed_client_touches_no_lock(void **state)
+{
+    lt_fixture *f = *state;
+    char a_name[160], b_name[160];
+    snprintf(a_name, sizeof(a_name), "%s:%s:a", LT_SUITE, __func__);
+    snprintf(b_name, sizeof(b_name), "%s:%s:b", LT_SUITE, __func__);
+    rlock_client *live = connect_default(f), *gone = connect_default(f);
+    rlock *a = lt_get_lock(live, a_name), *b = lt_get_lock(gone, b_name);
+    rlock *both[2] = {a, b};
+    rlock_multi *m = NULL;
+
+    assert_int_equal(rlock_multi_new(both, 2, &m), RLOCK_OK);
+    rlock_client_free(gone);
+    /* the live client's lock is not taken for a round that cannot win */
+    assert_int_equal(rlock_multi_trylock(m, 0, 1000, NULL), RLOCK_ECLOSED);
+    assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", a_name), 0);
+    assert_int_equal(rlock_hold_count(a), 0);
+    rlock_multi_free(m);
+    rlock_free(a);
+    rlock_free(b);
+    rlock_client_free(live);
 }
 
 /* -------------------------------------------------------------- fork (10) */
@@ -386,6 +532,9 @@ int main(int argc, char **argv)
     if (argc == 2)
         cmocka_set_test_filter(argv[1]);
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(
+            test_handles_left_open_answer_eclosed_after_client_free),
+        cmocka_unit_test(test_multi_lock_over_a_freed_client_touches_no_lock),
         cmocka_unit_test(
             test_forked_child_queries_answer_eforked_without_hanging),
         cmocka_unit_test(
