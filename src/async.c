@@ -23,6 +23,14 @@
  * Completions run on the attached user loop (delivered through an ev_async
  * watcher and a queue) or, with none attached, on the I/O thread.
  *
+ * The user-loop bridge is closed as libuv closes a handle (uv_close): on
+ * the loop's thread, or while no thread runs the loop (rlock.h's rule for
+ * detaching and for rlock_client_free()). Closing stops the watcher at
+ * once, so the loop keeps nothing of the client's; when the close happens
+ * inside one of the bridge's own callbacks (a completion that frees the
+ * client or detaches), the bridge's memory is freed only once that
+ * callback has returned into it.
+ *
  * Ops are I/O-thread objects: their fields are touched only there. An op is
  * freed once it has finished and no request of it is in flight.
  */
@@ -44,12 +52,14 @@ typedef struct done_item {
     void *arg;
 } done_item;
 
-/* The watcher on the user's loop. Allocated apart from the client: a loop
- * still attached when the client is freed keeps a valid (idle) watcher. */
+/* The watcher on the user's loop. Its fields are the loop thread's (or,
+ * while the loop does not run, the closing thread's). */
 struct rlock__user_loop {
     ev_async wake;
     struct ev_loop *ev;
-    rlock_client *client;
+    rlock_client *client; /* NULL once closed */
+    int draining;         /* on_user_wake() calls in progress */
+    bool closed;          /* stopped: the last on_user_wake() frees it */
 };
 
 /* Runs every queued completion (user loop thread, or the freeing thread). */
@@ -72,7 +82,24 @@ static void on_user_wake(struct ev_loop *ev, ev_async *w, int revents)
     struct rlock__user_loop *ul = w->data;
     (void)ev;
     (void)revents;
-    drain_done(ul->client);
+    ul->draining++;
+    drain_done(ul->client); /* touches the client only before any callback */
+    ul->draining--;
+    if (ul->closed && ul->draining == 0)
+        free(ul); /* a callback closed it: it is ours to free now */
+}
+
+/* Closes the bridge: stops its watcher (which also drops a wake-up already
+ * sent) and frees it, or leaves that to the on_user_wake() it is called
+ * from. On the loop's thread, or while no thread runs the loop. */
+static void close_user_loop(struct rlock__user_loop *ul)
+{
+    ev_async_stop(ul->ev, &ul->wake);
+    ul->client = NULL;
+    if (ul->draining > 0)
+        ul->closed = true;
+    else
+        free(ul);
 }
 
 /* Hands a completion to its consumer: queued for the user loop if one is
@@ -122,23 +149,24 @@ int rlock_client_attach_loop(rlock_client *c, struct ev_loop *loop)
     struct rlock__user_loop *old = c->user_loop;
     c->user_loop = ul;
     pthread_mutex_unlock(&c->done_mu);
-    if (old != NULL) {
-        /* documented: called on the old loop's thread */
-        ev_async_stop(old->ev, &old->wake);
-        free(old);
-    }
+    if (old != NULL)
+        close_user_loop(old); /* documented: on the old loop's thread */
     drain_done(c); /* what was queued for the old loop runs now, here */
     return RLOCK_OK;
 }
 
-/* Called by rlock_client_free() once the I/O thread has stopped: runs what
- * is still queued on the freeing thread. A user loop still attached keeps
- * its watcher (leaked, never fired again) so that the loop stays valid. */
+/* Called by rlock_client_free() once the I/O thread has stopped: closes
+ * the bridge (rlock.h: the caller is on the loop's thread, or the loop is
+ * not running) and runs what is still queued, here. */
 void rlock__async_client_free(rlock_client *c)
 {
+    pthread_mutex_lock(&c->done_mu);
+    struct rlock__user_loop *ul = c->user_loop;
+    c->user_loop = NULL;
+    pthread_mutex_unlock(&c->done_mu);
+    if (ul != NULL)
+        close_user_loop(ul);
     drain_done(c);
-    if (c->user_loop != NULL)
-        c->user_loop->client = NULL;
 }
 
 /* --------------------------------------------------------------- acquires */

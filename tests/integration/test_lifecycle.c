@@ -3,6 +3,9 @@
  * items 7 to 11).
  *
  * What must hold:
+ *  - freeing a client with a libev loop attached leaves nothing of rlock's
+ *    on that loop: ev_run() returns, and no wake-up fires into freed memory,
+ *    also when the client is freed from one of its own completions;
  *  - handles left open when their client is freed are inert: every call on
  *    them says RLOCK_ECLOSED, and freeing them still frees them;
  *  - in a forked child the hold queries answer RLOCK_EFORKED and never
@@ -47,6 +50,139 @@ static rlock_client *connect_default(lt_fixture *f)
     ft_timing t = {.retry_attempts = -1};
 
     return ft_connect(f->redis.url, t);
+}
+
+/* ------------------------------------------------------- user loop (7) */
+
+/* A timer that ends ev_run() if the loop is still busy after LOOP_GUARD_S.
+ * It does not keep the loop alive itself (ev_unref), so ev_run() returns
+ * early exactly when no other watcher is active. */
+typedef struct loop_guard {
+    ev_timer timer;
+    int fired;
+} loop_guard;
+
+static void on_guard(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    loop_guard *g = w->data;
+    (void)revents;
+    g->fired = 1;
+    ev_break(loop, EVBREAK_ALL);
+}
+
+/* Runs loop until it has nothing left to do, or the guard fires. Returns
+ * 1 when ev_run() returned on its own. */
+static int run_until_idle(struct ev_loop *loop)
+{
+    loop_guard g = {.fired = 0};
+
+    ev_timer_init(&g.timer, on_guard, LOOP_GUARD_S, 0.);
+    g.timer.data = &g;
+    ev_timer_start(loop, &g.timer);
+    ev_unref(loop);
+    ev_run(loop, 0);
+    ev_ref(loop);
+    ev_timer_stop(loop, &g.timer);
+    return !g.fired;
+}
+
+/* What an async completion saw. */
+typedef struct completion {
+    int calls;
+    int status;
+    pthread_t thread;
+    rlock_client *free_client; /* freed from the callback when set */
+} completion;
+
+/* Records the completion, then frees the handle (and the client, when
+ * asked): both are the callback's to free once it has run. */
+static void on_done_free(rlock *l, uint64_t owner, int status, void *arg)
+{
+    completion *d = arg;
+    (void)owner;
+    d->calls++;
+    d->status = status;
+    d->thread = pthread_self();
+    rlock_free(l);
+    if (d->free_client != NULL)
+        rlock_client_free(d->free_client);
+}
+
+/* Holds name through a second client, so that acquires on it wait. */
+static rlock *hold_elsewhere(rlock_client *other, const char *name)
+{
+    rlock *l = lt_get_lock(other, name);
+
+    assert_int_equal(rlock_lock(l), RLOCK_OK);
+    return l;
+}
+
+static void release_elsewhere(rlock *l)
+{
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    rlock_free(l);
+}
+
+static void test_free_with_a_loop_attached_leaves_the_loop_nothing_to_run(
+    void **state)
+{
+    lt_fixture *f = *state;
+    char name[128];
+    LT_TEST_NAME(name);
+    rlock_client *c = connect_default(f), *other = connect_default(f);
+    rlock *held = hold_elsewhere(other, name);
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    completion d = {0};
+
+    assert_non_null(loop);
+    assert_int_equal(rlock_client_attach_loop(c, loop), RLOCK_OK);
+    /* a waiting acquire: the free ends it with RLOCK_ECLOSED, which is
+     * handed to the loop's wake-up on its way */
+    rlock *l = lt_get_lock(c, name);
+    assert_int_equal(rlock_lock_async(l, rlock_owner_new(),
+                                      RLOCK_WAIT_FOREVER, RLOCK_LEASE_WATCHDOG,
+                                      on_done_free, &d),
+                     RLOCK_OK);
+    rlock_client_free(c);
+    /* the free ran it here, on the loop's thread, as the loop is idle */
+    assert_int_equal(d.calls, 1);
+    assert_int_equal(d.status, RLOCK_ECLOSED);
+    assert_true(pthread_equal(d.thread, pthread_self()));
+
+    /* nothing of the client is left on the loop: no wake-up runs into it,
+     * and no watcher keeps ev_run() going */
+    assert_true(run_until_idle(loop));
+    assert_int_equal(d.calls, 1);
+    ev_loop_destroy(loop);
+    release_elsewhere(held);
+    rlock_client_free(other);
+}
+
+static void test_free_from_a_completion_on_the_loop_lets_ev_run_return(
+    void **state)
+{
+    lt_fixture *f = *state;
+    char name[128];
+    LT_TEST_NAME(name);
+    rlock_client *c = connect_default(f), *other = connect_default(f);
+    rlock *held = hold_elsewhere(other, name);
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    completion d = {0};
+
+    assert_non_null(loop);
+    assert_int_equal(rlock_client_attach_loop(c, loop), RLOCK_OK);
+    d.free_client = c; /* an event server shutting down from a callback */
+    rlock *l = lt_get_lock(c, name);
+    assert_int_equal(rlock_lock_async(l, rlock_owner_new(), 100,
+                                      RLOCK_LEASE_WATCHDOG, on_done_free, &d),
+                     RLOCK_OK);
+    assert_true(run_until_idle(loop));
+    assert_int_equal(d.calls, 1);
+    assert_int_equal(d.status, RLOCK_ETIMEDOUT);
+    assert_true(pthread_equal(d.thread, pthread_self()));
+    ev_loop_destroy(loop);
+    release_elsewhere(held);
+    rlock_client_free(other);
 }
 
 /* ------------------------------------------------------ open handles (8) */
@@ -532,6 +668,10 @@ int main(int argc, char **argv)
     if (argc == 2)
         cmocka_set_test_filter(argv[1]);
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(
+            test_free_with_a_loop_attached_leaves_the_loop_nothing_to_run),
+        cmocka_unit_test(
+            test_free_from_a_completion_on_the_loop_lets_ev_run_return),
         cmocka_unit_test(
             test_handles_left_open_answer_eclosed_after_client_free),
         cmocka_unit_test(test_multi_lock_over_a_freed_client_touches_no_lock),
