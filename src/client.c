@@ -99,6 +99,8 @@ static void on_loop_stop(void *arg)
 
 static void destroy(rlock_client *c)
 {
+    /* first: no thread's exit handler may walk what is freed below */
+    rlock__threads_close(c);
     if (c->loop != NULL) {
         atomic_store(&c->closing, true);
         rlock__loop_stop(c->loop);

@@ -13,6 +13,7 @@
  *   req->mu             one request's completion
  *   loop->mu            the submit queue
  *   client->threads_mu  registered owner threads (thread_exit.c)
+ *   rec->mu             one registration's client pointer (thread_exit.c)
  *   notifier->mu        the lost-lock event queue (notify.c)
  * No lock is held across a Redis round trip.
  */
@@ -516,6 +517,7 @@ void rlock__hold_lost(rlock__entry *e, rlock__holder *h, int reason);
 typedef struct rlock__thread_rec rlock__thread_rec;
 
 int rlock__threads_init(rlock_client *c);
+void rlock__threads_close(rlock_client *c);
 void rlock__threads_destroy(rlock_client *c);
 int rlock__thread_watch(rlock_client *c);
 
@@ -539,9 +541,9 @@ struct rlock_client {
     pthread_mutex_t done_mu; /* async completions for the user loop */
     struct rlock__user_loop *user_loop;
     struct done_item *done_head, *done_tail;
-    pthread_key_t thread_key; /* owner threads' exits (thread_exit.c) */
-    bool thread_key_made;
+    bool threads_made; /* owner threads' exits (thread_exit.c) */
     pthread_mutex_t threads_mu;
+    pthread_cond_t threads_cv; /* an exit handler finished with us */
     rlock__thread_rec *threads;
 
     pthread_mutex_t entries_mu;

@@ -8,6 +8,8 @@
  *    also when the client is freed from one of its own completions;
  *  - handles left open when their client is freed are inert: every call on
  *    them says RLOCK_ECLOSED, and freeing them still frees them;
+ *  - a client freed while threads exit holding its locks waits for their
+ *    exit handlers instead of freeing what they walk;
  *  - in a forked child the hold queries answer RLOCK_EFORKED and never
  *    block on a mutex the fork copied locked;
  *  - once rlock_on_lost(l, NULL) or rlock_client_on_lost(c, NULL) returns,
@@ -327,6 +329,113 @@ static void test_multi_lock_over_a_freed_client_touches_no_lock(void **state)
     rlock_free(a);
     rlock_free(b);
     rlock_client_free(live);
+}
+
+/* ---------------------------------------------------- exiting threads (9) */
+
+#define EXIT_THREADS     16
+#define EXIT_LOCKS_EACH  8
+#define EXIT_ROUNDS      60
+
+typedef struct exit_round {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int holding;  /* threads that took their locks */
+    int failed;   /* lock calls that did not return 0 */
+    int go;       /* the main thread is freeing: exit now */
+    atomic_int exited;
+} exit_round;
+
+typedef struct exiter {
+    exit_round *round;
+    rlock *locks[EXIT_LOCKS_EACH];
+    unsigned delay_us;
+} exiter;
+
+/* Takes its locks, says so, waits for the go, then exits holding them:
+ * its exit runs the client's thread-exit handler. */
+static void *exit_holding(void *p)
+{
+    exiter *x = p;
+    exit_round *r = x->round;
+    int failed = 0;
+
+    for (int i = 0; i < EXIT_LOCKS_EACH; i++)
+        if (rlock_trylock(x->locks[i], 0, RLOCK_LEASE_WATCHDOG) != RLOCK_OK)
+            failed++;
+    pthread_mutex_lock(&r->mu);
+    r->failed += failed;
+    r->holding++;
+    pthread_cond_broadcast(&r->cv);
+    while (!r->go)
+        pthread_cond_wait(&r->cv, &r->mu);
+    pthread_mutex_unlock(&r->mu);
+    if (x->delay_us > 0)
+        usleep(x->delay_us);
+    atomic_fetch_add(&r->exited, 1);
+    return NULL;
+}
+
+static void test_free_waits_for_threads_exiting_with_holds(void **state)
+{
+    lt_fixture *f = *state;
+    unsigned seed = (unsigned)rt_now_ms();
+    /* how long a free takes here, measured each round: the exits are
+     * spread over twice that, so that some fall inside it */
+    int64_t free_us = 3000;
+
+    for (int round = 0; round < EXIT_ROUNDS; round++) {
+        rlock_client *c = connect_default(f);
+        exit_round r = {.holding = 0};
+        exiter xs[EXIT_THREADS];
+        pthread_attr_t attr;
+
+        pthread_mutex_init(&r.mu, NULL);
+        pthread_cond_init(&r.cv, NULL);
+        atomic_init(&r.exited, 0);
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        for (int t = 0; t < EXIT_THREADS; t++) {
+            xs[t].round = &r;
+            xs[t].delay_us = (unsigned)(rand_r(&seed) % (2 * free_us + 1));
+            for (int i = 0; i < EXIT_LOCKS_EACH; i++) {
+                char name[160];
+                snprintf(name, sizeof(name), "%s:%s:%d:%d:%d", LT_SUITE,
+                         __func__, round, t, i);
+                xs[t].locks[i] = lt_get_lock(c, name);
+            }
+            pthread_t th;
+            assert_int_equal(pthread_create(&th, &attr, exit_holding, &xs[t]),
+                             0);
+        }
+        pthread_attr_destroy(&attr);
+        pthread_mutex_lock(&r.mu);
+        while (r.holding < EXIT_THREADS)
+            pthread_cond_wait(&r.cv, &r.mu);
+        pthread_mutex_unlock(&r.mu);
+        assert_int_equal(r.failed, 0);
+        /* a hold outlives its handle: the handles go first */
+        for (int t = 0; t < EXIT_THREADS; t++)
+            for (int i = 0; i < EXIT_LOCKS_EACH; i++)
+                rlock_free(xs[t].locks[i]);
+        pthread_mutex_lock(&r.mu);
+        r.go = 1;
+        pthread_cond_broadcast(&r.cv);
+        pthread_mutex_unlock(&r.mu);
+        int64_t t0 = rt_now_ms();
+        rlock_client_free(c); /* while the threads exit */
+        free_us = (rt_now_ms() - t0) * 1000 + 500;
+
+        /* the detached threads use r until they are gone */
+        for (int64_t deadline = rt_now_ms() + 10000;
+             atomic_load(&r.exited) < EXIT_THREADS;) {
+            assert_true(rt_now_ms() < deadline);
+            rt_sleep_ms(5);
+        }
+        rt_sleep_ms(20); /* past their last touch of r */
+        pthread_mutex_destroy(&r.mu);
+        pthread_cond_destroy(&r.cv);
+    }
 }
 
 /* -------------------------------------------------------------- fork (10) */
@@ -675,6 +784,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(
             test_handles_left_open_answer_eclosed_after_client_free),
         cmocka_unit_test(test_multi_lock_over_a_freed_client_touches_no_lock),
+        cmocka_unit_test(test_free_waits_for_threads_exiting_with_holds),
         cmocka_unit_test(
             test_forked_child_queries_answer_eforked_without_hanging),
         cmocka_unit_test(
