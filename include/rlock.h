@@ -221,12 +221,25 @@ RLOCK_API int rlock_client_connect_config(rlock_client **out,
  * publishing its unlock message, as a final unlock does), waits for pending
  * calls to fail with RLOCK_ECLOSED, stops the I/O thread and frees the
  * client. NULL is ignored.
- * Ownership: every rlock handle of this client must be freed before, or the
- * behaviour is undefined.
+ * A thread that is exiting while the client is freed has its holds handled
+ * either by its exit (RLOCK_LOST_ABANDONED) or by the free, never both at
+ * once: the free waits for exit handlers already running.
+ * With a libev loop attached, the free closes the loop's watcher (as
+ * rlock_client_attach_loop(c, NULL) does), so the loop is left with nothing
+ * of the client's; the pending calls' RLOCK_ECLOSED completions run on the
+ * calling thread before it returns. It must therefore be called on that
+ * loop's thread (from a completion is fine) or while no thread runs the
+ * loop; to free from another thread while the loop runs, detach first on
+ * the loop's thread.
+ * Ownership: handles still open become inert: every call on them returns
+ * RLOCK_ECLOSED (rlock_kind() and rlock_name() still answer), and
+ * rlock_free(), rlock_rw_free() and rlock_multi_free() still free them.
  * In a forked child it does nothing: the memory is a copy of the parent's
  * and the I/O thread does not exist there.
- * Thread-safety: any thread except the client's own I/O thread (never from a
- * callback); no other thread may use the client during or after the call.
+ * Thread-safety: any thread except the client's own I/O thread and notifier
+ * thread (not from a lost-lock callback, nor from an async completion run
+ * on the I/O thread); no other thread may use the client or its handles
+ * during the call.
  * Redisson: RedissonClient.shutdown(). */
 RLOCK_API void rlock_client_free(rlock_client *c);
 
@@ -264,10 +277,11 @@ typedef struct rlock rlock;
  * share state; a handle may be used by any number of threads at once.
  * Returns 0, RLOCK_EINVAL (NULL argument, empty or too long name),
  * RLOCK_ENOMEM, RLOCK_EFORKED or RLOCK_ECLOSED.
- * Ownership: the caller frees the handle with rlock_free(), before freeing
- * the client. Freeing a handle does not unlock; a lock still held stays held
- * (and renewed) until its owner unlocks it through another handle or the
- * client is freed.
+ * Ownership: the caller frees the handle with rlock_free(), before or after
+ * freeing the client (after it, the handle is inert: see
+ * rlock_client_free()). Freeing a handle does not unlock; a lock still held
+ * stays held (and renewed) until its owner unlocks it through another
+ * handle or the client is freed.
  * Thread-safety: any thread.
  * Redisson: RedissonClient.getLock(name). */
 RLOCK_API int rlock_get(rlock_client *c, const char *name, rlock **out);
@@ -276,7 +290,8 @@ RLOCK_API int rlock_get(rlock_client *c, const char *name, rlock **out);
  * thread is using this handle. */
 RLOCK_API void rlock_free(rlock *l);
 
-/* Returns the lock's name. Ownership: owned by the handle. */
+/* Returns the lock's name. Ownership: owned by the handle (valid until
+ * rlock_free(), also after the client is freed). */
 RLOCK_API const char *rlock_name(const rlock *l);
 
 /* Blocks until the calling thread holds the lock. Reentrant: a thread that
@@ -404,7 +419,18 @@ typedef void (*rlock_lost_cb)(const char *name, uint64_t owner, uint64_t hold,
 /* Sets (cb NULL: clears) the client-wide lost-lock callback. Callbacks run
  * on the client's notifier thread, never the I/O thread, so a slow callback
  * never delays renewals; they may call rlock functions (not
- * rlock_client_free()). Returns 0 or RLOCK_EINVAL/EFORKED/ECLOSED.
+ * rlock_client_free()).
+ * Changing the callback is a barrier: once the call returns, the old
+ * callback is not running and will not run, so its arg may be freed. It
+ * waits for a call of the old one in progress, so do not hold anything that
+ * callback waits for. Called from a lost-lock callback itself (on the
+ * notifier thread) it does not wait: the only call that can be running is
+ * the caller, and the old callback will not run again. Setting the same
+ * callback and arg again changes nothing.
+ * Returns 0, or RLOCK_EINVAL/EFORKED/ECLOSED, or RLOCK_EDEADLK when called
+ * on the client's I/O thread (an async completion with no loop attached)
+ * while the old callback is running: waiting there could deadlock, so
+ * nothing is changed; try again later.
  * Thread-safety: any thread. */
 RLOCK_API int rlock_client_on_lost(rlock_client *c, rlock_lost_cb cb,
                                    void *arg);
@@ -412,7 +438,10 @@ RLOCK_API int rlock_client_on_lost(rlock_client *c, rlock_lost_cb cb,
 /* Sets (cb NULL: clears) the lost-lock callback of one lock name within
  * the client (shared by every handle to that name). It runs before the
  * client-wide one, on the same thread. It is kept while a handle to the
- * name or a hold on it exists. Returns 0 or an error as above. */
+ * name or a hold on it exists. The same barrier as rlock_client_on_lost():
+ * once it returns, the old callback is not running, and losses found
+ * earlier that had not been reported yet no longer call it (they still
+ * call the client-wide one). Returns 0 or an error as above. */
 RLOCK_API int rlock_on_lost(rlock *l, rlock_lost_cb cb, void *arg);
 
 /* ------------------------------------------------------------------------ */
@@ -442,10 +471,16 @@ typedef void (*rlock_done_cb)(rlock *l, uint64_t owner, int status,
 
 /* Makes completions run on loop (a libev loop the caller runs), or, with
  * loop NULL, on the client's I/O thread (where they must not block).
- * Call it from the loop's thread (or before that loop runs), before any
- * async call that should complete there; the loop must outlive the
- * attachment: detach (NULL) before destroying it. Returns 0, RLOCK_EINVAL,
- * RLOCK_ENOMEM, RLOCK_EFORKED or RLOCK_ECLOSED. */
+ * Attaching starts one ev_async watcher on the loop, which keeps ev_run()
+ * running while attached. Detaching (NULL, or another loop) stops it at once,
+ * even from inside a completion it delivered, and runs the completions
+ * still queued for the old loop on the calling thread. Call it from the
+ * loop's thread (or while no thread runs that loop: the watcher is the
+ * loop's, and libev loops are not thread-safe), before any async call that
+ * should complete there; the loop must outlive the attachment: detach, or
+ * free the client, before destroying it. rlock_client_free() detaches
+ * too, under the same rule. Returns 0, RLOCK_EINVAL, RLOCK_ENOMEM,
+ * RLOCK_EFORKED or RLOCK_ECLOSED. */
 RLOCK_API int rlock_client_attach_loop(rlock_client *c, struct ev_loop *loop);
 
 /* Starts acquiring l for owner, with wait_ms and lease_ms as
@@ -582,7 +617,10 @@ RLOCK_API int rlock_spin_set_backoff(rlock *l, int64_t initial_ms,
  * The handles are borrowed: they must outlive m, and must not be locked
  * or unlocked by hand by the thread that holds m. A multi-lock is used by
  * one thread at a time. rlock_*_new return 0, RLOCK_EINVAL (no locks, a
- * NULL one, or more than 64) or RLOCK_ENOMEM. */
+ * NULL one, or more than 64), RLOCK_ECLOSED or RLOCK_EFORKED (a handle
+ * that may not be used: see rlock_client_free()) or RLOCK_ENOMEM. The
+ * calls below check every handle first in the same way, so a round never
+ * takes locks it could not complete. */
 typedef struct rlock_multi rlock_multi;
 RLOCK_API int rlock_multi_new(rlock *const *locks, size_t n,
                               rlock_multi **out);
