@@ -260,6 +260,85 @@ static void test_lost_inner_unlock_reply_takes_one_hold_off(void **state)
     setup_end(&s);
 }
 
+/* An async call's completion. */
+typedef struct completion {
+    atomic_int done;
+    atomic_int status;
+} completion;
+
+static void on_done(rlock *l, uint64_t owner, int status, void *arg)
+{
+    completion *c = arg;
+    (void)l;
+    (void)owner;
+    atomic_store(&c->status, status);
+    atomic_store(&c->done, 1);
+}
+
+static int await_completion(completion *c)
+{
+    int64_t until = rt_now_ms() + HANG_MS;
+    while (!atomic_load(&c->done) && rt_now_ms() < until)
+        rt_sleep_ms(5);
+    assert_true(atomic_load(&c->done));
+    return atomic_load(&c->status);
+}
+
+/* The same through rlock_unlock_async(): its retry leaves the latch too. */
+static void test_late_copy_of_a_retried_async_unlock_is_answered_by_the_latch(
+    void **state)
+{
+    lt_fixture *f = *state;
+    char name[128], field[200], lease[24], *count;
+    ft_timing t = {.command_ms = COMMAND_MS,
+                   .retry_interval_ms = INTERVAL_MS,
+                   .retry_attempts = 5};
+
+    LT_TEST_NAME(name);
+    rlock_client *c = ft_connect(f->redis.url, t);
+    rlock *l = lt_get_lock(c, name);
+    uint64_t owner = rlock_owner_new();
+    snprintf(field, sizeof(field), "%s:%llu", rlock_client_id(c),
+             (unsigned long long)owner);
+    for (int i = 0; i < 2; i++) {
+        completion locked = {0};
+        assert_int_equal(
+            rlock_lock_async(l, owner, 0, LEASE_MS, on_done, &locked), 0);
+        assert_int_equal(await_completion(&locked), RLOCK_OK);
+    }
+    OK_CMD(&f->redis, "CLIENT PAUSE 1000 WRITE");
+    completion unlocked = {0};
+    int64_t started = rt_now_ms();
+    assert_int_equal(rlock_unlock_async(l, owner, on_done, &unlocked), 0);
+    assert_int_equal(await_completion(&unlocked), RLOCK_OK);
+    assert_true(rt_now_ms() - started >= COMMAND_MS); /* a retry answered */
+    rt_sleep_ms(300); /* a DEL sent after the reply would be in by now */
+
+    char *latch = the_latch(&f->redis, name);
+    char channel[160];
+    lt_channel_of(channel, sizeof(channel), name);
+    snprintf(lease, sizeof(lease), "%d", LEASE_MS);
+    redisReply *late = rt_cmd(
+        &f->redis, "EVALSHA %s 3 %s %s %s %s %s %s %s %s",
+        rlock__script_lock_release.sha1, name, channel, latch, "0", lease,
+        field, "PUBLISH", "60000");
+    assert_non_null(late);
+    assert_int_equal(late->type, REDIS_REPLY_INTEGER);
+    assert_int_equal(late->integer, 0);
+    freeReplyObject(late);
+    free(latch);
+    count = rt_cmd_str(&f->redis, "HGET %s %s", name, field);
+    assert_non_null(count);
+    assert_string_equal(count, "1");
+    free(count);
+    completion last = {0};
+    assert_int_equal(rlock_unlock_async(l, owner, on_done, &last), 0);
+    assert_int_equal(await_completion(&last), RLOCK_OK);
+    assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
+    rlock_free(l);
+    rlock_client_free(c);
+}
+
 /* Every attempt's reply is lost (writes held back for 2500 ms, longer
  * than 4 attempts of 300 ms, 100 ms apart) on a nested hold (count 2):
  * unlock reports RLOCK_ETIMEDOUT or RLOCK_ECONN within its budget, and
@@ -318,6 +397,9 @@ int main(void)
             test_lost_inner_unlock_reply_takes_one_hold_off, teardown),
         cmocka_unit_test_teardown(
             test_late_copy_of_a_retried_unlock_is_answered_by_the_latch,
+            teardown),
+        cmocka_unit_test_teardown(
+            test_late_copy_of_a_retried_async_unlock_is_answered_by_the_latch,
             teardown),
         cmocka_unit_test_teardown(
             test_unlock_with_every_reply_lost_takes_at_most_one_hold, teardown),
