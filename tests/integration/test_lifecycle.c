@@ -553,6 +553,8 @@ typedef struct cb_arg {
     int after_release; /* calls that began after the test let go of it */
     int released;      /* the test considers the argument freed */
     int slow;          /* sleep SLOW_CB_MS inside the call */
+    int gated;         /* wait inside the call until the gate opens */
+    int gate_open;
     rlock *clear_lock;          /* the callback clears this lock's callback */
     rlock_client *clear_client; /* ... or the client-wide one */
     int clear_rc;
@@ -589,6 +591,10 @@ static void on_lost_tracked(const char *name, uint64_t owner, uint64_t hold,
     pthread_mutex_unlock(&a->mu);
     if (a->slow)
         rt_sleep_ms(SLOW_CB_MS);
+    pthread_mutex_lock(&a->mu);
+    while (a->gated && !a->gate_open)
+        pthread_cond_wait(&a->cv, &a->mu);
+    pthread_mutex_unlock(&a->mu);
     int rc = 1;
     if (a->clear_lock != NULL)
         rc = rlock_on_lost(a->clear_lock, NULL, NULL);
@@ -770,6 +776,70 @@ static void test_a_callback_may_clear_itself(void **state)
 
 /* An argument runs only the tests whose names match it (a cmocka filter
  * pattern), e.g. to repeat one under a sanitizer. */
+/* An async completion on the I/O thread (no loop attached) that clears
+ * a lock's lost callback, and what that returned. */
+typedef struct clear_from_io {
+    rlock *clear;
+    atomic_int rc;
+    atomic_int done;
+} clear_from_io;
+
+static void on_done_clear(rlock *l, uint64_t owner, int status, void *arg)
+{
+    clear_from_io *x = arg;
+    (void)l;
+    (void)owner;
+    (void)status;
+    atomic_store(&x->rc, rlock_on_lost(x->clear, NULL, NULL));
+    atomic_store(&x->done, 1);
+}
+
+static void test_clearing_on_the_io_thread_while_the_old_call_runs_is_edeadlk(
+    void **state)
+{
+    lt_fixture *f = *state;
+    char name[160], other_name[160];
+    snprintf(name, sizeof(name), "%s:%s", LT_SUITE, __func__);
+    snprintf(other_name, sizeof(other_name), "%s:%s:other", LT_SUITE,
+             __func__);
+    rlock_client *c = connect_default(f);
+    rlock *l = lt_get_lock(c, name), *other = lt_get_lock(c, other_name);
+    cb_arg a;
+    clear_from_io x = {.clear = l};
+
+    cb_arg_init(&a, 0);
+    a.gated = 1; /* the old callback runs until the test opens the gate */
+    atomic_init(&x.rc, 1);
+    atomic_init(&x.done, 0);
+    assert_int_equal(rlock_on_lost(l, on_lost_tracked, &a), RLOCK_OK);
+    lose_now(l);
+    await_started(&a, 1);
+    /* waiting there could deadlock: a callback's blocking call may need
+     * the I/O thread; so it is refused, and nothing changes */
+    assert_int_equal(rlock_lock_async(other, rlock_owner_new(), 0,
+                                      RLOCK_LEASE_WATCHDOG, on_done_clear, &x),
+                     RLOCK_OK);
+    for (int64_t deadline = rt_now_ms() + 10000; !atomic_load(&x.done);) {
+        assert_true(rt_now_ms() < deadline);
+        rt_sleep_ms(2);
+    }
+    assert_int_equal(atomic_load(&x.rc), RLOCK_EDEADLK);
+    pthread_mutex_lock(&a.mu);
+    a.gate_open = 1;
+    pthread_cond_broadcast(&a.cv);
+    pthread_mutex_unlock(&a.mu);
+    await_finished(&a, 1);
+    /* the callback was kept: the next loss still calls it */
+    lose_now(l);
+    await_finished(&a, 2);
+    assert_int_equal(rlock_on_lost(l, NULL, NULL), RLOCK_OK);
+    assert_int_equal(release_arg(&a), 0);
+    rlock_free(l);
+    rlock_free(other);
+    rlock_client_free(c);
+    cb_arg_destroy(&a);
+}
+
 int main(int argc, char **argv)
 {
     if (rt_require_redis() != 0)
@@ -793,6 +863,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(
             test_clearing_the_client_callback_waits_for_the_running_call),
         cmocka_unit_test(test_a_callback_may_clear_itself),
+        cmocka_unit_test(
+            test_clearing_on_the_io_thread_while_the_old_call_runs_is_edeadlk),
     };
     return cmocka_run_group_tests(tests, group_setup, lt_group_teardown);
 }
