@@ -168,6 +168,34 @@ RLOCK_API int rlock_config_set_database(rlock_config *cfg, int db);
 RLOCK_API int rlock_config_set_client_name(rlock_config *cfg,
                                            const char *name);
 
+/* Log hook. rlock prints nothing by itself; what deserves an operator's
+ * attention (a refused SUBSCRIBE and the fall-back to re-checks, a missing
+ * ACL permission found at connect time, ...) goes to cb, with one of these
+ * levels (lower is more severe). */
+#define RLOCK_LOG_ERROR 1
+#define RLOCK_LOG_WARN 2
+#define RLOCK_LOG_INFO 3
+#define RLOCK_LOG_DEBUG 4
+
+/* A log line: level is RLOCK_LOG_*, message one line of English without a
+ * trailing newline (valid during the call only), arg as given to
+ * rlock_config_set_log(). */
+typedef void (*rlock_log_cb)(int level, const char *message, void *arg);
+
+/* Sends the client's log lines of level at most level (RLOCK_LOG_WARN:
+ * errors and warnings) to cb; cb NULL turns logging off (the default).
+ * cb runs on one of the client's own threads (the I/O thread, which it
+ * should not hold up), never on the thread of a caller of an rlock
+ * function and never while rlock holds a lock of its own, so it may call
+ * rlock functions other than blocking ones (which return RLOCK_EDEADLK on
+ * the I/O thread) and rlock_client_free(). Lines from connecting are
+ * delivered once the client is up. Returns 0, or RLOCK_EINVAL (cfg NULL, or
+ * level not an RLOCK_LOG_* value; the config is then unchanged).
+ * Ownership: arg is borrowed: it must stay valid while a client made with
+ * this config exists. Thread-safety: as rlock_config_new(). */
+RLOCK_API int rlock_config_set_log(rlock_config *cfg, int level,
+                                   rlock_log_cb cb, void *arg);
+
 /* Reads a Redisson JSON config file (the format of Config.fromJSON):
  * singleServerConfig's address, username, password, database,
  * connectTimeout, timeout, retryAttempts, retryInterval, clientName,

@@ -30,6 +30,9 @@ void rlock__config_defaults(rlock_config *cfg)
     cfg->database = 0;
     cfg->database_set = false;
     cfg->client_name = NULL;
+    cfg->log_cb = NULL;
+    cfg->log_arg = NULL;
+    cfg->log_level = RLOCK_LOG_WARN;
 }
 
 /* Frees a string that may hold a secret, wiping it first. */
@@ -258,4 +261,15 @@ int rlock_config_set_client_name(rlock_config *cfg, const char *name)
     if (cfg == NULL || (name != NULL && !is_token(name)))
         return RLOCK_EINVAL;
     return replace_string(&cfg->client_name, name);
+}
+
+int rlock_config_set_log(rlock_config *cfg, int level, rlock_log_cb cb,
+                         void *arg)
+{
+    if (cfg == NULL || level < RLOCK_LOG_ERROR || level > RLOCK_LOG_DEBUG)
+        return RLOCK_EINVAL;
+    cfg->log_cb = cb;
+    cfg->log_arg = arg;
+    cfg->log_level = level;
+    return RLOCK_OK;
 }

@@ -156,6 +156,10 @@ struct rlock_config {
     int database;
     bool database_set; /* database replaces the URI's /db */
     char *client_name; /* CLIENT SETNAME on every connection */
+
+    rlock_log_cb log_cb; /* NULL: no logging */
+    void *log_arg;       /* borrowed */
+    int log_level;       /* RLOCK_LOG_*: the least severe line passed on */
 };
 
 void rlock__config_defaults(rlock_config *cfg);
@@ -163,6 +167,23 @@ int64_t rlock__config_latch_ms(const rlock_config *cfg);
 int rlock__config_copy(rlock_config *dst, const rlock_config *src);
 void rlock__config_clear(rlock_config *cfg);
 int rlock__config_apply_uri(const rlock_config *cfg, rlock__uri *uri);
+
+/* ------------------------------------------------------------------ log.c */
+
+/* Log lines go to the config's hook. Call rlock__log only on an rlock
+ * thread and with no rlock lock held (rlock.h promises both); connecting
+ * runs on the caller's thread, so it uses rlock__log_later, which hands the
+ * line to the I/O thread. */
+#if defined(__GNUC__)
+#define RLOCK__PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define RLOCK__PRINTF(f, a)
+#endif
+bool rlock__log_enabled(const rlock_client *c, int level);
+void rlock__log(const rlock_client *c, int level, const char *fmt, ...)
+    RLOCK__PRINTF(3, 4);
+void rlock__log_later(rlock_client *c, int level, const char *fmt, ...)
+    RLOCK__PRINTF(3, 4);
 
 /* --------------------------------------------------------------- ioloop.c */
 
