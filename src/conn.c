@@ -33,6 +33,7 @@ static void on_connect(const redisAsyncContext *ac, int status)
         return;
     if (status != REDIS_OK) {
         /* hiredis frees the context after this returns */
+        cn->refusal[0] = '\0';
         cn->ac = NULL;
         cn->state = RLOCK__CONN_DOWN;
         if (cn->on_down != NULL)
@@ -47,9 +48,14 @@ static void on_connect(const redisAsyncContext *ac, int status)
 static void on_disconnect(const redisAsyncContext *ac, int status)
 {
     rlock__conn *cn = ac->data;
-    (void)status;
     if (cn == NULL)
         return;
+    /* hiredis 0.14 drops the connection when an error reply has no
+     * callback to go to (on a subscriber: a refused SUBSCRIBE), and leaves
+     * the reply's text in errstr with REDIS_ERR_OTHER */
+    cn->refusal[0] = '\0';
+    if (status != REDIS_OK && ac->err == REDIS_ERR_OTHER)
+        snprintf(cn->refusal, sizeof(cn->refusal), "%s", ac->errstr);
     cn->ac = NULL;
     cn->state = RLOCK__CONN_DOWN;
     if (cn->on_down != NULL)

@@ -233,6 +233,10 @@ typedef struct rlock__conn {
     rlock__conn_state state;
     void (*on_up)(struct rlock__conn *cn);   /* optional */
     void (*on_down)(struct rlock__conn *cn); /* optional */
+    /* why the last context went down, for on_down: an error reply that
+     * hiredis could not hand to any callback (the server refused a
+     * SUBSCRIBE, say), else empty */
+    char refusal[128];
 } rlock__conn;
 
 void rlock__conn_init(rlock__conn *cn, rlock_client *c);
@@ -361,6 +365,8 @@ typedef struct rlock__entry {
     int64_t released_at_ms;  /* this client last released it */
     bool subscribed; /* the channel subscription is confirmed */
     bool joined;     /* I/O thread: counted in its channel */
+    bool unheard;    /* its channel's SUBSCRIBE was refused: waiters
+                        re-check without waiting for a subscription */
     rlock_lost_cb lost_cb; /* rlock_on_lost() */
     void *lost_arg;
     uint64_t lost_reg;     /* which setting of it (notify.c); 0: none */
@@ -480,6 +486,7 @@ int rlock__pubsub_new(rlock__pubsub **out, rlock_client *c);
 void rlock__pubsub_free(rlock__pubsub *ps);
 void rlock__pubsub_shutdown(rlock__pubsub *ps);
 int rlock__pubsub_sync(rlock__entry *e);
+void rlock__pubsub_assume_refused(rlock__pubsub *ps);
 
 /* ------------------------------------------------------------- watchdog.c */
 

@@ -608,8 +608,10 @@ static void waiter_enter(rlock__entry *e)
 {
     pthread_mutex_lock(&e->mu);
     bool first = e->waiters++ == 0;
-    if (first)
+    if (first) {
         e->subscribed = false;
+        e->unheard = false;
+    }
     pthread_mutex_unlock(&e->mu);
     if (first)
         rlock__pubsub_sync(e); /* on failure: re-checks alone */
@@ -626,13 +628,13 @@ static void waiter_leave(rlock__entry *e)
         rlock__pubsub_sync(e);
 }
 
-/* Waits until e's subscription is confirmed or until_ms. */
+/* Waits until e's subscription is confirmed or refused, or until_ms. */
 static void wait_subscribed(rlock__entry *e, int64_t until_ms)
 {
     struct timespec ts;
     rlock__abs_timespec(until_ms, &ts);
     pthread_mutex_lock(&e->mu);
-    while (!e->subscribed &&
+    while (!e->subscribed && !e->unheard &&
            pthread_cond_timedwait(&e->cv, &e->mu, &ts) != ETIMEDOUT)
         ;
     pthread_mutex_unlock(&e->mu);

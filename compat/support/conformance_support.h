@@ -184,8 +184,8 @@ void conf_expect_pttl(rt_redis *r, const char *key, long long lo, long long hi);
 void conf_expect_owner_shape(const char *field);
 
 /* Asserts that the channels with subscribers are exactly the
- * NULL-terminated list (waiting up to timeout_ms for it to become so).
- * rlock's private "rlock:anchor:<uuid>" channels are left out. */
+ * NULL-terminated list (waiting up to timeout_ms for it to become so):
+ * rlock subscribes to no channel a Redisson client would not. */
 void conf_expect_channels(rt_redis *r, const char *const *channels,
                           int timeout_ms);
 

@@ -1,0 +1,433 @@
+/*
+ * test_pubsub_acl.c: waiting under Redis 7 ACL users (issue 12, items 6
+ * and 3), and the log hook that reports what an ACL refused.
+ *
+ * A Redis 7 user made with ACL SETUSER gets no channel permissions unless
+ * given some (resetchannels is the default), so its SUBSCRIBE is refused.
+ * A waiter must then fall back to re-checks at the configured interval,
+ * with one warning through the log hook, and never reconnect in a loop.
+ * A user with exactly the rules the README gives (the channel pattern
+ * Redisson needs, &redisson_lock__channel:*) must get real wake-ups.
+ *
+ * The holder is a Redisson peer played by hand on the default user: the
+ * lock hash with a long lease, released by DEL + PUBLISH "0" as Redisson's
+ * unlock does, so only a message or a re-check can end a wait.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "lock_testing.h"
+#include "rlock.h"
+
+#define LT_SUITE "pubsub-acl"
+
+#define PASSWORD "pw-acl-test"
+/* what the README asks an admin to grant rlock (and Redisson's locks) */
+#define README_RULES                                                         \
+    "resetchannels &redisson_lock__channel:* ~* +evalsha +script|load "     \
+    "+publish +subscribe +unsubscribe +ping +del +get +set +exists "        \
+    "+hexists +hget +hset +hdel +hincrby +hkeys +hlen +pexpire +pttl +incr " \
+    "+lindex +lpop +lrange +lrem +rpush +zadd +zincrby +zrange +zrem "      \
+    "+zscore +client|setname +select"
+
+/* The holder lets go this long after the waiter starts. */
+#define HOLD_MS 300
+/* A waiter's re-check interval when re-checks are what should end the wait,
+ * and the slack allowed on top of it on a loaded machine. */
+#define RECHECK_MS 1000
+#define RECHECK_SLACK_MS 1500
+/* A re-check interval no pub/sub wake-up comes near. */
+#define SLOW_RECHECK_MS 20000
+#define WAKE_MARGIN_MS 1500
+/* Connections a client may open in one contended wait: the connect check,
+ * two direct and two I/O-thread command connections, the subscriber and one
+ * reconnect of it after the refusal, plus the test's own few. */
+#define FEW_CONNECTIONS 20
+
+/* ------------------------------------------------------------- helpers */
+
+/* What the log hook received. */
+typedef struct log_record {
+    pthread_mutex_t mu;
+    int lines[RLOCK_LOG_DEBUG + 1]; /* by level */
+    char last_warning[512];
+} log_record;
+
+static void record_line(int level, const char *message, void *arg)
+{
+    log_record *lr = arg;
+
+    pthread_mutex_lock(&lr->mu);
+    if (level >= RLOCK_LOG_ERROR && level <= RLOCK_LOG_DEBUG)
+        lr->lines[level]++;
+    if (level == RLOCK_LOG_WARN)
+        snprintf(lr->last_warning, sizeof(lr->last_warning), "%s", message);
+    pthread_mutex_unlock(&lr->mu);
+}
+
+static int warnings(log_record *lr)
+{
+    pthread_mutex_lock(&lr->mu);
+    int n = lr->lines[RLOCK_LOG_WARN];
+    pthread_mutex_unlock(&lr->mu);
+    return n;
+}
+
+/* Makes user (on, password PASSWORD) with the given ACL rules (separated
+ * by spaces), replacing any earlier one of that name. */
+static void make_user(rt_redis *r, const char *user, const char *rules)
+{
+    const char *argv[64] = {"ACL", "SETUSER", user, "reset", "on",
+                            ">" PASSWORD};
+    int argc = 6;
+    char copy[1024];
+
+    snprintf(copy, sizeof(copy), "%s", rules);
+    for (char *save = NULL, *tok = strtok_r(copy, " ", &save); tok != NULL;
+         tok = strtok_r(NULL, " ", &save)) {
+        assert_true(argc < 64);
+        argv[argc++] = tok;
+    }
+    redisContext *ctx = redisConnect("127.0.0.1", r->port);
+    assert_non_null(ctx);
+    assert_int_equal(ctx->err, 0);
+    redisReply *rep = redisCommandArgv(ctx, argc, argv, NULL);
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_STATUS);
+    assert_string_equal(rep->str, "OK");
+    freeReplyObject(rep);
+    redisFree(ctx);
+}
+
+/* Connects as user with the given re-check interval, logging into lr. */
+static rlock_client *connect_as(rt_redis *r, const char *user,
+                                int64_t recheck_ms, log_record *lr)
+{
+    rlock_config *cfg = NULL;
+    rlock_client *c = NULL;
+
+    assert_int_equal(rlock_config_new(&cfg), RLOCK_OK);
+    assert_int_equal(rlock_config_set_credentials(cfg, user, PASSWORD),
+                     RLOCK_OK);
+    assert_int_equal(rlock_config_set_recheck_interval(cfg, recheck_ms),
+                     RLOCK_OK);
+    assert_int_equal(
+        rlock_config_set_log(cfg, RLOCK_LOG_DEBUG, record_line, lr),
+        RLOCK_OK);
+    assert_int_equal(rlock_client_connect_with(&c, r->url, cfg), RLOCK_OK);
+    rlock_config_free(cfg);
+    return c;
+}
+
+/* INFO stats' total_connections_received. */
+static long long connections_received(rt_redis *r)
+{
+    char *info = rt_cmd_str(r, "INFO stats");
+    const char *key = "total_connections_received:";
+    long long n = -1;
+
+    assert_non_null(info);
+    const char *p = strstr(info, key);
+    if (p != NULL)
+        n = atoll(p + strlen(key));
+    free(info);
+    assert_true(n >= 0);
+    return n;
+}
+
+/* A Redisson holder, by hand: the lock hash with a 60 s lease. */
+static void hold_by_peer(rt_redis *r, const char *name)
+{
+    assert_int_equal(rt_cmd_int(r, "HSET %s %s 1", name, "peer-uuid:7"), 1);
+    assert_int_equal(rt_cmd_int(r, "PEXPIRE %s 60000", name), 1);
+}
+
+typedef struct release_later {
+    pthread_t thread;
+    rt_redis *redis;
+    char name[128];
+} release_later;
+
+/* Sleeps HOLD_MS, then releases as Redisson's unlock does. */
+static void *release_main(void *arg)
+{
+    release_later *rl = arg;
+    char channel[256];
+
+    rt_sleep_ms(HOLD_MS);
+    lt_channel_of(channel, sizeof(channel), rl->name);
+    rt_cmd_int(rl->redis, "DEL %s", rl->name);
+    rt_cmd_int(rl->redis, "PUBLISH %s 0", channel);
+    return NULL;
+}
+
+/* Holds name as a peer, releases it HOLD_MS from now, and returns how long
+ * rlock_trylock() on c took to get it (with a lease, so that no renewal
+ * runs). A user without channel permissions cannot publish either, so its
+ * unlock is not checked here (issue 12 item 3 says what it returns), only
+ * that the lock is gone. */
+static int64_t contended_wait_ms(rt_redis *r, rlock_client *c,
+                                 const char *name)
+{
+    release_later rl = {.redis = r};
+    rlock *l = lt_get_lock(c, name);
+
+    snprintf(rl.name, sizeof(rl.name), "%s", name);
+    hold_by_peer(r, name);
+    int64_t start = rt_now_ms();
+    assert_int_equal(pthread_create(&rl.thread, NULL, release_main, &rl), 0);
+    assert_int_equal(rlock_trylock(l, 20000, 60000), RLOCK_OK);
+    int64_t took = rt_now_ms() - start;
+    pthread_join(rl.thread, NULL);
+    rlock_unlock(l);
+    assert_int_equal(rt_cmd_int(r, "EXISTS %s", name), 0);
+    rlock_free(l);
+    return took;
+}
+
+/* --------------------------------------------------------------- tests */
+
+static void test_no_channel_user_waits_by_rechecks_without_reconnecting(
+    void **state)
+{
+    lt_fixture *f = *state;
+    log_record lr = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    char name[128];
+
+    LT_TEST_NAME(name);
+    make_user(&f->redis, "nochan", "~* +@all");
+    rlock_client *c = connect_as(&f->redis, "nochan", RECHECK_MS, &lr);
+    long long before = connections_received(&f->redis);
+
+    int64_t took = contended_wait_ms(&f->redis, c, name);
+    long long opened = connections_received(&f->redis) - before;
+    print_message("no-channel user: wait %lld ms, %lld connections\n",
+                  (long long)took, opened);
+    assert_true(took >= HOLD_MS - 50);
+    assert_true(took < RECHECK_MS + RECHECK_SLACK_MS);
+    assert_true(opened < FEW_CONNECTIONS);
+    rlock_client_free(c);
+}
+
+static void test_readme_acl_user_is_woken_by_unlock_messages(void **state)
+{
+    lt_fixture *f = *state;
+    log_record lr = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    char name[128];
+
+    LT_TEST_NAME(name);
+    make_user(&f->redis, "redissonish", README_RULES);
+    rlock_client *c = connect_as(&f->redis, "redissonish", SLOW_RECHECK_MS,
+                                 &lr);
+    long long before = connections_received(&f->redis);
+
+    int64_t took = contended_wait_ms(&f->redis, c, name);
+    long long opened = connections_received(&f->redis) - before;
+    print_message("README ACL user: wait %lld ms, %lld connections\n",
+                  (long long)took, opened);
+    assert_true(took >= HOLD_MS - 50);
+    assert_true(took < HOLD_MS + WAKE_MARGIN_MS);
+    assert_true(opened < FEW_CONNECTIONS);
+    rlock_client_free(c); /* its log lines are delivered by now */
+    assert_int_equal(warnings(&lr), 0);
+    assert_int_equal(lr.lines[RLOCK_LOG_ERROR], 0);
+}
+
+static void test_refused_subscribe_is_warned_once(void **state)
+{
+    lt_fixture *f = *state;
+    log_record lr = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    char name[128], other[160];
+
+    LT_TEST_NAME(name);
+    snprintf(other, sizeof(other), "%s:other", name);
+    make_user(&f->redis, "nochan-once", "~* +@all");
+    rlock_client *c = connect_as(&f->redis, "nochan-once", RECHECK_MS, &lr);
+
+    contended_wait_ms(&f->redis, c, name);
+    contended_wait_ms(&f->redis, c, other);
+    contended_wait_ms(&f->redis, c, name);
+    rlock_client_free(c);
+    assert_int_equal(warnings(&lr), 1);
+    print_message("warning: %s\n", lr.last_warning);
+    assert_non_null(strstr(lr.last_warning, "SUBSCRIBE"));
+    assert_non_null(strstr(lr.last_warning, "redisson_lock__channel:"));
+    assert_non_null(strstr(lr.last_warning, "NOPERM"));
+}
+
+typedef struct trylock_thread {
+    pthread_t thread;
+    rlock *l;
+    int64_t wait_ms;
+    int rc;
+} trylock_thread;
+
+static void *trylock_main(void *arg)
+{
+    trylock_thread *t = arg;
+
+    t->rc = rlock_trylock(t->l, t->wait_ms, RLOCK_LEASE_WATCHDOG);
+    if (t->rc == RLOCK_OK)
+        t->rc = rlock_unlock(t->l);
+    return NULL;
+}
+
+/* PUBSUB NUMSUB channel. */
+static long long numsub(rt_redis *r, const char *channel)
+{
+    redisReply *rep = rt_cmd(r, "PUBSUB NUMSUB %s", channel);
+    long long n = -1;
+
+    assert_non_null(rep);
+    if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
+        rep->element[1]->type == REDIS_REPLY_INTEGER)
+        n = rep->element[1]->integer;
+    freeReplyObject(rep);
+    return n;
+}
+
+static void test_subscriber_subscribes_to_lock_channels_only(void **state)
+{
+    lt_fixture *f = *state;
+    char name[128], channel[256];
+
+    LT_TEST_NAME(name);
+    lt_channel_of(channel, sizeof(channel), name);
+    rlock_client *c = lt_connect(f->redis.url, NULL, 0);
+    trylock_thread t = {.l = lt_get_lock(c, name), .wait_ms = 10000};
+    hold_by_peer(&f->redis, name);
+    assert_int_equal(pthread_create(&t.thread, NULL, trylock_main, &t), 0);
+    int64_t deadline = rt_now_ms() + 5000;
+    while (numsub(&f->redis, channel) != 1 && rt_now_ms() < deadline)
+        rt_sleep_ms(10);
+    assert_int_equal(numsub(&f->redis, channel), 1);
+
+    /* the waiting client's subscriber holds its lock's channel, and no
+     * channel a Redisson client would not subscribe to */
+    redisReply *rep = rt_cmd(&f->redis, "PUBSUB CHANNELS *");
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
+    assert_int_equal(rep->elements, 1);
+    assert_string_equal(rep->element[0]->str, channel);
+    freeReplyObject(rep);
+
+    assert_int_equal(rt_cmd_int(&f->redis, "DEL %s", name), 1);
+    assert_int_equal(rt_cmd_int(&f->redis, "PUBLISH %s 0", channel), 1);
+    pthread_join(t.thread, NULL);
+    assert_int_equal(t.rc, RLOCK_OK);
+    rlock_free(t.l);
+    rlock_client_free(c);
+}
+
+/* Channels coming and going back to back: the last waiter of one lock
+ * leaves and the first of another arrives in the same breath, so the new
+ * channel's SUBSCRIBE goes out while the UNSUBSCRIBE that leaves the
+ * subscriber with no channel is in flight. The subscriber holds no channel
+ * of its own to keep it in subscribed mode meanwhile (pubsub.c's design
+ * notes): a hiredis that left that mode on the zero count would abort on
+ * the SUBSCRIBE's reply, or drop it. Real waiters cannot be timed that
+ * finely, so this drives the waiter counts of two entries directly, as
+ * lock.c does, and asks pubsub.c to follow them: every subscription must
+ * be confirmed. */
+#define CHURN_ROUNDS 100
+
+#include "internal.h"
+
+static void set_waiters(rlock *l, int n)
+{
+    pthread_mutex_lock(&l->entry->mu);
+    l->entry->waiters = n;
+    pthread_mutex_unlock(&l->entry->mu);
+}
+
+/* Waits until l's entry is subscribed (up to 5 s); returns whether it is. */
+static bool wait_entry_subscribed(rlock *l)
+{
+    int64_t deadline = rt_now_ms() + 5000;
+    bool subscribed = false;
+
+    while (!subscribed && rt_now_ms() < deadline) {
+        pthread_mutex_lock(&l->entry->mu);
+        subscribed = l->entry->subscribed;
+        pthread_mutex_unlock(&l->entry->mu);
+        if (!subscribed)
+            rt_sleep_ms(1);
+    }
+    return subscribed;
+}
+
+static void test_subscriber_survives_channels_coming_and_going(void **state)
+{
+    lt_fixture *f = *state;
+    rlock *l[2];
+
+    rlock_client *c = lt_connect(f->redis.url, NULL, 0);
+    l[0] = lt_get_lock(c, LT_SUITE ":churn:0");
+    l[1] = lt_get_lock(c, LT_SUITE ":churn:1");
+    set_waiters(l[0], 1);
+    assert_int_equal(rlock__pubsub_sync(l[0]->entry), RLOCK_OK);
+    assert_true(wait_entry_subscribed(l[0]));
+    for (int i = 1; i <= CHURN_ROUNDS; i++) {
+        rlock *leaving = l[(i - 1) % 2], *coming = l[i % 2];
+        set_waiters(leaving, 0);
+        set_waiters(coming, 1);
+        assert_int_equal(rlock__pubsub_sync(leaving->entry), RLOCK_OK);
+        assert_int_equal(rlock__pubsub_sync(coming->entry), RLOCK_OK);
+        assert_true(wait_entry_subscribed(coming));
+    }
+    set_waiters(l[CHURN_ROUNDS % 2], 0);
+    assert_int_equal(rlock__pubsub_sync(l[CHURN_ROUNDS % 2]->entry),
+                     RLOCK_OK);
+    rlock_free(l[0]);
+    rlock_free(l[1]);
+    /* and the subscriber still works */
+    assert_true(contended_wait_ms(&f->redis, c, LT_SUITE ":churn:after") <
+                HOLD_MS + WAKE_MARGIN_MS);
+    rlock_client_free(c);
+}
+
+static void test_set_log_refuses_bad_arguments(void **state)
+{
+    rlock_config *cfg = NULL;
+    log_record lr = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+    (void)state;
+    assert_int_equal(rlock_config_new(&cfg), RLOCK_OK);
+    assert_int_equal(rlock_config_set_log(NULL, RLOCK_LOG_WARN, record_line,
+                                          &lr),
+                     RLOCK_EINVAL);
+    assert_int_equal(rlock_config_set_log(cfg, 0, record_line, &lr),
+                     RLOCK_EINVAL);
+    assert_int_equal(
+        rlock_config_set_log(cfg, RLOCK_LOG_DEBUG + 1, record_line, &lr),
+        RLOCK_EINVAL);
+    assert_int_equal(rlock_config_set_log(cfg, RLOCK_LOG_ERROR, NULL, NULL),
+                     RLOCK_OK);
+    rlock_config_free(cfg);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(
+            test_no_channel_user_waits_by_rechecks_without_reconnecting),
+        cmocka_unit_test(test_readme_acl_user_is_woken_by_unlock_messages),
+        cmocka_unit_test(test_refused_subscribe_is_warned_once),
+        cmocka_unit_test(test_subscriber_subscribes_to_lock_channels_only),
+        cmocka_unit_test(test_subscriber_survives_channels_coming_and_going),
+        cmocka_unit_test(test_set_log_refuses_bad_arguments),
+    };
+
+    rt_require_redis();
+    return cmocka_run_group_tests(tests, lt_group_setup_redis_only,
+                                 lt_group_teardown);
+}
