@@ -8,9 +8,11 @@
  * signalled to a blocked caller through mu/cv.
  *
  * Scripts go out as EVALSHA. A NOSCRIPT reply (Redis restarted, or SCRIPT
- * FLUSH) makes the I/O thread resend the same call as EVAL with the body, on
- * the same connection, before the caller sees anything; EVAL also caches the
- * script again, so the next EVALSHA works.
+ * FLUSH) makes the I/O thread send SCRIPT LOAD with the body and the same
+ * EVALSHA again behind it, on the same connection, before the caller sees
+ * anything. Never EVAL: an operator may have renamed it away and left
+ * EVALSHA and SCRIPT LOAD, which connecting checked. A second NOSCRIPT is
+ * the call's answer.
  *
  * A blocked caller waits at most its timeout. If the reply comes later, the
  * request is "abandoned" and its result dropped, with one exception: an
@@ -203,9 +205,13 @@ static void on_reply(redisAsyncContext *ac, void *reply_, void *privdata)
                                                      : RLOCK_ECONN);
         return;
     }
-    if (r->script != NULL && !r->use_eval && rlock__reply_is_noscript(reply)) {
-        r->use_eval = true;
-        if (issue(r, ac) != 0)
+    if (r->script != NULL && !r->reloaded && rlock__reply_is_noscript(reply)) {
+        r->reloaded = true;
+        const char *argv[3] = {"SCRIPT", "LOAD", (const char *)r->script->body};
+        size_t lens[3] = {6, 4, r->script->len};
+        /* its reply is not needed: the EVALSHA behind it tells */
+        if (redisAsyncCommandArgv(ac, NULL, NULL, 3, argv, lens) != REDIS_OK ||
+            issue(r, ac) != 0)
             complete(r, RLOCK_ECONN);
         return;
     }
@@ -216,8 +222,8 @@ static void on_reply(redisAsyncContext *ac, void *reply_, void *privdata)
     complete(r, 0);
 }
 
-/* Lays out r as one command: EVALSHA (or EVAL) sha numkeys args..., or
- * the plain command. Uses cmd's inline arrays when they are big enough.
+/* Lays out r as one command: EVALSHA sha numkeys args..., or the plain
+ * command. Uses cmd's inline arrays when they are big enough.
  * Returns the argument count, or -1 when out of memory. */
 int rlock__req_command(const rlock__req *r, rlock__command *cmd)
 {
@@ -235,11 +241,10 @@ int rlock__req_command(const rlock__req *r, rlock__command *cmd)
     int k = 0;
     if (r->script != NULL) {
         snprintf(cmd->numkeys, sizeof(cmd->numkeys), "%d", r->numkeys);
-        cmd->argv[0] = r->use_eval ? "EVAL" : "EVALSHA";
-        cmd->lens[0] = strlen(cmd->argv[0]);
-        cmd->argv[1] =
-            r->use_eval ? (const char *)r->script->body : r->script->sha1;
-        cmd->lens[1] = r->use_eval ? r->script->len : strlen(r->script->sha1);
+        cmd->argv[0] = "EVALSHA";
+        cmd->lens[0] = 7;
+        cmd->argv[1] = r->script->sha1;
+        cmd->lens[1] = strlen(r->script->sha1);
         cmd->argv[2] = cmd->numkeys;
         cmd->lens[2] = strlen(cmd->numkeys);
         k = 3;

@@ -250,8 +250,7 @@ static void drain_parked(slot *s)
             s->owed--;
         } else if (s->late != NULL) {
             redisReply *rr = reply;
-            if (s->late->script != NULL && !s->late->use_eval &&
-                rlock__reply_is_noscript(rr)) {
+            if (s->late->script != NULL && rlock__reply_is_noscript(rr)) {
                 /* the script did not run: nothing to give back */
                 rlock__req_unref(s->late);
                 s->late = NULL;
@@ -393,10 +392,19 @@ static int round_trip(slot *s, rlock__req *r, int64_t timeout_ms)
         rc = read_reply(s, deadline, &reply);
         if (rc != 0)
             goto out_failed;
-        if (r->script != NULL && !r->use_eval &&
+        if (r->script != NULL && !r->reloaded &&
             rlock__reply_is_noscript(reply)) {
+            /* Redis lost its scripts: load this one and send it again
+             * (command.c's file comment says why not EVAL) */
             freeReplyObject(reply);
-            r->use_eval = true; /* Redis lost its scripts: send the body */
+            r->reloaded = true;
+            const char *argv[3] = {"SCRIPT", "LOAD",
+                                   (const char *)r->script->body};
+            size_t lens[3] = {6, 4, r->script->len};
+            /* its reply is skipped: the EVALSHA behind it tells */
+            if (redisAppendCommandArgv(s->ctx, 3, argv, lens) != REDIS_OK)
+                goto out_close;
+            s->owed++;
             continue;
         }
         rlock__req_decode(r, reply);

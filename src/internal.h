@@ -260,7 +260,7 @@ struct rlock__req {
     rlock_client *client;
     rlock__reply_kind kind;
     const rlock__script *script; /* NULL: a plain command */
-    bool use_eval;               /* NOSCRIPT seen: send the body */
+    bool reloaded; /* NOSCRIPT seen: the script was loaded again */
     char *latch_del; /* unlock: latch key the I/O thread DELs once the
                         reply reached its caller (owned) */
     int conn;                    /* command connection index, -1: any */

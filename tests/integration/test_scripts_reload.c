@@ -2,8 +2,8 @@
  * test_scripts_reload.c: the script cache can vanish under the client.
  *
  * Scripts go out as EVALSHA; after SCRIPT FLUSH (or a server restart) Redis
- * answers NOSCRIPT, and the library must resend the call as EVAL with the
- * body, transparently, which also caches the script again. The SHA-1s are
+ * answers NOSCRIPT, and the library must load the script again (SCRIPT
+ * LOAD) and resend the EVALSHA, transparently, never EVAL. The SHA-1s are
  * the generated rlock__script_*.sha1 symbols (src/scripts.h), reachable
  * because tests link the library's object files.
  */
@@ -13,9 +13,12 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "lock_testing.h"
@@ -263,6 +266,99 @@ static void test_lock_after_server_restart_succeeds(void **state)
     rlock_free(l);
 }
 
+/* ------------------------------------------- a server with EVAL renamed */
+
+/* An operator may rename EVAL away (rename-command EVAL "" in the server's
+ * config file) and leave EVALSHA and SCRIPT LOAD: after SCRIPT FLUSH the
+ * client must load its script again and resend EVALSHA, never fall back to
+ * EVAL (issue 12, item 12). */
+
+typedef struct done_flag {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int status;
+    bool done;
+} done_flag;
+
+static void on_done(rlock *l, uint64_t owner, int status, void *arg)
+{
+    done_flag *d = arg;
+
+    (void)l;
+    (void)owner;
+    pthread_mutex_lock(&d->mu);
+    d->status = status;
+    d->done = true;
+    pthread_cond_signal(&d->cv);
+    pthread_mutex_unlock(&d->mu);
+}
+
+/* Waits (up to 10 s) for an async call's completion; returns its status. */
+static int wait_done(done_flag *d)
+{
+    int64_t deadline = rt_now_ms() + 10000;
+
+    pthread_mutex_lock(&d->mu);
+    while (!d->done && rt_now_ms() < deadline) {
+        pthread_mutex_unlock(&d->mu);
+        rt_sleep_ms(5);
+        pthread_mutex_lock(&d->mu);
+    }
+    int rc = d->done ? d->status : RLOCK_ETIMEDOUT;
+    d->done = false;
+    pthread_mutex_unlock(&d->mu);
+    return rc;
+}
+
+static void test_lock_after_flush_without_eval_reloads_the_script(void **state)
+{
+    char dir[] = "/tmp/rlock-noeval-XXXXXX", conf[64], name[128];
+    done_flag d = {.mu = PTHREAD_MUTEX_INITIALIZER,
+                   .cv = PTHREAD_COND_INITIALIZER};
+    rt_redis r = {0};
+
+    (void)state;
+    LT_TEST_NAME(name);
+    assert_non_null(mkdtemp(dir));
+    snprintf(conf, sizeof(conf), "%s/no-eval.conf", dir);
+    FILE *fp = fopen(conf, "w");
+    assert_non_null(fp);
+    fputs("rename-command EVAL \"\"\n", fp);
+    fclose(fp);
+    const char *const args[] = {"--include", conf, NULL};
+    assert_int_equal(rt_redis_start_args(&r, args), 0);
+    redisReply *rep = rt_cmd(&r, "EVAL %s 0", "return 1");
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_ERROR); /* EVAL is gone */
+    freeReplyObject(rep);
+
+    rlock_client *c = lt_connect(r.url, NULL, 0);
+    rlock *l = lt_get_lock(c, name);
+    /* on the calling thread (a direct connection) */
+    flush_scripts(&r);
+    assert_int_equal(rlock_lock(l), RLOCK_OK);
+    assert_int_equal(script_cached(&r, &rlock__script_lock_acquire), 1);
+    flush_scripts(&r);
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    assert_int_equal(rt_cmd_int(&r, "EXISTS %s", name), 0);
+    /* through the I/O thread */
+    uint64_t owner = rlock_owner_new();
+    flush_scripts(&r);
+    assert_int_equal(rlock_lock_async(l, owner, 0, RLOCK_LEASE_WATCHDOG,
+                                      on_done, &d),
+                     RLOCK_OK);
+    assert_int_equal(wait_done(&d), RLOCK_OK);
+    flush_scripts(&r);
+    assert_int_equal(rlock_unlock_async(l, owner, on_done, &d), RLOCK_OK);
+    assert_int_equal(wait_done(&d), RLOCK_OK);
+    assert_int_equal(rt_cmd_int(&r, "EXISTS %s", name), 0);
+    rlock_free(l);
+    rlock_client_free(c);
+    rt_redis_stop(&r);
+    unlink(conf);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -276,6 +372,7 @@ int main(void)
         cmocka_unit_test(test_watchdog_renews_after_flush),
         cmocka_unit_test(test_client_free_releases_after_flush),
         cmocka_unit_test(test_lock_after_server_restart_succeeds),
+        cmocka_unit_test(test_lock_after_flush_without_eval_reloads_the_script),
     };
 
     rt_require_redis();
