@@ -76,7 +76,9 @@ RLOCK_API const char *rlock_version_string(void);
                                   force-unlocked or deleted behind our back) */
 #define RLOCK_EPROTO (-107)    /* unexpected reply: peer is not Redis, or
                                   the key is not a lock */
-#define RLOCK_EAUTH (-108)     /* the server refused AUTH or SELECT */
+#define RLOCK_EAUTH (-108)     /* the server refused AUTH or SELECT, or
+                                  its ACL a command rlock cannot do
+                                  without (SCRIPT LOAD, EVALSHA) */
 #define RLOCK_EDEADLK (-109)   /* blocking call from an rlock callback */
 #define RLOCK_ECLOSED (-110)   /* the client is being freed */
 #define RLOCK_EFORKED (-111)   /* client inherited across fork() */
@@ -224,9 +226,14 @@ typedef struct rlock_client rlock_client;
  *   unix:///path/to/redis.sock[?db=N]
  * Percent-escapes (%40 etc.) are decoded in user and password. IPv6 hosts go
  * in brackets: redis://[::1]:6380.
- * The connection, AUTH and SELECT are checked before this returns.
+ * The connection, AUTH and SELECT are checked before this returns, and so
+ * are the user's ACL permissions: SCRIPT LOAD and EVALSHA must be allowed
+ * (rlock never sends EVAL); a missing PUBLISH or SUBSCRIBE permission on
+ * lock channels costs only wake-ups and is reported through the log hook
+ * when the server lets the user ask (ACL DRYRUN), else found when refused.
  * Returns 0; RLOCK_EINVAL (out or uri NULL, or the URI does not parse);
- * RLOCK_ECONN (unreachable); RLOCK_EAUTH (AUTH or SELECT refused);
+ * RLOCK_ECONN (unreachable); RLOCK_EAUTH (AUTH or SELECT refused, or
+ * SCRIPT LOAD or EVALSHA refused by the user's ACL);
  * RLOCK_EPROTO (the server does not speak Redis); RLOCK_ETIMEDOUT;
  * RLOCK_ENOMEM. On failure *out is set to NULL.
  * Ownership: the caller frees the client with rlock_client_free().

@@ -49,8 +49,9 @@ rlock__conn *rlock__client_pick_conn(rlock_client *c)
 }
 
 /* Connects once, synchronously: AUTH, SELECT, PING and SCRIPT LOAD of every
- * script (checking that Redis names it by the SHA-1 we computed). */
-static int check_server(rlock_client *c)
+ * script (checking that Redis names it by the SHA-1 we computed), then the
+ * user's permissions (acl.c), whose warnings go into acl. */
+static int check_server(rlock_client *c, rlock__acl *acl)
 {
     redisContext *ctx = NULL;
     int rc = rlock__sync_connect(c, c->cfg.connect_timeout_ms, &ctx);
@@ -77,6 +78,8 @@ static int check_server(rlock_client *c)
             rc = RLOCK_EPROTO;
         freeReplyObject(r);
     }
+    if (rc == 0)
+        rc = rlock__acl_check(c, ctx, acl);
     redisFree(ctx);
     return rc;
 }
@@ -136,6 +139,7 @@ int rlock_client_connect_with(rlock_client **out, const char *uri,
         uri = cfg->server; /* rlock_config_set_server() */
     if (out == NULL || uri == NULL)
         return RLOCK_EINVAL;
+    rlock__acl acl;
     rlock_client *c = rlock__calloc(1, sizeof(*c));
     if (c == NULL)
         return RLOCK_ENOMEM;
@@ -165,7 +169,7 @@ int rlock_client_connect_with(rlock_client **out, const char *uri,
     if (rc == 0)
         rc = rlock__threads_init(c);
     if (rc == 0)
-        rc = check_server(c);
+        rc = check_server(c, &acl);
     if (rc == 0)
         rc = rlock__notifier_new(&c->notifier);
     if (rc == 0)
@@ -187,6 +191,7 @@ int rlock_client_connect_with(rlock_client **out, const char *uri,
         return rc;
     }
     rlock__watchdog_start(c->watchdog);
+    rlock__acl_report(c, &acl);
     *out = c;
     return RLOCK_OK;
 }

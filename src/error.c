@@ -14,7 +14,8 @@
     X(RLOCK_ENOTOWNER, "the calling thread does not hold this lock")          \
     X(RLOCK_ELOST, "the lock was lost (expired, force-unlocked or deleted)")  \
     X(RLOCK_EPROTO, "unexpected reply from the server")                       \
-    X(RLOCK_EAUTH, "the server refused authentication or database selection") \
+    X(RLOCK_EAUTH,                                                            \
+      "the server refused authentication, database selection or a command")   \
     X(RLOCK_EDEADLK, "blocking call from an rlock callback")                  \
     X(RLOCK_ECLOSED, "the client is shutting down")                           \
     X(RLOCK_EFORKED, "the client belongs to the parent process")              \

@@ -529,6 +529,20 @@ int rlock__sync_expect(struct redisContext *ctx, int64_t timeout_ms, int argc,
 int rlock__sync_connect(rlock_client *c, int64_t connect_ms,
                         struct redisContext **out);
 
+/* ------------------------------------------------------------------ acl.c */
+
+/* What connecting found the user may not do, short of failing. */
+typedef struct rlock__acl {
+    bool no_publish;
+    bool no_subscribe;
+    char publish_why[160];
+    char subscribe_why[160];
+} rlock__acl;
+
+int rlock__acl_check(rlock_client *c, struct redisContext *ctx,
+                     rlock__acl *out);
+void rlock__acl_report(rlock_client *c, const rlock__acl *found);
+
 /* --------------------------------------------------------------- notify.c */
 
 typedef struct rlock__notifier rlock__notifier;

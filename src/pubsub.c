@@ -427,8 +427,8 @@ static void note_refusal(rlock__pubsub *ps, const channel *ch, const char *why)
     rlock__log(ps->client, level,
                "SUBSCRIBE %s refused by the server (%s): waiters re-check "
                "every %lld ms instead of being woken; new channels are "
-               "tried again in %lld ms (the ACL rlock needs is in the "
-               "README: &redisson_lock__channel:*)",
+               "tried again in %lld ms (grant &redisson_lock__channel:* and "
+               "&redisson_rwlock:*, as the README's ACL section says)",
                ch->name, why, (long long)ps->client->cfg.recheck_interval_ms,
                (long long)holdoff);
 }

@@ -33,7 +33,8 @@
 #define PASSWORD "pw-acl-test"
 /* what the README asks an admin to grant rlock (and Redisson's locks) */
 #define README_RULES                                                         \
-    "resetchannels &redisson_lock__channel:* ~* +evalsha +script|load "     \
+    "resetchannels &redisson_lock__channel:* &redisson_rwlock:* ~* "        \
+    "+evalsha +script|load "                                                \
     "+publish +subscribe +unsubscribe +ping +del +get +set +exists "        \
     "+hexists +hget +hset +hdel +hincrby +hkeys +hlen +pexpire +pttl +incr " \
     "+lindex +lpop +lrange +lrem +rpush +zadd +zincrby +zrange +zrem "      \
@@ -56,10 +57,11 @@
 /* ------------------------------------------------------------- helpers */
 
 /* What the log hook received. */
+#define MAX_WARNINGS 8
 typedef struct log_record {
     pthread_mutex_t mu;
     int lines[RLOCK_LOG_DEBUG + 1]; /* by level */
-    char last_warning[512];
+    char warning[MAX_WARNINGS][512];
 } log_record;
 
 static void record_line(int level, const char *message, void *arg)
@@ -69,8 +71,9 @@ static void record_line(int level, const char *message, void *arg)
     pthread_mutex_lock(&lr->mu);
     if (level >= RLOCK_LOG_ERROR && level <= RLOCK_LOG_DEBUG)
         lr->lines[level]++;
-    if (level == RLOCK_LOG_WARN)
-        snprintf(lr->last_warning, sizeof(lr->last_warning), "%s", message);
+    if (level == RLOCK_LOG_WARN && lr->lines[level] <= MAX_WARNINGS)
+        snprintf(lr->warning[lr->lines[level] - 1], sizeof(lr->warning[0]),
+                 "%s", message);
     pthread_mutex_unlock(&lr->mu);
 }
 
@@ -78,6 +81,23 @@ static int warnings(log_record *lr)
 {
     pthread_mutex_lock(&lr->mu);
     int n = lr->lines[RLOCK_LOG_WARN];
+    pthread_mutex_unlock(&lr->mu);
+    return n;
+}
+
+/* How many warnings contain word; and the last one that did in *which. */
+static int warnings_about(log_record *lr, const char *word, const char **which)
+{
+    int n = 0;
+
+    pthread_mutex_lock(&lr->mu);
+    for (int i = 0; i < lr->lines[RLOCK_LOG_WARN] && i < MAX_WARNINGS; i++) {
+        if (strstr(lr->warning[i], word) != NULL) {
+            n++;
+            if (which != NULL)
+                *which = lr->warning[i];
+        }
+    }
     pthread_mutex_unlock(&lr->mu);
     return n;
 }
@@ -204,7 +224,7 @@ static void test_no_channel_user_waits_by_rechecks_without_reconnecting(
     char name[128];
 
     LT_TEST_NAME(name);
-    make_user(&f->redis, "nochan", "~* +@all");
+    make_user(&f->redis, "nochan", "~* +@all -acl");
     rlock_client *c = connect_as(&f->redis, "nochan", RECHECK_MS, &lr);
     long long before = connections_received(&f->redis);
 
@@ -242,26 +262,102 @@ static void test_readme_acl_user_is_woken_by_unlock_messages(void **state)
     assert_int_equal(lr.lines[RLOCK_LOG_ERROR], 0);
 }
 
+/* A user who may not run ACL DRYRUN: the refusal is found by waiting. */
 static void test_refused_subscribe_is_warned_once(void **state)
 {
     lt_fixture *f = *state;
     log_record lr = {.mu = PTHREAD_MUTEX_INITIALIZER};
     char name[128], other[160];
+    const char *warning = NULL;
 
     LT_TEST_NAME(name);
     snprintf(other, sizeof(other), "%s:other", name);
-    make_user(&f->redis, "nochan-once", "~* +@all");
+    make_user(&f->redis, "nochan-once", "~* +@all -acl");
     rlock_client *c = connect_as(&f->redis, "nochan-once", RECHECK_MS, &lr);
 
     contended_wait_ms(&f->redis, c, name);
     contended_wait_ms(&f->redis, c, other);
     contended_wait_ms(&f->redis, c, name);
+    rlock_client_free(c); /* every log line is delivered by then */
+    assert_int_equal(warnings(&lr), 1);
+    assert_int_equal(warnings_about(&lr, "SUBSCRIBE", &warning), 1);
+    print_message("warning: %s\n", warning);
+    assert_non_null(strstr(warning, "redisson_lock__channel:"));
+    assert_non_null(strstr(warning, "NOPERM"));
+}
+
+/* The issue's user (ACL SETUSER u on >pw ~* +@all) may ask ACL DRYRUN: the
+ * refusals are named at connect time, once, and the subscriber does not
+ * try what it would be refused. */
+static void test_connect_names_refused_channels_once(void **state)
+{
+    lt_fixture *f = *state;
+    log_record lr = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    char name[128];
+    const char *warning = NULL;
+
+    LT_TEST_NAME(name);
+    make_user(&f->redis, "nochan-dryrun", "~* +@all");
+    rlock_client *c = connect_as(&f->redis, "nochan-dryrun", RECHECK_MS, &lr);
+    long long before = connections_received(&f->redis);
+
+    int64_t took = contended_wait_ms(&f->redis, c, name);
+    long long opened = connections_received(&f->redis) - before;
+    rlock_client_free(c);
+    print_message("wait %lld ms, %lld connections\n", (long long)took,
+                  opened);
+    assert_true(took < RECHECK_MS + RECHECK_SLACK_MS);
+    assert_true(opened < FEW_CONNECTIONS);
+    assert_int_equal(warnings_about(&lr, "SUBSCRIBE", &warning), 1);
+    print_message("warning: %s\n", warning);
+    assert_non_null(strstr(warning, "nochan-dryrun"));
+    assert_int_equal(warnings_about(&lr, "PUBLISH", &warning), 1);
+    print_message("warning: %s\n", warning);
+    assert_int_equal(warnings(&lr), 2);
+}
+
+static void test_connect_warns_of_refused_publish(void **state)
+{
+    lt_fixture *f = *state;
+    log_record lr = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    const char *warning = NULL;
+
+    make_user(&f->redis, "nopub", "~* &* +@all -publish");
+    rlock_client *c = connect_as(&f->redis, "nopub", RECHECK_MS, &lr);
     rlock_client_free(c);
     assert_int_equal(warnings(&lr), 1);
-    print_message("warning: %s\n", lr.last_warning);
-    assert_non_null(strstr(lr.last_warning, "SUBSCRIBE"));
-    assert_non_null(strstr(lr.last_warning, "redisson_lock__channel:"));
-    assert_non_null(strstr(lr.last_warning, "NOPERM"));
+    assert_int_equal(warnings_about(&lr, "PUBLISH", &warning), 1);
+    print_message("warning: %s\n", warning);
+    assert_non_null(strstr(warning, "nopub"));
+}
+
+/* Most application users may not ask ACL DRYRUN: no check, no noise. */
+static void test_connect_check_is_silent_when_acl_may_not_be_asked(
+    void **state)
+{
+    lt_fixture *f = *state;
+    log_record lr = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+    make_user(&f->redis, "noacl", "~* &* +@all -acl -publish");
+    rlock_client *c = connect_as(&f->redis, "noacl", RECHECK_MS, &lr);
+    rlock_client_free(c);
+    assert_int_equal(warnings(&lr), 0);
+}
+
+static void test_connect_refuses_a_user_who_may_not_run_evalsha(void **state)
+{
+    lt_fixture *f = *state;
+    rlock_config *cfg = NULL;
+    rlock_client *c = NULL;
+
+    make_user(&f->redis, "nosha", "~* &* +@all -evalsha");
+    assert_int_equal(rlock_config_new(&cfg), RLOCK_OK);
+    assert_int_equal(rlock_config_set_credentials(cfg, "nosha", PASSWORD),
+                     RLOCK_OK);
+    assert_int_equal(rlock_client_connect_with(&c, f->redis.url, cfg),
+                     RLOCK_EAUTH);
+    assert_null(c);
+    rlock_config_free(cfg);
 }
 
 typedef struct trylock_thread {
@@ -422,6 +518,10 @@ int main(void)
             test_no_channel_user_waits_by_rechecks_without_reconnecting),
         cmocka_unit_test(test_readme_acl_user_is_woken_by_unlock_messages),
         cmocka_unit_test(test_refused_subscribe_is_warned_once),
+        cmocka_unit_test(test_connect_names_refused_channels_once),
+        cmocka_unit_test(test_connect_warns_of_refused_publish),
+        cmocka_unit_test(test_connect_check_is_silent_when_acl_may_not_be_asked),
+        cmocka_unit_test(test_connect_refuses_a_user_who_may_not_run_evalsha),
         cmocka_unit_test(test_subscriber_subscribes_to_lock_channels_only),
         cmocka_unit_test(test_subscriber_survives_channels_coming_and_going),
         cmocka_unit_test(test_set_log_refuses_bad_arguments),

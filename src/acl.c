@@ -1,0 +1,111 @@
+/*
+ * acl.c: what the server lets this client's user run, checked once at
+ * connect time (Redis 6+ ACLs), so that a missing permission is named
+ * before it costs anything.
+ *
+ * What a lock cannot do without (SCRIPT LOAD, EVALSHA) makes connecting
+ * fail with RLOCK_EAUTH; connecting already loads every script, and an
+ * EVALSHA of a script that does not exist shows whether EVALSHA may run
+ * without running anything. What only costs wake-ups (PUBLISH in the
+ * unlock scripts, SUBSCRIBE on lock channels) is a warning, and it can be
+ * known only by asking ACL DRYRUN, which needs rights an application user
+ * seldom has: when the server refuses that question, or is older than
+ * Redis 7, the check is skipped silently. Publishing or subscribing just to
+ * find out would be seen by Redisson clients and by MONITOR.
+ */
+#include "internal.h"
+
+#include <hiredis/hiredis.h>
+#include <stdio.h>
+#include <string.h>
+
+/* A lock channel as Redisson names one, for a lock nobody uses. */
+#define PROBE_CHANNEL "redisson_lock__channel:{rlock:acl-check}"
+
+/* Asks ACL DRYRUN whether user may run the command argv (argc words).
+ * Returns 1 with the server's reason in why when it may not, 0 when it may
+ * or when the server will not say. */
+static int dry_run_refused(rlock_client *c, redisContext *ctx,
+                           const char *user, int argc, const char **argv,
+                           char *why, size_t whylen)
+{
+    const char *full[8] = {"ACL", "DRYRUN", user};
+    for (int i = 0; i < argc && i < 5; i++)
+        full[3 + i] = argv[i];
+    redisReply *r = NULL;
+    int refused = 0;
+    if (rlock__sync_command(ctx, 3 + argc, full, NULL,
+                            rlock__now_ms() + c->cfg.command_timeout_ms,
+                            &r) != 0)
+        return 0;
+    /* +OK: allowed; a bulk string: refused, and why; an error: the user
+     * may not ask, or the server does not know DRYRUN */
+    if (r->type == REDIS_REPLY_STRING) {
+        snprintf(why, whylen, "%s", r->str);
+        refused = 1;
+    }
+    freeReplyObject(r);
+    return refused;
+}
+
+/* Checks ctx's user (connected and authenticated as c's) for what rlock
+ * needs. Returns 0, or RLOCK_EAUTH when EVALSHA is refused (connecting
+ * checked SCRIPT LOAD), or a connection error; what the lock can live
+ * without goes into out, for rlock__acl_report() once the client runs. */
+int rlock__acl_check(rlock_client *c, redisContext *ctx, rlock__acl *out)
+{
+    memset(out, 0, sizeof(*out));
+    const char *evalsha[3] = {"EVALSHA",
+                              "0000000000000000000000000000000000000000",
+                              "0"};
+    redisReply *r = NULL;
+    int rc = rlock__sync_command(ctx, 3, evalsha, NULL,
+                                 rlock__now_ms() + c->cfg.command_timeout_ms,
+                                 &r);
+    if (rc != 0)
+        return rc;
+    /* NOSCRIPT is the answer to a user who may run it; anything but an
+     * ACL refusal is left for the first real call to report */
+    rc = r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOPERM", 6) == 0
+             ? RLOCK_EAUTH
+             : RLOCK_OK;
+    freeReplyObject(r);
+    if (rc != 0)
+        return rc;
+
+    const char *user = c->uri.user != NULL ? c->uri.user : "default";
+    const char *publish[3] = {"PUBLISH", PROBE_CHANNEL, "0"};
+    const char *subscribe[2] = {"SUBSCRIBE", PROBE_CHANNEL};
+    out->no_publish = dry_run_refused(c, ctx, user, 3, publish,
+                                      out->publish_why,
+                                      sizeof(out->publish_why));
+    out->no_subscribe = dry_run_refused(c, ctx, user, 2, subscribe,
+                                        out->subscribe_why,
+                                        sizeof(out->subscribe_why));
+    return RLOCK_OK;
+}
+
+/* Reports what rlock__acl_check() found: log warnings, and the subscriber
+ * told not to try channels it would be refused. Once the client's I/O
+ * thread and subscriber exist, before the client is handed out. */
+void rlock__acl_report(rlock_client *c, const rlock__acl *found)
+{
+    const char *user = c->uri.user != NULL ? c->uri.user : "default";
+    long long recheck = (long long)c->cfg.recheck_interval_ms;
+    if (found->no_publish)
+        rlock__log_later(c, RLOCK_LOG_WARN,
+                         "ACL: user %s may not PUBLISH on lock channels "
+                         "(%s): unlocks will release their locks without "
+                         "waking waiters, who then wait up to %lld ms; grant "
+                         "+publish and &redisson_lock__channel:*",
+                         user, found->publish_why, recheck);
+    if (found->no_subscribe) {
+        rlock__log_later(c, RLOCK_LOG_WARN,
+                         "ACL: user %s may not SUBSCRIBE to lock channels "
+                         "(%s): waiters re-check every %lld ms instead of "
+                         "being woken; grant +subscribe and "
+                         "&redisson_lock__channel:*",
+                         user, found->subscribe_why, recheck);
+        rlock__pubsub_assume_refused(c->pubsub);
+    }
+}
