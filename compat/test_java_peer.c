@@ -438,6 +438,182 @@ test_read_lock_is_shared_and_excludes_writers_both_ways(void **state)
     c_free(&w);
 }
 
+/* Neither side can release the other side's hold of kind: the refused
+ * unlock leaves the hash as it was. */
+static void non_owner_unlock_is_refused_both_ways(jt_fixture *f,
+                                                  const char *kind,
+                                                  const char *name)
+{
+    c_lock h = c_get(f->a, kind, name);
+    char tid[32], *before, *after;
+    json_t *ev;
+
+    snprintf(tid, sizeof(tid), "no-%s", kind);
+    assert_int_equal(rlock_lock(h.l), RLOCK_OK);
+    before = lt_hash_dump(&f->redis, name);
+    ev = java_do(f->ja, tid, "unlock", kind, name, NULL, PEER_MS);
+    assert_false(np_bool(ev, "ok"));
+    assert_non_null(strstr(np_str(ev, "error"), "IllegalMonitorState"));
+    json_decref(ev);
+    after = lt_hash_dump(&f->redis, name);
+    assert_string_equal(after, before);
+    free(before);
+    free(after);
+    assert_int_equal(rlock_unlock(h.l), RLOCK_OK);
+    assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
+
+    java_lock(f->ja, tid, kind, name);
+    before = lt_hash_dump(&f->redis, name);
+    assert_int_equal(rlock_unlock(h.l), RLOCK_ENOTOWNER);
+    after = lt_hash_dump(&f->redis, name);
+    assert_string_equal(after, before);
+    free(before);
+    free(after);
+    java_unlock(f->ja, tid, kind, name);
+    assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
+    c_free(&h);
+}
+
+/* Whether Redisson's unlock() of kind returns normally when the lock is
+ * gone altogether (measured on the five versions in versions.txt). */
+static int unlock_of_missing_lock_succeeds(const char *kind)
+{
+    if (strcmp(kind, "fair") == 0)
+        return 1;
+    if (strcmp(kind, "read") == 0 || strcmp(kind, "write") == 0)
+        return !version_at_least(3, 52);
+    return 0;
+}
+
+/* Each side's forceUnlock deletes the other side's hold of kind, whose
+ * owner's unlock then finds it gone. */
+static void force_unlock_frees_the_other_side(jt_fixture *f, const char *kind,
+                                              const char *name)
+{
+    c_lock h = c_get(f->a, kind, name);
+    char tid[32];
+    json_t *ev;
+
+    snprintf(tid, sizeof(tid), "fu-%s", kind);
+    assert_int_equal(rlock_lock(h.l), RLOCK_OK);
+    ev = java_do(f->ja, tid, "force", kind, name, NULL, PEER_MS);
+    assert_true(np_bool(ev, "deleted"));
+    json_decref(ev);
+    assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
+    assert_int_equal(rlock_unlock(h.l), RLOCK_ELOST);
+
+    java_lock(f->ja, tid, kind, name);
+    assert_int_equal(rlock_force_unlock(h.l), RLOCK_OK);
+    assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
+    ev = java_do(f->ja, tid, "probe", kind, name, NULL, PEER_MS);
+    assert_false(np_bool(ev, "locked"));
+    assert_false(np_bool(ev, "held"));
+    json_decref(ev);
+    /* Java's unlock of the lost hold: RLock's script (the plain, spin and
+     * fenced locks) refuses it, but Redisson's fair unlock, and the
+     * read-write unlock of the versions here up to 3.29.0, report success
+     * when the lock is gone (they publish to the next waiter and return 1).
+     * Either way it must not bring the lock back. */
+    ev = java_do(f->ja, tid, "unlock", kind, name, NULL, PEER_MS);
+    assert_int_equal(np_bool(ev, "ok"), unlock_of_missing_lock_succeeds(kind));
+    json_decref(ev);
+    assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
+    c_free(&h);
+}
+
+/* The hold count in hash name of its one owner: the value of its only
+ * field other than the read-write lock's "mode". */
+static long long owner_count(rt_redis *r, const char *name)
+{
+    redisReply *rep = rt_cmd(r, "HGETALL %s", name);
+    long long count = -1;
+    int owners = 0;
+
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
+    for (size_t i = 0; i + 1 < rep->elements; i += 2) {
+        if (strcmp(rep->element[i]->str, "mode") == 0)
+            continue;
+        owners++;
+        count = atoll(rep->element[i + 1]->str);
+    }
+    freeReplyObject(rep);
+    assert_int_equal(owners, 1);
+    return count;
+}
+
+/* The kind that a hold of kind keeps out: the read lock only keeps out
+ * writers. */
+static const char *excluded_by(const char *kind)
+{
+    return strcmp(kind, "read") == 0 ? "write" : kind;
+}
+
+/* Three nested holds are one owner counting 3, and the lock stays closed
+ * to the other side until the third unlock: first Java's holds, then C's. */
+static void nested_holds_are_exact_both_ways(jt_fixture *f, const char *kind,
+                                             const char *name)
+{
+    c_lock h = c_get(f->a, kind, name);
+    c_lock other = c_get(f->b, excluded_by(kind), name);
+    char tid[32];
+
+    snprintf(tid, sizeof(tid), "nest-%s", kind);
+    for (int i = 0; i < 3; i++)
+        java_lock(f->ja, tid, kind, name);
+    assert_int_equal(owner_count(&f->redis, name), 3);
+    java_unlock(f->ja, tid, kind, name);
+    java_unlock(f->ja, tid, kind, name);
+    assert_int_equal(owner_count(&f->redis, name), 1);
+    assert_int_equal(rlock_trylock(other.l, 0, RLOCK_LEASE_WATCHDOG),
+                     RLOCK_ETIMEDOUT);
+    java_unlock(f->ja, tid, kind, name);
+    assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
+
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(rlock_lock(h.l), RLOCK_OK);
+    assert_int_equal(owner_count(&f->redis, name), 3);
+    assert_int_equal(rlock_unlock(h.l), RLOCK_OK);
+    assert_int_equal(rlock_unlock(h.l), RLOCK_OK);
+    assert_int_equal(owner_count(&f->redis, name), 1);
+    assert_false(java_trylock(f->ja, excluded_by(kind), name, 0));
+    assert_int_equal(rlock_unlock(h.l), RLOCK_OK);
+    assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
+    c_free(&h);
+    c_free(&other);
+}
+
+/* The three tests above for one kind (RLock's own are further down). */
+#define KIND_TESTS(kind)                                                      \
+    static void test_##kind##_unlock_by_non_owner_is_refused_both_ways(       \
+        void **state)                                                         \
+    {                                                                         \
+        char name[128];                                                       \
+                                                                              \
+        LT_TEST_NAME(name);                                                   \
+        non_owner_unlock_is_refused_both_ways(*state, #kind, name);           \
+    }                                                                         \
+    static void test_##kind##_force_unlock_frees_the_other_side(void **state) \
+    {                                                                         \
+        char name[128];                                                       \
+                                                                              \
+        LT_TEST_NAME(name);                                                   \
+        force_unlock_frees_the_other_side(*state, #kind, name);               \
+    }                                                                         \
+    static void test_##kind##_nested_holds_are_exact_both_ways(void **state)  \
+    {                                                                         \
+        char name[128];                                                       \
+                                                                              \
+        LT_TEST_NAME(name);                                                   \
+        nested_holds_are_exact_both_ways(*state, #kind, name);                \
+    }
+
+KIND_TESTS(fair)
+KIND_TESTS(read)
+KIND_TESTS(write)
+KIND_TESTS(spin)
+KIND_TESTS(fenced)
+
 /* A multi-lock (or Redlock) on names n[0..n-1]: C's over rlock handles and
  * Java's RedissonMultiLock (RedissonRedLock) over getLock()s exclude each
  * other, and each side's all-or-nothing hold blocks the other's single
@@ -654,49 +830,71 @@ test_c_force_unlock_frees_java_hold_and_wakes_java_waiter(void **state)
 
 /* ------------------------------------------------------------ watchdog */
 
-/* Java (jb, lockWatchdogTimeout 2 s) holds one lock and C (watchdog 2 s)
- * another, each waited on by the other side; after more than a lease
- * both are still held, renewed by their own side's watchdog, and each
- * release then wakes the other side. */
-static void
-test_each_watchdog_keeps_a_lock_the_other_side_waits_on(void **state)
+/* Java (jb, lockWatchdogTimeout 2 s) holds one lock of every kind and C
+ * (watchdog 2 s) another of every kind. After 1.75 leases each lock is
+ * still there, renewed by its own side's watchdog alone, and still keeps
+ * the other side out; the plain locks also have a waiter of the other side,
+ * which each release then wakes. */
+static void test_each_watchdog_keeps_its_locks_of_every_kind(void **state)
 {
+    static const char *const kinds[] = {"lock", "fair",  "read",
+                                        "write", "spin", "fenced"};
+    size_t nkinds = has_fenced() ? 6 : 5;
     jt_fixture *f = *state;
-    char jname[128], cname[128];
+    char jname[6][128], cname[6][128], tid[32];
+    c_lock held[6], probe[6];
     rlock_client *c;
     ct_locker waiter;
-    json_t *ev;
-    rlock *held, *wait;
+    rlock *wait;
 
-    snprintf(jname, sizeof(jname), LT_SUITE ":%s:java", __func__);
-    snprintf(cname, sizeof(cname), LT_SUITE ":%s:c", __func__);
     c = lt_connect(f->redis.url, rlock_config_set_watchdog_timeout,
                    SHORT_WATCHDOG);
-    held = lt_get_lock(c, cname);
-    wait = lt_get_lock(f->a, jname);
-
-    java_lock(f->jb, "wd", "lock", jname);
-    assert_int_equal(rlock_lock(held), RLOCK_OK);
-    assert_true(rt_cmd_int(&f->redis, "PTTL %s", jname) <= SHORT_WATCHDOG);
-    assert_true(rt_cmd_int(&f->redis, "PTTL %s", cname) <= SHORT_WATCHDOG);
+    for (size_t k = 0; k < nkinds; k++) {
+        snprintf(jname[k], sizeof(jname[k]), LT_SUITE ":watchdog:java:%s",
+                 kinds[k]);
+        snprintf(cname[k], sizeof(cname[k]), LT_SUITE ":watchdog:c:%s",
+                 kinds[k]);
+        snprintf(tid, sizeof(tid), "wd-%s", kinds[k]);
+        java_lock(f->jb, tid, kinds[k], jname[k]);
+        held[k] = c_get(c, kinds[k], cname[k]);
+        assert_int_equal(rlock_lock(held[k].l), RLOCK_OK);
+        probe[k] = c_get(f->a, excluded_by(kinds[k]), jname[k]);
+        assert_true(rt_cmd_int(&f->redis, "PTTL %s", jname[k]) <=
+                    SHORT_WATCHDOG);
+        assert_true(rt_cmd_int(&f->redis, "PTTL %s", cname[k]) <=
+                    SHORT_WATCHDOG);
+    }
+    wait = lt_get_lock(f->a, jname[0]);
     ct_locker_start(&waiter, wait, RLOCK_WAIT_FOREVER);
-    jp_send(f->jb, "ww lock lock %s", cname);
+    jp_send(f->jb, "ww lock lock %s", cname[0]);
 
-    /* 1.75 leases: each lock lives on only if its own side renewed it */
     assert_true(jp_quiet(f->jb, "ww", SHORT_WATCHDOG * 7 / 4));
     assert_false(ct_locker_wait(&waiter, 0));
-    assert_true(rt_cmd_int(&f->redis, "PTTL %s", jname) > 0);
-    assert_true(rt_cmd_int(&f->redis, "PTTL %s", cname) > 0);
+    for (size_t k = 0; k < nkinds; k++) {
+        assert_true(rt_cmd_int(&f->redis, "PTTL %s", jname[k]) > 0);
+        assert_true(rt_cmd_int(&f->redis, "PTTL %s", cname[k]) > 0);
+        assert_int_equal(rlock_trylock(probe[k].l, 0, RLOCK_LEASE_WATCHDOG),
+                         RLOCK_ETIMEDOUT);
+        assert_false(
+            java_trylock(f->ja, excluded_by(kinds[k]), cname[k], 0));
+    }
 
-    java_unlock(f->jb, "wd", "lock", jname);
+    java_unlock(f->jb, "wd-lock", "lock", jname[0]);
     assert_true(ct_locker_wait(&waiter, CT_WAKE_BOUND_MS));
     assert_int_equal(waiter.acquired_rc, RLOCK_OK);
-    assert_int_equal(rlock_unlock(held), RLOCK_OK);
-    ev = jp_expect(f->jb, "ww", "lock", CT_WAKE_BOUND_MS);
-    json_decref(ev);
-    java_unlock(f->jb, "ww", "lock", cname);
+    assert_int_equal(rlock_unlock(held[0].l), RLOCK_OK);
+    json_decref(jp_expect(f->jb, "ww", "lock", CT_WAKE_BOUND_MS));
+    java_unlock(f->jb, "ww", "lock", cname[0]);
     assert_int_equal(ct_locker_release(&waiter), RLOCK_OK);
-    rlock_free(held);
+    for (size_t k = 1; k < nkinds; k++) {
+        snprintf(tid, sizeof(tid), "wd-%s", kinds[k]);
+        java_unlock(f->jb, tid, kinds[k], jname[k]);
+        assert_int_equal(rlock_unlock(held[k].l), RLOCK_OK);
+    }
+    for (size_t k = 0; k < nkinds; k++) {
+        c_free(&held[k]);
+        c_free(&probe[k]);
+    }
     rlock_free(wait);
     rlock_client_free(c);
 }
@@ -967,7 +1165,7 @@ test_c_and_java_threads_in_four_processes_lose_no_increment(void **state)
 
 int main(int argc, char **argv)
 {
-    struct CMUnitTest tests[32];
+    struct CMUnitTest tests[64];
     size_t n = 0;
 
     if (argc > 1 && strcmp(argv[1], "--contend") == 0)
@@ -982,6 +1180,18 @@ int main(int argc, char **argv)
     tests[n++] = T(test_spin_lock_c_and_java_take_turns);
     if (has_fenced())
         tests[n++] = T(test_fenced_lock_c_and_java_take_turns);
+#define KIND_T(kind)                                                   \
+    do {                                                               \
+        tests[n++] = T(test_##kind##_unlock_by_non_owner_is_refused_both_ways); \
+        tests[n++] = T(test_##kind##_force_unlock_frees_the_other_side);       \
+        tests[n++] = T(test_##kind##_nested_holds_are_exact_both_ways);        \
+    } while (0)
+    KIND_T(fair);
+    KIND_T(read);
+    KIND_T(write);
+    KIND_T(spin);
+    if (has_fenced())
+        KIND_T(fenced);
     tests[n++] = T(test_multilock_c_and_java_exclude_each_other);
     tests[n++] = T(test_redlock_c_and_java_exclude_each_other);
     tests[n++] = T(test_java_nested_holds_are_one_field_counting_three);
@@ -990,7 +1200,7 @@ int main(int argc, char **argv)
     tests[n++] = T(test_c_cannot_unlock_java_hold);
     tests[n++] = T(test_java_force_unlock_frees_c_hold_and_wakes_c_waiter);
     tests[n++] = T(test_c_force_unlock_frees_java_hold_and_wakes_java_waiter);
-    tests[n++] = T(test_each_watchdog_keeps_a_lock_the_other_side_waits_on);
+    tests[n++] = T(test_each_watchdog_keeps_its_locks_of_every_kind);
     if (!has_latch())
         tests[n++] =
             T(test_java_resent_unlock_without_latch_takes_two_holds_off);
