@@ -184,15 +184,16 @@ RLOCK_API int rlock_config_set_client_name(rlock_config *cfg,
  * rlock_config_set_log(). */
 typedef void (*rlock_log_cb)(int level, const char *message, void *arg);
 
-/* Sends the client's log lines of level at most level (RLOCK_LOG_WARN:
- * errors and warnings) to cb; cb NULL turns logging off (the default).
- * cb runs on one of the client's own threads (the I/O thread, which it
- * should not hold up), never on the thread of a caller of an rlock
- * function and never while rlock holds a lock of its own, so it may call
- * rlock functions other than blocking ones (which return RLOCK_EDEADLK on
- * the I/O thread) and rlock_client_free(). Lines from connecting are
- * delivered once the client is up. Returns 0, or RLOCK_EINVAL (cfg NULL, or
- * level not an RLOCK_LOG_* value; the config is then unchanged).
+/* Passes the client's log lines of level <= level to cb (RLOCK_LOG_WARN:
+ * errors and warnings); cb NULL turns logging off, the default.
+ * cb runs on the client's I/O thread (keep it short: renewals wait behind
+ * it), never on the thread of a caller of an rlock function and never
+ * while rlock holds a lock of its own. It may call rlock functions except
+ * blocking ones (they return RLOCK_EDEADLK there) and rlock_client_free().
+ * Lines found while connecting are delivered once the client is up; none
+ * is delivered after rlock_client_free() returns.
+ * Returns 0, or RLOCK_EINVAL (cfg NULL, or level not an RLOCK_LOG_* value;
+ * the config is then unchanged).
  * Ownership: arg is borrowed: it must stay valid while a client made with
  * this config exists. Thread-safety: as rlock_config_new(). */
 RLOCK_API int rlock_config_set_log(rlock_config *cfg, int level,

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "internal.h" /* the churn test drives entries directly */
 #include "lock_testing.h"
 #include "rlock.h"
 
@@ -435,8 +436,6 @@ static void test_subscriber_subscribes_to_lock_channels_only(void **state)
  * lock.c does, and asks pubsub.c to follow them: every subscription must
  * be confirmed. */
 #define CHURN_ROUNDS 100
-
-#include "internal.h"
 
 static void set_waiters(rlock *l, int n)
 {
