@@ -378,7 +378,8 @@ RLOCK_API int rlock_trylock(rlock *l, int64_t wait_ms, int64_t lease_ms);
  * is in flight is judged by the unlock's outcome.
  * Returns 0; RLOCK_ENOTIFY (released, but Redis refused the unlock message,
  * e.g. an ACL user without +publish or a renamed PUBLISH: the hold is gone,
- * and waiters learn of it only when they re-check); RLOCK_ENOTOWNER (the
+ * and waiters learn of it only when they re-check; the log hook gets a
+ * warning the first time); RLOCK_ENOTOWNER (the
  * calling thread does not hold the lock: Redis is not touched); RLOCK_ELOST
  * (the thread held it but it expired, was taken away or the key was
  * overwritten; local state is cleared); RLOCK_ESERVER / RLOCK_EAUTH (Redis

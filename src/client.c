@@ -154,6 +154,7 @@ int rlock_client_connect_with(rlock_client **out, const char *uri,
     pthread_condattr_setclock(&c->condattr, CLOCK_MONOTONIC);
     atomic_init(&c->next_epoch, 1);
     atomic_init(&c->closing, false);
+    atomic_init(&c->unannounced_warned, false);
     c->pid = getpid();
     c->latch_ms = rlock__config_latch_ms(&c->cfg);
 

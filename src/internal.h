@@ -593,6 +593,7 @@ struct rlock_client {
     struct rlock *handles; /* open handles (entries_mu) */
     atomic_uint_fast64_t next_epoch;
     atomic_bool closing;
+    atomic_bool unannounced_warned; /* a refused unlock PUBLISH was logged */
     pthread_condattr_t condattr; /* CLOCK_MONOTONIC */
 };
 

@@ -906,6 +906,20 @@ int rlock__release_begin(rlock__entry *e, uint64_t tid, uint64_t *epoch,
     return rc;
 }
 
+/* Tells the operator that the server refused the unlock message of a
+ * release of name (RLOCK_ENOTIFY): a warning the first time, then at info
+ * level, so that a misconfigured server does not flood the log. Any
+ * thread, with no rlock lock held. */
+static void log_unannounced(rlock_client *c, const char *name)
+{
+    bool warned = atomic_exchange(&c->unannounced_warned, true);
+    rlock__log_later(c, warned ? RLOCK_LOG_INFO : RLOCK_LOG_WARN,
+                     "%s released, but the server refused its unlock message "
+                     "(PUBLISH): waiters learn of it only when they re-check "
+                     "(grant +publish, and keep PUBLISH from being renamed)",
+                     name);
+}
+
 /* Applies a release's outcome rc (RLOCK__UNLOCK_* or a code) to the hold
  * of owner tid taken at epoch, reports a loss found while it was being
  * released if the hold was not released after all, and returns what unlock
@@ -959,6 +973,7 @@ int rlock__release_settle(rlock__entry *e, uint64_t tid, uint64_t epoch,
     case RLOCK__UNLOCK_NOT_A_LOCK:
         return RLOCK_ELOST;
     case RLOCK__UNLOCK_UNANNOUNCED:
+        log_unannounced(e->client, e->name);
         return RLOCK_ENOTIFY;
     default:
         return rc < 0 ? rc : RLOCK_OK;
@@ -1017,8 +1032,11 @@ int rlock_force_unlock(rlock *l)
     for (rlock__holder *h = l->entry->holders; h != NULL; h = h->next)
         rlock__hold_lost(l->entry, h, RLOCK_LOST_GONE);
     pthread_mutex_unlock(&l->entry->mu);
-    /* 3: deleted, but the script caught a refused PUBLISH */
-    return deleted == 3 ? RLOCK_ENOTIFY : RLOCK_OK;
+    if (deleted != 3)
+        return RLOCK_OK;
+    /* deleted, but the script caught a refused PUBLISH */
+    log_unannounced(l->client, l->entry->name);
+    return RLOCK_ENOTIFY;
 }
 
 /* Gives the calling thread's hold of l a new lease: PEXPIRE, and the lease

@@ -426,6 +426,51 @@ static void test_release_with_publish_renamed_away_is_enotify(void **state)
     rt_redis_stop(&redis);
 }
 
+/* Log lines at RLOCK_LOG_WARN or above that name PUBLISH. */
+static atomic_int g_publish_warnings;
+
+static void count_publish_warnings(int level, const char *message, void *arg)
+{
+    (void)arg;
+    if (level <= RLOCK_LOG_WARN && strstr(message, "PUBLISH") != NULL)
+        atomic_fetch_add(&g_publish_warnings, 1);
+}
+
+/* The operator hears of it once through the log hook, not on every unlock. */
+static void test_release_with_publish_refused_warns_once(void **state)
+{
+    (void)state;
+    static const char *const args[] = {"--rename-command", "PUBLISH", "",
+                                       NULL};
+    rt_redis redis = {0};
+    assert_int_equal(rt_redis_start_args(&redis, args), 0);
+    char name[128];
+    LT_TEST_NAME(name);
+    rlock_config *cfg = NULL;
+    assert_int_equal(rlock_config_new(&cfg), RLOCK_OK);
+    assert_int_equal(rlock_config_set_log(cfg, RLOCK_LOG_WARN,
+                                          count_publish_warnings, NULL),
+                     RLOCK_OK);
+    rlock_client *c = NULL;
+    assert_int_equal(rlock_client_connect_with(&c, redis.url, cfg), RLOCK_OK);
+    rlock_config_free(cfg);
+    rlock *l = lt_get_lock(c, name);
+    atomic_store(&g_publish_warnings, 0);
+
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(rlock_lock(l), RLOCK_OK);
+        assert_int_equal(rlock_unlock(l), RLOCK_ENOTIFY);
+    }
+    int64_t until = rt_now_ms() + SEEN_WITHIN_MS;
+    while (atomic_load(&g_publish_warnings) == 0 && rt_now_ms() < until)
+        rt_sleep_ms(10);
+    rt_sleep_ms(200); /* room for a second warning, if one were coming */
+    assert_int_equal(atomic_load(&g_publish_warnings), 1);
+    rlock_free(l);
+    rlock_client_free(c);
+    rt_redis_stop(&redis);
+}
+
 typedef struct fair_waiter {
     pthread_t thread;
     rlock *l;
@@ -617,6 +662,7 @@ int main(void)
         cmocka_unit_test(test_refused_async_unlock_keeps_the_hold),
         cmocka_unit_test(test_release_with_publish_refused_by_acl_is_enotify),
         cmocka_unit_test(test_release_with_publish_renamed_away_is_enotify),
+        cmocka_unit_test(test_release_with_publish_refused_warns_once),
         cmocka_unit_test(
             test_fair_release_with_publish_renamed_away_is_enotify),
         cmocka_unit_test(
