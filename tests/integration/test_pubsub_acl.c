@@ -280,7 +280,7 @@ static void test_refused_subscribe_is_warned_once(void **state)
     contended_wait_ms(&f->redis, c, other);
     contended_wait_ms(&f->redis, c, name);
     rlock_client_free(c); /* every log line is delivered by then */
-    assert_int_equal(warnings(&lr), 1);
+    /* (its refused PUBLISH at unlock is warned about too, by lock.c) */
     assert_int_equal(warnings_about(&lr, "SUBSCRIBE", &warning), 1);
     print_message("warning: %s\n", warning);
     assert_non_null(strstr(warning, "redisson_lock__channel:"));
@@ -312,9 +312,8 @@ static void test_connect_names_refused_channels_once(void **state)
     assert_int_equal(warnings_about(&lr, "SUBSCRIBE", &warning), 1);
     print_message("warning: %s\n", warning);
     assert_non_null(strstr(warning, "nochan-dryrun"));
-    assert_int_equal(warnings_about(&lr, "PUBLISH", &warning), 1);
+    assert_int_equal(warnings_about(&lr, "may not PUBLISH", &warning), 1);
     print_message("warning: %s\n", warning);
-    assert_int_equal(warnings(&lr), 2);
 }
 
 static void test_connect_warns_of_refused_publish(void **state)
