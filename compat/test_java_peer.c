@@ -5,9 +5,10 @@
  * compat/CMakeLists.txt builds this file once per version in
  * compat/java/versions.txt, as test_java_peer_<version>, with
  * RLOCK_JAVA_VERSION naming it. Each program starts one redis-server and
- * two JVMs for all its tests (JVM start-up is the slow part): "ja" with Redisson's default
- * 30 s watchdog and "jb" with a 2 s one; the latch test starts a third with
- * a 300 ms command timeout. Which tests run for which version is in
+ * two JVMs for all its tests (JVM start-up is the slow part; the fixture
+ * and helpers are support/java_testing.c's): "ja" with Redisson's default
+ * 30 s watchdog and "jb" with a 2 s one; the lost-reply test starts a third
+ * with a 300 ms command timeout. Which tests run for which version is in
  * compat/README.md; a version lacking a feature (the fenced lock before
  * 3.19, the unlock latch before 3.24) does not register its tests.
  *
@@ -33,6 +34,7 @@
 #include "compat_testing.h"
 #include "harness.h"
 #include "java_peer.h"
+#include "java_testing.h"
 #include "lock_testing.h"
 #include "rlock.h"
 
@@ -42,29 +44,14 @@
 
 #define LT_SUITE       "java_peer"
 #define VERSION        RLOCK_JAVA_VERSION
-#define JVM_START_MS   60000 /* JVM start-up on a loaded 2-core machine */
-#define PEER_MS        10000 /* a peer answer that needs no wait */
 #define WAKE_ROUNDS    5
-#define SHORT_WATCHDOG 2000 /* jb's and the C watchdog test's timeout */
-
-/* The group: one server, two JVMs, and the test's C clients. */
-typedef struct jt_fixture {
-    rt_redis redis;
-    jp_peer *ja; /* Redisson's default watchdog (30 s) */
-    jp_peer *jb; /* watchdog SHORT_WATCHDOG */
-    rlock_client *a, *b;
-} jt_fixture;
 
 /* ------------------------------------------------------------ versions */
 
 /* Whether this version is at least major.minor. */
 static int version_at_least(int major, int minor)
 {
-    int ma = 0, mi = 0;
-
-    if (sscanf(VERSION, "%d.%d", &ma, &mi) != 2)
-        return 0;
-    return ma > major || (ma == major && mi >= minor);
+    return jt_version_at_least(VERSION, major, minor);
 }
 
 /* Redisson added the fenced lock in 3.19 and the unlock latch in 3.24. */
@@ -76,178 +63,6 @@ static int has_fenced(void)
 static int has_latch(void)
 {
     return version_at_least(3, 24);
-}
-
-/* ------------------------------------------------------------- fixture */
-
-static int group_setup(void **state)
-{
-    static const char *const short_wd[] = {"watchdog=2000", NULL};
-    jt_fixture *f = calloc(1, sizeof(*f));
-
-    if (f == NULL || rt_redis_start(&f->redis) != 0) {
-        free(f);
-        return -1;
-    }
-    *state = f;
-    /* both JVMs start at once: each takes a second or more */
-    f->ja = jp_start(VERSION, f->redis.url, NULL);
-    f->jb = jp_start(VERSION, f->redis.url, short_wd);
-    if (f->ja == NULL || f->jb == NULL ||
-        jp_ready(f->ja, VERSION, JVM_START_MS) != 0 ||
-        jp_ready(f->jb, VERSION, JVM_START_MS) != 0)
-        return -1;
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    jt_fixture *f = *state;
-
-    jp_free(f->ja);
-    jp_free(f->jb);
-    rt_redis_stop(&f->redis);
-    free(f);
-    return 0;
-}
-
-static int setup(void **state)
-{
-    jt_fixture *f = *state;
-
-    f->a = ct_connect(&f->redis);
-    f->b = ct_connect(&f->redis);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    jt_fixture *f = *state;
-    char *ok = rt_cmd_str(&f->redis, "CLIENT UNPAUSE");
-
-    free(ok);
-    rlock_client_free(f->a);
-    rlock_client_free(f->b);
-    f->a = f->b = NULL;
-    return 0;
-}
-
-/* -------------------------------------------------------------- helpers */
-
-/* A C handle of one kind (the names Driver.java uses for KIND). */
-typedef struct c_lock {
-    rlock *l;
-    rlock_rw *rw; /* read and write: the pair that owns l */
-} c_lock;
-
-static c_lock c_get(rlock_client *c, const char *kind, const char *name)
-{
-    c_lock h = {0};
-    int rc;
-
-    if (strcmp(kind, "lock") == 0)
-        rc = rlock_get(c, name, &h.l);
-    else if (strcmp(kind, "fair") == 0)
-        rc = rlock_fair_get(c, name, &h.l);
-    else if (strcmp(kind, "spin") == 0)
-        rc = rlock_spin_get(c, name, &h.l);
-    else if (strcmp(kind, "fenced") == 0)
-        rc = rlock_fenced_get(c, name, &h.l);
-    else {
-        rc = rlock_rw_get(c, name, &h.rw);
-        assert_int_equal(rc, RLOCK_OK);
-        h.l = strcmp(kind, "read") == 0 ? rlock_rw_read(h.rw)
-                                        : rlock_rw_write(h.rw);
-    }
-    assert_int_equal(rc, RLOCK_OK);
-    assert_non_null(h.l);
-    return h;
-}
-
-static void c_free(c_lock *h)
-{
-    if (h->rw != NULL)
-        rlock_rw_free(h->rw);
-    else
-        rlock_free(h->l);
-    *h = (c_lock){0};
-}
-
-/* Sends "tid op kind name [args]" to p and returns the event it answers. */
-static json_t *java_do(jp_peer *p, const char *tid, const char *op,
-                       const char *kind, const char *name, const char *args,
-                       int timeout_ms)
-{
-    jp_send(p, "%s %s %s %s %s", tid, op, kind, name, args != NULL ? args : "");
-    return jp_expect(p, tid, strcmp(op, "force") == 0 ? "force" : op,
-                     timeout_ms);
-}
-
-/* The Java thread tid takes the lock (no wait expected). */
-static void java_lock(jp_peer *p, const char *tid, const char *kind,
-                      const char *name)
-{
-    json_decref(java_do(p, tid, "lock", kind, name, NULL, PEER_MS));
-}
-
-/* The Java thread tid unlocks, which must succeed. */
-static void java_unlock(jp_peer *p, const char *tid, const char *kind,
-                        const char *name)
-{
-    json_t *ev = java_do(p, tid, "unlock", kind, name, NULL, PEER_MS);
-
-    assert_true(np_bool(ev, "ok"));
-    json_decref(ev);
-}
-
-/* One tryLock(wait_ms) by a fresh Java thread; a hold it gets is given
- * back at once. Returns whether it got the lock. */
-static int java_trylock(jp_peer *p, const char *kind, const char *name,
-                        int wait_ms)
-{
-    char args[32];
-    json_t *ev;
-    int got;
-
-    snprintf(args, sizeof(args), "%d", wait_ms);
-    ev = java_do(p, "try", "trylock", kind, name, args, PEER_MS + wait_ms);
-    got = np_bool(ev, "acquired");
-    json_decref(ev);
-    if (got)
-        java_unlock(p, "try", kind, name);
-    return got;
-}
-
-/* The only field of hash name, which must have exactly one, and its value
- * (the hold count) as a number. */
-static long long single_count(rt_redis *r, const char *name)
-{
-    redisReply *rep = rt_cmd(r, "HVALS %s", name);
-    long long n;
-
-    assert_non_null(rep);
-    assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
-    assert_int_equal(rep->elements, 1);
-    n = atoll(rep->element[0]->str);
-    freeReplyObject(rep);
-    return n;
-}
-
-static int cmp_ll(const void *x, const void *y)
-{
-    long long a = *(const long long *)x, b = *(const long long *)y;
-
-    return (a > b) - (a < b);
-}
-
-/* Prints min/median/max of n latencies, for the wake-up table in
- * compat/README.md. */
-static void report_latencies(const char *what, long long *ms, int n)
-{
-    qsort(ms, (size_t)n, sizeof(ms[0]), cmp_ll);
-    print_message("redisson %s: %s wake-up, %d rounds: min %lld ms, median "
-                  "%lld ms, max %lld ms\n",
-                  VERSION, what, n, ms[0], ms[n / 2], ms[n - 1]);
 }
 
 /* --------------------------------------------------------- wake-ups */
@@ -266,7 +81,7 @@ static void test_c_waiter_is_woken_by_java_unlock(void **state)
 
         snprintf(name, sizeof(name), LT_SUITE ":%s:%d", __func__, i);
         lt_channel_of(channel, sizeof(channel), name);
-        java_lock(f->ja, "h", "lock", name);
+        jt_java_lock(f->ja, "h", "lock", name);
         l = lt_get_lock(f->a, name);
         ct_locker_start(&waiter, l, RLOCK_WAIT_FOREVER);
         ct_wait_numsub(&f->redis, channel, 1, 5000);
@@ -274,7 +89,7 @@ static void test_c_waiter_is_woken_by_java_unlock(void **state)
             assert_false(ct_locker_wait(&waiter, 200));
 
         offset = ct_wall_ms() - rt_now_ms();
-        ev = java_do(f->ja, "h", "unlock", "lock", name, NULL, PEER_MS);
+        ev = jt_java_do(f->ja, "h", "unlock", "lock", name, NULL, JT_PEER_MS);
         assert_true(np_bool(ev, "ok"));
         t0 = np_int(ev, "t0");
         json_decref(ev);
@@ -285,7 +100,7 @@ static void test_c_waiter_is_woken_by_java_unlock(void **state)
         assert_int_equal(ct_locker_release(&waiter), RLOCK_OK);
         rlock_free(l);
     }
-    report_latencies("Java unlock -> C waiter", lat, WAKE_ROUNDS);
+    jt_report_latencies(VERSION, "Java unlock -> C waiter", lat, WAKE_ROUNDS);
 }
 
 static void test_java_waiter_is_woken_by_c_unlock(void **state)
@@ -304,7 +119,7 @@ static void test_java_waiter_is_woken_by_c_unlock(void **state)
         l = lt_get_lock(f->a, name);
         assert_int_equal(rlock_lock(l), RLOCK_OK);
         jp_send(f->ja, "w lock lock %s", name);
-        ct_wait_numsub(&f->redis, channel, 1, PEER_MS);
+        ct_wait_numsub(&f->redis, channel, 1, JT_PEER_MS);
         if (i == 0)
             assert_true(jp_quiet(f->ja, "w", 200));
 
@@ -314,11 +129,11 @@ static void test_java_waiter_is_woken_by_c_unlock(void **state)
         lat[i] = np_int(ev, "t") - t0;
         json_decref(ev);
         assert_true(lat[i] < CT_WAKE_BOUND_MS);
-        java_unlock(f->ja, "w", "lock", name);
+        jt_java_unlock(f->ja, "w", "lock", name);
         assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
         rlock_free(l);
     }
-    report_latencies("C unlock -> Java waiter", lat, WAKE_ROUNDS);
+    jt_report_latencies(VERSION, "C unlock -> Java waiter", lat, WAKE_ROUNDS);
 }
 
 /* ------------------------------------------------------- every kind */
@@ -331,12 +146,12 @@ static void test_java_waiter_is_woken_by_c_unlock(void **state)
  * blocked, does not hold up the next kind's test. */
 static void take_turns(jt_fixture *f, const char *kind, const char *name)
 {
-    c_lock h = c_get(f->a, kind, name);
+    jt_lock h = jt_c_get(f->a, kind, name);
     ct_locker waiter;
     json_t *ev;
     int64_t token = 0, t0;
 
-    ev = java_do(f->ja, kind, "lock", kind, name, NULL, PEER_MS);
+    ev = jt_java_do(f->ja, kind, "lock", kind, name, NULL, JT_PEER_MS);
     if (strcmp(kind, "fenced") == 0)
         token = np_int(ev, "token");
     json_decref(ev);
@@ -345,7 +160,7 @@ static void take_turns(jt_fixture *f, const char *kind, const char *name)
 
     ct_locker_start(&waiter, h.l, RLOCK_WAIT_FOREVER);
     assert_false(ct_locker_wait(&waiter, 300));
-    java_unlock(f->ja, kind, kind, name);
+    jt_java_unlock(f->ja, kind, kind, name);
     assert_true(ct_locker_wait(&waiter, CT_WAKE_BOUND_MS));
     assert_int_equal(waiter.acquired_rc, RLOCK_OK);
     if (strcmp(kind, "fenced") == 0) {
@@ -353,7 +168,7 @@ static void take_turns(jt_fixture *f, const char *kind, const char *name)
         token = rlock_fenced_token(h.l);
     }
 
-    assert_false(java_trylock(f->ja, kind, name, 0));
+    assert_false(jt_java_trylock(f->ja, kind, name, 0));
     jp_send(f->ja, "%s lock %s %s", kind, kind, name);
     assert_true(jp_quiet(f->ja, kind, 300));
     t0 = ct_wall_ms();
@@ -363,9 +178,9 @@ static void take_turns(jt_fixture *f, const char *kind, const char *name)
     if (strcmp(kind, "fenced") == 0)
         assert_true(np_int(ev, "token") > token);
     json_decref(ev);
-    java_unlock(f->ja, kind, kind, name);
+    jt_java_unlock(f->ja, kind, kind, name);
     assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
-    c_free(&h);
+    jt_c_free(&h);
 }
 
 static void test_lock_c_and_java_take_turns(void **state)
@@ -413,29 +228,29 @@ test_read_lock_is_shared_and_excludes_writers_both_ways(void **state)
 {
     jt_fixture *f = *state;
     char name[128];
-    c_lock r, w;
+    jt_lock r, w;
 
     LT_TEST_NAME(name);
-    r = c_get(f->a, "read", name);
-    w = c_get(f->a, "write", name);
+    r = jt_c_get(f->a, "read", name);
+    w = jt_c_get(f->a, "write", name);
 
-    java_lock(f->ja, "r", "read", name);
+    jt_java_lock(f->ja, "r", "read", name);
     assert_int_equal(rlock_trylock(r.l, 0, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
     assert_int_equal(rlock_trylock(w.l, 0, RLOCK_LEASE_WATCHDOG),
                      RLOCK_ETIMEDOUT);
-    assert_false(java_trylock(f->ja, "write", name, 0));
+    assert_false(jt_java_trylock(f->ja, "write", name, 0));
     assert_int_equal(rlock_unlock(r.l), RLOCK_OK);
-    java_unlock(f->ja, "r", "read", name);
+    jt_java_unlock(f->ja, "r", "read", name);
     assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
 
     assert_int_equal(rlock_lock(w.l), RLOCK_OK);
-    assert_false(java_trylock(f->ja, "read", name, 0));
-    assert_false(java_trylock(f->ja, "write", name, 0));
+    assert_false(jt_java_trylock(f->ja, "read", name, 0));
+    assert_false(jt_java_trylock(f->ja, "write", name, 0));
     assert_int_equal(rlock_unlock(w.l), RLOCK_OK);
-    assert_true(java_trylock(f->ja, "read", name, 0));
+    assert_true(jt_java_trylock(f->ja, "read", name, 0));
     assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
-    c_free(&r);
-    c_free(&w);
+    jt_c_free(&r);
+    jt_c_free(&w);
 }
 
 /* Neither side can release the other side's hold of kind: the refused
@@ -444,14 +259,14 @@ static void non_owner_unlock_is_refused_both_ways(jt_fixture *f,
                                                   const char *kind,
                                                   const char *name)
 {
-    c_lock h = c_get(f->a, kind, name);
+    jt_lock h = jt_c_get(f->a, kind, name);
     char tid[32], *before, *after;
     json_t *ev;
 
     snprintf(tid, sizeof(tid), "no-%s", kind);
     assert_int_equal(rlock_lock(h.l), RLOCK_OK);
     before = lt_hash_dump(&f->redis, name);
-    ev = java_do(f->ja, tid, "unlock", kind, name, NULL, PEER_MS);
+    ev = jt_java_do(f->ja, tid, "unlock", kind, name, NULL, JT_PEER_MS);
     assert_false(np_bool(ev, "ok"));
     assert_non_null(strstr(np_str(ev, "error"), "IllegalMonitorState"));
     json_decref(ev);
@@ -462,16 +277,16 @@ static void non_owner_unlock_is_refused_both_ways(jt_fixture *f,
     assert_int_equal(rlock_unlock(h.l), RLOCK_OK);
     assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
 
-    java_lock(f->ja, tid, kind, name);
+    jt_java_lock(f->ja, tid, kind, name);
     before = lt_hash_dump(&f->redis, name);
     assert_int_equal(rlock_unlock(h.l), RLOCK_ENOTOWNER);
     after = lt_hash_dump(&f->redis, name);
     assert_string_equal(after, before);
     free(before);
     free(after);
-    java_unlock(f->ja, tid, kind, name);
+    jt_java_unlock(f->ja, tid, kind, name);
     assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
-    c_free(&h);
+    jt_c_free(&h);
 }
 
 /* Whether Redisson's unlock() of kind returns normally when the lock is
@@ -490,22 +305,22 @@ static int unlock_of_missing_lock_succeeds(const char *kind)
 static void force_unlock_frees_the_other_side(jt_fixture *f, const char *kind,
                                               const char *name)
 {
-    c_lock h = c_get(f->a, kind, name);
+    jt_lock h = jt_c_get(f->a, kind, name);
     char tid[32];
     json_t *ev;
 
     snprintf(tid, sizeof(tid), "fu-%s", kind);
     assert_int_equal(rlock_lock(h.l), RLOCK_OK);
-    ev = java_do(f->ja, tid, "force", kind, name, NULL, PEER_MS);
+    ev = jt_java_do(f->ja, tid, "force", kind, name, NULL, JT_PEER_MS);
     assert_true(np_bool(ev, "deleted"));
     json_decref(ev);
     assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
     assert_int_equal(rlock_unlock(h.l), RLOCK_ELOST);
 
-    java_lock(f->ja, tid, kind, name);
+    jt_java_lock(f->ja, tid, kind, name);
     assert_int_equal(rlock_force_unlock(h.l), RLOCK_OK);
     assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
-    ev = java_do(f->ja, tid, "probe", kind, name, NULL, PEER_MS);
+    ev = jt_java_do(f->ja, tid, "probe", kind, name, NULL, JT_PEER_MS);
     assert_false(np_bool(ev, "locked"));
     assert_false(np_bool(ev, "held"));
     json_decref(ev);
@@ -514,39 +329,11 @@ static void force_unlock_frees_the_other_side(jt_fixture *f, const char *kind,
      * read-write unlock of the versions here up to 3.29.0, report success
      * when the lock is gone (they publish to the next waiter and return 1).
      * Either way it must not bring the lock back. */
-    ev = java_do(f->ja, tid, "unlock", kind, name, NULL, PEER_MS);
+    ev = jt_java_do(f->ja, tid, "unlock", kind, name, NULL, JT_PEER_MS);
     assert_int_equal(np_bool(ev, "ok"), unlock_of_missing_lock_succeeds(kind));
     json_decref(ev);
     assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
-    c_free(&h);
-}
-
-/* The hold count in hash name of its one owner: the value of its only
- * field other than the read-write lock's "mode". */
-static long long owner_count(rt_redis *r, const char *name)
-{
-    redisReply *rep = rt_cmd(r, "HGETALL %s", name);
-    long long count = -1;
-    int owners = 0;
-
-    assert_non_null(rep);
-    assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
-    for (size_t i = 0; i + 1 < rep->elements; i += 2) {
-        if (strcmp(rep->element[i]->str, "mode") == 0)
-            continue;
-        owners++;
-        count = atoll(rep->element[i + 1]->str);
-    }
-    freeReplyObject(rep);
-    assert_int_equal(owners, 1);
-    return count;
-}
-
-/* The kind that a hold of kind keeps out: the read lock only keeps out
- * writers. */
-static const char *excluded_by(const char *kind)
-{
-    return strcmp(kind, "read") == 0 ? "write" : kind;
+    jt_c_free(&h);
 }
 
 /* Three nested holds are one owner counting 3, and the lock stays closed
@@ -554,33 +341,33 @@ static const char *excluded_by(const char *kind)
 static void nested_holds_are_exact_both_ways(jt_fixture *f, const char *kind,
                                              const char *name)
 {
-    c_lock h = c_get(f->a, kind, name);
-    c_lock other = c_get(f->b, excluded_by(kind), name);
+    jt_lock h = jt_c_get(f->a, kind, name);
+    jt_lock other = jt_c_get(f->b, jt_excluded_by(kind), name);
     char tid[32];
 
     snprintf(tid, sizeof(tid), "nest-%s", kind);
     for (int i = 0; i < 3; i++)
-        java_lock(f->ja, tid, kind, name);
-    assert_int_equal(owner_count(&f->redis, name), 3);
-    java_unlock(f->ja, tid, kind, name);
-    java_unlock(f->ja, tid, kind, name);
-    assert_int_equal(owner_count(&f->redis, name), 1);
+        jt_java_lock(f->ja, tid, kind, name);
+    assert_int_equal(jt_owner_count(&f->redis, name), 3);
+    jt_java_unlock(f->ja, tid, kind, name);
+    jt_java_unlock(f->ja, tid, kind, name);
+    assert_int_equal(jt_owner_count(&f->redis, name), 1);
     assert_int_equal(rlock_trylock(other.l, 0, RLOCK_LEASE_WATCHDOG),
                      RLOCK_ETIMEDOUT);
-    java_unlock(f->ja, tid, kind, name);
+    jt_java_unlock(f->ja, tid, kind, name);
     assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
 
     for (int i = 0; i < 3; i++)
         assert_int_equal(rlock_lock(h.l), RLOCK_OK);
-    assert_int_equal(owner_count(&f->redis, name), 3);
+    assert_int_equal(jt_owner_count(&f->redis, name), 3);
     assert_int_equal(rlock_unlock(h.l), RLOCK_OK);
     assert_int_equal(rlock_unlock(h.l), RLOCK_OK);
-    assert_int_equal(owner_count(&f->redis, name), 1);
-    assert_false(java_trylock(f->ja, excluded_by(kind), name, 0));
+    assert_int_equal(jt_owner_count(&f->redis, name), 1);
+    assert_false(jt_java_trylock(f->ja, jt_excluded_by(kind), name, 0));
     assert_int_equal(rlock_unlock(h.l), RLOCK_OK);
     assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
-    c_free(&h);
-    c_free(&other);
+    jt_c_free(&h);
+    jt_c_free(&other);
 }
 
 /* The three tests above for one kind (RLock's own are further down). */
@@ -635,20 +422,20 @@ static void multi_take_turns(jt_fixture *f, const char *kind, int redlock)
                              : rlock_multi_new(ls, 2, &m),
                      RLOCK_OK);
 
-    java_lock(f->ja, "m", kind, list);
+    jt_java_lock(f->ja, "m", kind, list);
     for (int i = 0; i < n; i++)
         assert_int_equal(rlock_is_locked(ls[i]), 1);
     assert_int_equal(rlock_multi_trylock(m, 0, RLOCK_LEASE_WATCHDOG, NULL),
                      RLOCK_ETIMEDOUT);
-    java_unlock(f->ja, "m", kind, list);
+    jt_java_unlock(f->ja, "m", kind, list);
     for (int i = 0; i < n; i++)
         assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", names[i]), 0);
 
     assert_int_equal(rlock_multi_lock(m, NULL), RLOCK_OK);
-    assert_false(java_trylock(f->ja, kind, list, 0));
-    assert_false(java_trylock(f->ja, "lock", names[1], 0));
+    assert_false(jt_java_trylock(f->ja, kind, list, 0));
+    assert_false(jt_java_trylock(f->ja, "lock", names[1], 0));
     assert_int_equal(rlock_multi_unlock(m), RLOCK_OK);
-    assert_true(java_trylock(f->ja, kind, list, 0));
+    assert_true(jt_java_trylock(f->ja, kind, list, 0));
     for (int i = 0; i < n; i++) {
         assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", names[i]), 0);
         rlock_free(ls[i]);
@@ -677,19 +464,19 @@ static void test_java_nested_holds_are_one_field_counting_three(void **state)
     LT_TEST_NAME(name);
     l = lt_get_lock(f->a, name);
     for (int i = 0; i < 3; i++)
-        java_lock(f->ja, "n", "lock", name);
-    assert_int_equal(single_count(&f->redis, name), 3);
+        jt_java_lock(f->ja, "n", "lock", name);
+    assert_int_equal(jt_single_count(&f->redis, name), 3);
     assert_true(rt_cmd_int(&f->redis, "PTTL %s", name) > 20000);
     assert_int_equal(rlock_is_locked(l), 1);
     assert_int_equal(rlock_trylock(l, 0, RLOCK_LEASE_WATCHDOG),
                      RLOCK_ETIMEDOUT);
 
-    java_unlock(f->ja, "n", "lock", name);
-    java_unlock(f->ja, "n", "lock", name);
-    assert_int_equal(single_count(&f->redis, name), 1);
+    jt_java_unlock(f->ja, "n", "lock", name);
+    jt_java_unlock(f->ja, "n", "lock", name);
+    assert_int_equal(jt_single_count(&f->redis, name), 1);
     assert_int_equal(rlock_trylock(l, 0, RLOCK_LEASE_WATCHDOG),
                      RLOCK_ETIMEDOUT);
-    java_unlock(f->ja, "n", "lock", name);
+    jt_java_unlock(f->ja, "n", "lock", name);
     assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
     rlock_free(l);
 }
@@ -705,18 +492,18 @@ static void test_java_sees_c_nested_lock_held_until_third_unlock(void **state)
     l = lt_get_lock(f->a, name);
     for (int i = 0; i < 3; i++)
         assert_int_equal(rlock_lock(l), RLOCK_OK);
-    ev = java_do(f->ja, "p", "probe", "lock", name, NULL, PEER_MS);
+    ev = jt_java_do(f->ja, "p", "probe", "lock", name, NULL, JT_PEER_MS);
     assert_true(np_bool(ev, "locked"));
     assert_false(np_bool(ev, "held"));
     assert_int_equal(np_int(ev, "holds"), 0);
     json_decref(ev);
-    assert_int_equal(single_count(&f->redis, name), 3);
+    assert_int_equal(jt_single_count(&f->redis, name), 3);
 
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    assert_false(java_trylock(f->ja, "lock", name, 0));
+    assert_false(jt_java_trylock(f->ja, "lock", name, 0));
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    assert_true(java_trylock(f->ja, "lock", name, 0));
+    assert_true(jt_java_trylock(f->ja, "lock", name, 0));
     rlock_free(l);
 }
 
@@ -734,7 +521,7 @@ static void test_java_cannot_unlock_c_hold(void **state)
     l = lt_get_lock(f->a, name);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
 
-    ev = java_do(f->ja, "x", "unlock", "lock", name, NULL, PEER_MS);
+    ev = jt_java_do(f->ja, "x", "unlock", "lock", name, NULL, JT_PEER_MS);
     assert_false(np_bool(ev, "ok"));
     assert_non_null(strstr(np_str(ev, "error"), "IllegalMonitorState"));
     json_decref(ev);
@@ -752,7 +539,7 @@ static void test_c_cannot_unlock_java_hold(void **state)
     rlock *l;
 
     LT_TEST_NAME(name);
-    java_lock(f->ja, "x", "lock", name);
+    jt_java_lock(f->ja, "x", "lock", name);
     before = lt_hash_dump(&f->redis, name);
     l = lt_get_lock(f->a, name);
 
@@ -760,7 +547,7 @@ static void test_c_cannot_unlock_java_hold(void **state)
 
     after = lt_hash_dump(&f->redis, name);
     assert_string_equal(after, before);
-    java_unlock(f->ja, "x", "lock", name);
+    jt_java_unlock(f->ja, "x", "lock", name);
     assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
     free(before);
     free(after);
@@ -787,7 +574,7 @@ test_java_force_unlock_frees_c_hold_and_wakes_c_waiter(void **state)
     assert_false(ct_locker_wait(&waiter, 300));
 
     forced = rt_now_ms();
-    ev = java_do(f->ja, "f", "force", "lock", name, NULL, PEER_MS);
+    ev = jt_java_do(f->ja, "f", "force", "lock", name, NULL, JT_PEER_MS);
     assert_true(np_bool(ev, "deleted"));
     json_decref(ev);
     assert_true(ct_locker_wait(&waiter, CT_WAKE_BOUND_MS));
@@ -809,7 +596,7 @@ test_c_force_unlock_frees_java_hold_and_wakes_java_waiter(void **state)
     int64_t t0;
 
     LT_TEST_NAME(name);
-    java_lock(f->ja, "f1", "lock", name);
+    jt_java_lock(f->ja, "f1", "lock", name);
     jp_send(f->ja, "f2 lock lock %s", name);
     assert_true(jp_quiet(f->ja, "f2", 300));
 
@@ -820,10 +607,10 @@ test_c_force_unlock_frees_java_hold_and_wakes_java_waiter(void **state)
     assert_true(np_int(ev, "t") - t0 < CT_WAKE_BOUND_MS);
     json_decref(ev);
 
-    ev = java_do(f->ja, "f1", "unlock", "lock", name, NULL, PEER_MS);
+    ev = jt_java_do(f->ja, "f1", "unlock", "lock", name, NULL, JT_PEER_MS);
     assert_false(np_bool(ev, "ok"));
     json_decref(ev);
-    java_unlock(f->ja, "f2", "lock", name);
+    jt_java_unlock(f->ja, "f2", "lock", name);
     assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
     rlock_free(l);
 }
@@ -842,33 +629,33 @@ static void test_each_watchdog_keeps_its_locks_of_every_kind(void **state)
     size_t nkinds = has_fenced() ? 6 : 5;
     jt_fixture *f = *state;
     char jname[6][128], cname[6][128], tid[32];
-    c_lock held[6], probe[6];
+    jt_lock held[6], probe[6];
     rlock_client *c;
     ct_locker waiter;
     rlock *wait;
 
     c = lt_connect(f->redis.url, rlock_config_set_watchdog_timeout,
-                   SHORT_WATCHDOG);
+                   JT_SHORT_WATCHDOG);
     for (size_t k = 0; k < nkinds; k++) {
         snprintf(jname[k], sizeof(jname[k]), LT_SUITE ":watchdog:java:%s",
                  kinds[k]);
         snprintf(cname[k], sizeof(cname[k]), LT_SUITE ":watchdog:c:%s",
                  kinds[k]);
         snprintf(tid, sizeof(tid), "wd-%s", kinds[k]);
-        java_lock(f->jb, tid, kinds[k], jname[k]);
-        held[k] = c_get(c, kinds[k], cname[k]);
+        jt_java_lock(f->jb, tid, kinds[k], jname[k]);
+        held[k] = jt_c_get(c, kinds[k], cname[k]);
         assert_int_equal(rlock_lock(held[k].l), RLOCK_OK);
-        probe[k] = c_get(f->a, excluded_by(kinds[k]), jname[k]);
+        probe[k] = jt_c_get(f->a, jt_excluded_by(kinds[k]), jname[k]);
         assert_true(rt_cmd_int(&f->redis, "PTTL %s", jname[k]) <=
-                    SHORT_WATCHDOG);
+                    JT_SHORT_WATCHDOG);
         assert_true(rt_cmd_int(&f->redis, "PTTL %s", cname[k]) <=
-                    SHORT_WATCHDOG);
+                    JT_SHORT_WATCHDOG);
     }
     wait = lt_get_lock(f->a, jname[0]);
     ct_locker_start(&waiter, wait, RLOCK_WAIT_FOREVER);
     jp_send(f->jb, "ww lock lock %s", cname[0]);
 
-    assert_true(jp_quiet(f->jb, "ww", SHORT_WATCHDOG * 7 / 4));
+    assert_true(jp_quiet(f->jb, "ww", JT_SHORT_WATCHDOG * 7 / 4));
     assert_false(ct_locker_wait(&waiter, 0));
     for (size_t k = 0; k < nkinds; k++) {
         assert_true(rt_cmd_int(&f->redis, "PTTL %s", jname[k]) > 0);
@@ -876,48 +663,30 @@ static void test_each_watchdog_keeps_its_locks_of_every_kind(void **state)
         assert_int_equal(rlock_trylock(probe[k].l, 0, RLOCK_LEASE_WATCHDOG),
                          RLOCK_ETIMEDOUT);
         assert_false(
-            java_trylock(f->ja, excluded_by(kinds[k]), cname[k], 0));
+            jt_java_trylock(f->ja, jt_excluded_by(kinds[k]), cname[k], 0));
     }
 
-    java_unlock(f->jb, "wd-lock", "lock", jname[0]);
+    jt_java_unlock(f->jb, "wd-lock", "lock", jname[0]);
     assert_true(ct_locker_wait(&waiter, CT_WAKE_BOUND_MS));
     assert_int_equal(waiter.acquired_rc, RLOCK_OK);
     assert_int_equal(rlock_unlock(held[0].l), RLOCK_OK);
     json_decref(jp_expect(f->jb, "ww", "lock", CT_WAKE_BOUND_MS));
-    java_unlock(f->jb, "ww", "lock", cname[0]);
+    jt_java_unlock(f->jb, "ww", "lock", cname[0]);
     assert_int_equal(ct_locker_release(&waiter), RLOCK_OK);
     for (size_t k = 1; k < nkinds; k++) {
         snprintf(tid, sizeof(tid), "wd-%s", kinds[k]);
-        java_unlock(f->jb, tid, kinds[k], jname[k]);
+        jt_java_unlock(f->jb, tid, kinds[k], jname[k]);
         assert_int_equal(rlock_unlock(held[k].l), RLOCK_OK);
     }
     for (size_t k = 0; k < nkinds; k++) {
-        c_free(&held[k]);
-        c_free(&probe[k]);
+        jt_c_free(&held[k]);
+        jt_c_free(&probe[k]);
     }
     rlock_free(wait);
     rlock_client_free(c);
 }
 
 /* ---------------------------------------------------------- the latch */
-
-/* calls of EVAL plus EVALSHA so far (INFO commandstats) */
-static long long script_calls(rt_redis *r)
-{
-    char *info = rt_cmd_str(r, "INFO commandstats");
-    long long n = 0;
-
-    assert_non_null(info);
-    for (const char *p = info; (p = strstr(p, "cmdstat_eval")) != NULL; p++) {
-        const char *calls = strstr(p, "calls=");
-
-        if (strncmp(p, "cmdstat_eval:", 13) == 0 ||
-            strncmp(p, "cmdstat_evalsha:", 16) == 0)
-            n += atoll(calls + 6);
-    }
-    free(info);
-    return n;
-}
 
 #define PAUSE_MS 1500
 
@@ -938,19 +707,19 @@ static json_t *java_unlock_with_lost_reply(jt_fixture *f, const char *name,
     char *ok;
 
     assert_non_null(jc);
-    assert_int_equal(jp_ready(jc, VERSION, JVM_START_MS), 0);
-    java_lock(jc, "l", "lock", name);
-    java_lock(jc, "l", "lock", name);
-    assert_int_equal(single_count(&f->redis, name), 2);
+    assert_int_equal(jp_ready(jc, VERSION, JT_JVM_START_MS), 0);
+    jt_java_lock(jc, "l", "lock", name);
+    jt_java_lock(jc, "l", "lock", name);
+    assert_int_equal(jt_single_count(&f->redis, name), 2);
 
-    before = script_calls(&f->redis);
+    before = jt_script_calls(&f->redis);
     paused = rt_now_ms();
     ok = rt_cmd_str(&f->redis, "CLIENT PAUSE %d WRITE", PAUSE_MS);
     assert_string_equal(ok, "OK");
     free(ok);
-    ev = java_do(jc, "l", "unlock", "lock", name, NULL, PEER_MS);
+    ev = jt_java_do(jc, "l", "unlock", "lock", name, NULL, JT_PEER_MS);
     rt_sleep_ms(paused + PAUSE_MS + 300 - rt_now_ms());
-    *calls = script_calls(&f->redis) - before;
+    *calls = jt_script_calls(&f->redis) - before;
     print_message("redisson %s: unlock with a lost reply: ok %d, %lld "
                   "script runs\n",
                   VERSION, np_bool(ev, "ok"), *calls);
@@ -973,7 +742,7 @@ test_java_resent_unlock_takes_one_hold_off_by_the_latch(void **state)
     assert_true(np_bool(ev, "ok"));
     json_decref(ev);
     assert_true(calls >= 2);
-    assert_int_equal(single_count(&f->redis, name), 1);
+    assert_int_equal(jt_single_count(&f->redis, name), 1);
 }
 
 /* 3.52 and 4.x send the unlock script without retries (evalWriteSynced-
@@ -992,7 +761,7 @@ static void test_java_unlock_with_lost_reply_is_not_resent(void **state)
     assert_non_null(strstr(np_str(ev, "error"), "Timeout"));
     json_decref(ev);
     assert_int_equal(calls, 1);
-    assert_int_equal(single_count(&f->redis, name), 1);
+    assert_int_equal(jt_single_count(&f->redis, name), 1);
 }
 
 /* Before the latch (3.23 and older) a resent inner unlock runs again and
@@ -1160,8 +929,23 @@ test_c_and_java_threads_in_four_processes_lose_no_increment(void **state)
 
 /* --------------------------------------------------------------- main */
 
-#define T(fn) \
-    (struct CMUnitTest) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+static int group_setup(void **state)
+{
+    return jt_group_setup(state, VERSION);
+}
+
+#define T(fn)                                                                 \
+    (struct CMUnitTest)                                                       \
+        cmocka_unit_test_setup_teardown(fn, jt_setup, jt_teardown)
+
+/* The three tests every kind but the plain lock has (KIND_TESTS). */
+#define KIND_T(kind)                                                          \
+    do {                                                                      \
+        tests[n++] =                                                          \
+            T(test_##kind##_unlock_by_non_owner_is_refused_both_ways);        \
+        tests[n++] = T(test_##kind##_force_unlock_frees_the_other_side);      \
+        tests[n++] = T(test_##kind##_nested_holds_are_exact_both_ways);       \
+    } while (0)
 
 int main(int argc, char **argv)
 {
@@ -1180,12 +964,6 @@ int main(int argc, char **argv)
     tests[n++] = T(test_spin_lock_c_and_java_take_turns);
     if (has_fenced())
         tests[n++] = T(test_fenced_lock_c_and_java_take_turns);
-#define KIND_T(kind)                                                   \
-    do {                                                               \
-        tests[n++] = T(test_##kind##_unlock_by_non_owner_is_refused_both_ways); \
-        tests[n++] = T(test_##kind##_force_unlock_frees_the_other_side);       \
-        tests[n++] = T(test_##kind##_nested_holds_are_exact_both_ways);        \
-    } while (0)
     KIND_T(fair);
     KIND_T(read);
     KIND_T(write);
@@ -1213,5 +991,5 @@ int main(int argc, char **argv)
     rt_require_redis();
     jp_require_java(VERSION);
     return _cmocka_run_group_tests("test_java_peer_" VERSION, tests, n,
-                                   group_setup, group_teardown);
+                                   group_setup, jt_group_teardown);
 }
