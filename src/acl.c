@@ -85,20 +85,24 @@ int rlock__acl_check(rlock_client *c, redisContext *ctx, rlock__acl *out)
     return RLOCK_OK;
 }
 
-/* Reports what rlock__acl_check() found: log warnings, and the subscriber
- * told not to try channels it would be refused. Once the client's I/O
+/* Reports what rlock__acl_check() found: log warnings, once per problem
+ * (unlocks and the subscriber do not warn again of what was named here),
+ * and the subscriber told not to try channels it would be refused. Once the client's I/O
  * thread and subscriber exist, before the client is handed out. */
 void rlock__acl_report(rlock_client *c, const rlock__acl *found)
 {
     const char *user = c->uri.user != NULL ? c->uri.user : "default";
     long long recheck = (long long)c->cfg.recheck_interval_ms;
-    if (found->no_publish)
+    if (found->no_publish) {
+        /* the refused PUBLISH of each unlock is then news at info level */
+        atomic_store(&c->unannounced_warned, true);
         rlock__log_later(c, RLOCK_LOG_WARN,
                          "ACL: user %s may not PUBLISH on lock channels "
                          "(%s): unlocks will release their locks without "
                          "waking waiters, who then wait up to %lld ms; grant "
                          "+publish and &redisson_lock__channel:*",
                          user, found->publish_why, recheck);
+    }
     if (found->no_subscribe) {
         rlock__log_later(c, RLOCK_LOG_WARN,
                          "ACL: user %s may not SUBSCRIBE to lock channels "

@@ -314,6 +314,10 @@ static void test_connect_names_refused_channels_once(void **state)
     assert_non_null(strstr(warning, "nochan-dryrun"));
     assert_int_equal(warnings_about(&lr, "may not PUBLISH", &warning), 1);
     print_message("warning: %s\n", warning);
+    /* named at connect time, the refused PUBLISH of its unlock is not
+     * warned about again */
+    assert_int_equal(warnings_about(&lr, "PUBLISH", NULL), 1);
+    assert_int_equal(warnings(&lr), 2);
 }
 
 static void test_connect_warns_of_refused_publish(void **state)
