@@ -263,6 +263,39 @@ static void test_readme_acl_user_is_woken_by_unlock_messages(void **state)
     assert_int_equal(lr.lines[RLOCK_LOG_ERROR], 0);
 }
 
+/* Refusals are not for ever: once the admin grants the channels, waiters
+ * are woken by messages again after the hold-off (10 s, pubsub.c). */
+#define HOLDOFF_MS 10000
+
+static void test_wakeups_resume_after_the_acl_is_fixed(void **state)
+{
+    lt_fixture *f = *state;
+    log_record lr = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    char name[128];
+
+    LT_TEST_NAME(name);
+    make_user(&f->redis, "nochan-fixed", "~* +@all -acl");
+    rlock_client *c = connect_as(&f->redis, "nochan-fixed", SLOW_RECHECK_MS,
+                                 &lr);
+    rlock *l = lt_get_lock(c, name);
+    hold_by_peer(&f->redis, name);
+    assert_int_equal(rlock_trylock(l, 500, RLOCK_LEASE_WATCHDOG),
+                     RLOCK_ETIMEDOUT);
+    assert_int_equal(rt_cmd_int(&f->redis, "DEL %s", name), 1);
+    rlock_free(l);
+    assert_int_equal(warnings_about(&lr, "SUBSCRIBE", NULL), 1);
+
+    char *ok = rt_cmd_str(&f->redis, "ACL SETUSER nochan-fixed %s",
+                          "&redisson_lock__channel:*");
+    assert_non_null(ok);
+    free(ok);
+    rt_sleep_ms(HOLDOFF_MS + 500);
+    int64_t took = contended_wait_ms(&f->redis, c, name);
+    print_message("after the fix: wait %lld ms\n", (long long)took);
+    assert_true(took < HOLD_MS + WAKE_MARGIN_MS);
+    rlock_client_free(c);
+}
+
 /* A user who may not run ACL DRYRUN: the refusal is found by waiting. */
 static void test_refused_subscribe_is_warned_once(void **state)
 {
@@ -520,6 +553,7 @@ int main(void)
             test_no_channel_user_waits_by_rechecks_without_reconnecting),
         cmocka_unit_test(test_readme_acl_user_is_woken_by_unlock_messages),
         cmocka_unit_test(test_refused_subscribe_is_warned_once),
+        cmocka_unit_test(test_wakeups_resume_after_the_acl_is_fixed),
         cmocka_unit_test(test_connect_names_refused_channels_once),
         cmocka_unit_test(test_connect_warns_of_refused_publish),
         cmocka_unit_test(test_connect_check_is_silent_when_acl_may_not_be_asked),
