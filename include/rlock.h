@@ -20,7 +20,8 @@
  * Callbacks: lost-lock callbacks run on the client's notifier thread and
  * may call anything but rlock_client_free(). Async completions run on the
  * attached libev loop, or on the client's I/O thread when none is attached;
- * there a blocking call returns RLOCK_EDEADLK instead of deadlocking.
+ * there a blocking call returns RLOCK_EDEADLK instead of deadlocking. Log
+ * lines (rlock_config_set_log()) go to their hook on the I/O thread too.
  *
  * Fork: a client belongs to the process that created it. In a forked child
  * every call on an inherited client or handle returns RLOCK_EFORKED; the
