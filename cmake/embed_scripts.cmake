@@ -26,7 +26,7 @@ set(_out
 "// rlock_scripts.c: generated from scripts/*.lua by cmake/embed_scripts.cmake,
 // do not edit.  Edit the .lua files instead; the build regenerates this file.
 
-#include \"scripts.h\"
+#include \"proto/scripts.h\"
 ")
 
 set(_seen "")

@@ -21,7 +21,7 @@
 #define RLOCK_INTERNAL_H
 
 #include "rlock.h"
-#include "scripts.h"
+#include "proto/scripts.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -40,7 +40,7 @@
 #include "harness.h"
 #include "lock_testing.h"
 #include "rlock.h"
-#include "scripts.h"
+#include "proto/scripts.h"
 
 #define WATCHDOG_MS      30000 /* Redisson's default lockWatchdogTimeout */
 #define SHORT_WATCHDOG   1500  /* renewed every 500 ms */

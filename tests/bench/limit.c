@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "scripts.h"
+#include "proto/scripts.h"
 
 #define PIPELINE_DEPTH 16
 #define OWNER          "00000000-0000-4000-8000-000000000000:1"

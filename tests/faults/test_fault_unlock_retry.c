@@ -29,7 +29,7 @@
 #include "harness.h"
 #include "lock_testing.h"
 #include "rlock.h"
-#include "scripts.h"
+#include "proto/scripts.h"
 
 #define LT_SUITE "faults-unlockretry"
 

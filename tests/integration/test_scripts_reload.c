@@ -4,7 +4,7 @@
  * Scripts go out as EVALSHA; after SCRIPT FLUSH (or a server restart) Redis
  * answers NOSCRIPT, and the library must load the script again (SCRIPT
  * LOAD) and resend the EVALSHA, transparently, never EVAL. The SHA-1s are
- * the generated rlock__script_*.sha1 symbols (src/scripts.h), reachable
+ * the generated rlock__script_*.sha1 symbols (src/proto/scripts.h), reachable
  * because tests link the library's object files.
  */
 #include <setjmp.h>
@@ -23,7 +23,7 @@
 #include "harness.h"
 #include "lock_testing.h"
 #include "rlock.h"
-#include "scripts.h"
+#include "proto/scripts.h"
 
 #define LT_SUITE "scripts"
 

@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "scripts.h"
+#include "proto/scripts.h"
 
 #define FS_MAX_CONNS 16
 
