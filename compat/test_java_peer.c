@@ -692,34 +692,43 @@ static void test_each_watchdog_keeps_its_locks_of_every_kind(void **state)
 
 /* Java holds name twice through a third JVM whose command timeout (300 ms)
  * is shorter than a CLIENT PAUSE WRITE that starts before Java's inner
- * unlock: the unlock's reply is lost to the timeout. Returns the unlock
+ * unlock: the unlock's reply is lost to the timeout. The JVM talks to a
+ * server r of its own, so that the scripts counted are its alone (with the
+ * group's server, runs under load counted stray scripts of the other
+ * JVMs). Returns the unlock
  * event, once the pause is over and every copy of the script has run;
  * *calls is how many scripts ran meanwhile (INFO commandstats). */
-static json_t *java_unlock_with_lost_reply(jt_fixture *f, const char *name,
+static json_t *java_unlock_with_lost_reply(rt_redis *r, const char *name,
                                            long long *calls)
 {
     static const char *const opts[] = {"timeout=300", "retries=10",
                                        "retry_interval=100", NULL};
-    jp_peer *jc = jp_start(VERSION, f->redis.url, opts);
+    jp_peer *jc;
     json_t *ev;
     long long before;
     int64_t paused;
     char *ok;
 
+    assert_int_equal(rt_redis_start(r), 0);
+    jc = jp_start(VERSION, r->url, opts);
     assert_non_null(jc);
     assert_int_equal(jp_ready(jc, VERSION, JT_JVM_START_MS), 0);
+    /* Redisson sends EVALSHA first and loads a script only after NOSCRIPT:
+     * a first unlock during the pause would find no script, not a lock */
+    jt_java_lock(jc, "l", "lock", "warm-up");
+    jt_java_unlock(jc, "l", "lock", "warm-up");
     jt_java_lock(jc, "l", "lock", name);
     jt_java_lock(jc, "l", "lock", name);
-    assert_int_equal(jt_single_count(&f->redis, name), 2);
+    assert_int_equal(jt_single_count(r, name), 2);
 
-    before = jt_script_calls(&f->redis);
+    before = jt_script_calls(r);
     paused = rt_now_ms();
-    ok = rt_cmd_str(&f->redis, "CLIENT PAUSE %d WRITE", PAUSE_MS);
+    ok = rt_cmd_str(r, "CLIENT PAUSE %d WRITE", PAUSE_MS);
     assert_string_equal(ok, "OK");
     free(ok);
     ev = jt_java_do(jc, "l", "unlock", "lock", name, NULL, JT_PEER_MS);
     rt_sleep_ms(paused + PAUSE_MS + 300 - rt_now_ms());
-    *calls = jt_script_calls(&f->redis) - before;
+    *calls = jt_script_calls(r) - before;
     print_message("redisson %s: unlock with a lost reply: ok %d, %lld "
                   "script runs\n",
                   VERSION, np_bool(ev, "ok"), *calls);
@@ -732,36 +741,40 @@ static json_t *java_unlock_with_lost_reply(jt_fixture *f, const char *name,
 static void
 test_java_resent_unlock_takes_one_hold_off_by_the_latch(void **state)
 {
-    jt_fixture *f = *state;
+    rt_redis r;
     char name[128];
     long long calls;
     json_t *ev;
 
+    (void)state;
     LT_TEST_NAME(name);
-    ev = java_unlock_with_lost_reply(f, name, &calls);
+    ev = java_unlock_with_lost_reply(&r, name, &calls);
     assert_true(np_bool(ev, "ok"));
     json_decref(ev);
     assert_true(calls >= 2);
-    assert_int_equal(jt_single_count(&f->redis, name), 1);
+    assert_int_equal(jt_single_count(&r, name), 1);
+    rt_redis_stop(&r);
 }
 
 /* 3.52 and 4.x send the unlock script without retries (evalWriteSynced-
- * NoRetry; the latch serves only their replica-sync retry): the caller gets
- * the timeout, and the one copy runs when the pause ends. */
+ * NoRetry; the latch serves their replica-sync retry): the caller gets the
+ * timeout, and the one copy runs when the pause ends. */
 static void test_java_unlock_with_lost_reply_is_not_resent(void **state)
 {
-    jt_fixture *f = *state;
+    rt_redis r;
     char name[128];
     long long calls;
     json_t *ev;
 
+    (void)state;
     LT_TEST_NAME(name);
-    ev = java_unlock_with_lost_reply(f, name, &calls);
+    ev = java_unlock_with_lost_reply(&r, name, &calls);
     assert_false(np_bool(ev, "ok"));
     assert_non_null(strstr(np_str(ev, "error"), "Timeout"));
     json_decref(ev);
     assert_int_equal(calls, 1);
-    assert_int_equal(jt_single_count(&f->redis, name), 1);
+    assert_int_equal(jt_single_count(&r, name), 1);
+    rt_redis_stop(&r);
 }
 
 /* Before the latch (3.23 and older) a resent inner unlock runs again and
@@ -770,14 +783,16 @@ static void test_java_unlock_with_lost_reply_is_not_resent(void **state)
 static void test_java_resent_unlock_without_latch_takes_two_holds_off(
     void **state)
 {
-    jt_fixture *f = *state;
+    rt_redis r;
     char name[128];
     long long calls;
 
+    (void)state;
     LT_TEST_NAME(name);
-    json_decref(java_unlock_with_lost_reply(f, name, &calls));
+    json_decref(java_unlock_with_lost_reply(&r, name, &calls));
     assert_true(calls >= 2);
-    assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
+    assert_int_equal(rt_cmd_int(&r, "EXISTS %s", name), 0);
+    rt_redis_stop(&r);
 }
 
 /* --------------------------------------------------------- contention */

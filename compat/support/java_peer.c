@@ -158,11 +158,15 @@ int jp_ready(jp_peer *p, const char *version, int timeout_ms)
     event = json_string_value(json_object_get(ev, "event"));
     got = json_string_value(json_object_get(ev, "version"));
     if (strcmp(event, "ready") == 0 && got != NULL &&
-        strcmp(got, version) == 0)
+        strcmp(got, version) == 0) {
         rc = 0;
-    else
-        fprintf(stderr, "redisson-%s: expected ready, got %s %s\n", version,
-                event, got != NULL ? got : "(no version)");
+    } else {
+        char *text = json_dumps(ev, JSON_COMPACT);
+
+        fprintf(stderr, "redisson-%s: expected ready, got %s\n", version,
+                text != NULL ? text : event);
+        free(text);
+    }
     json_decref(ev);
     return rc;
 }

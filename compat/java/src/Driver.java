@@ -277,7 +277,10 @@ public final class Driver {
         c.setNettyThreads(4);
         switch (mode) {
         case "single": {
+            // A JVM starting on a loaded 2-core machine can be slow to open
+            // its first connections: Redisson's 10 s would be tight.
             SingleServerConfig s = c.useSingleServer().setAddress(addresses)
+                .setConnectTimeout(30000)
                 .setConnectionMinimumIdleSize(2)
                 .setConnectionPoolSize(16)
                 .setSubscriptionConnectionMinimumIdleSize(1);
@@ -327,7 +330,14 @@ public final class Driver {
         guard.setDaemon(true);
         guard.start();
 
-        Driver d = new Driver(Redisson.create(config(args[0], args[1], opt)));
+        Driver d;
+        try {
+            d = new Driver(Redisson.create(config(args[0], args[1], opt)));
+        } catch (RuntimeException e) {
+            emit("error", null, "error", "connect: " + describe(e));
+            Runtime.getRuntime().halt(1);
+            return;
+        }
         emit("ready", null, "version", Redisson.class.getPackage().getImplementationVersion());
         BufferedReader in =
             new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
