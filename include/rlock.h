@@ -89,6 +89,10 @@ RLOCK_API const char *rlock_version_string(void);
 #define RLOCK_ENOTIFY (-115)   /* unlocked, but Redis refused the unlock
                                   message (PUBLISH): waiters learn of the
                                   release only when they re-check */
+#define RLOCK_ETLS (-116)      /* TLS failed: the server's certificate is
+                                  not trusted or not for this host, the
+                                  handshake failed, or a CA, certificate
+                                  or key file cannot be used */
 
 /* Returns a one-line English description of err (any value).
  * Ownership: static storage. Thread-safety: any thread. */

@@ -22,7 +22,8 @@
     X(RLOCK_ESERVER, "Redis answered with an error")                          \
     X(RLOCK_ECANCELED, "the asynchronous call was cancelled")                 \
     X(RLOCK_ENOTSUP, "not available for this kind of lock")                   \
-    X(RLOCK_ENOTIFY, "unlocked, but Redis refused the unlock message")
+    X(RLOCK_ENOTIFY, "unlocked, but Redis refused the unlock message")       \
+    X(RLOCK_ETLS, "TLS failed: untrusted or wrong certificate, or handshake")
 
 /* Returns the description of err, or a generic sentence for unknown codes. */
 const char *rlock_strerror(int err)
