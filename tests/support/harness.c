@@ -348,6 +348,7 @@ static pid_t spawn(rt_redis *r, const char *server)
 {
     const char *argv[64];
     char port[16];
+    char tls_port[16];
     char logfile[300];
     int argc = 0;
     int devnull;
@@ -372,6 +373,18 @@ static pid_t spawn(rt_redis *r, const char *server)
     argv[argc++] = "no";
     argv[argc++] = "--logfile";
     argv[argc++] = logfile;
+    if (r->tls_args != NULL) {
+        snprintf(tls_port, sizeof(tls_port), "%d", r->tls_port);
+        argv[argc++] = "--tls-port";
+        argv[argc++] = tls_port;
+        for (i = 0; r->tls_args[i] != NULL; i++) {
+            if (argc >= (int)(sizeof(argv) / sizeof(argv[0])) - 1) {
+                fprintf(stderr, "harness: too many TLS redis-server args\n");
+                return -1;
+            }
+            argv[argc++] = r->tls_args[i];
+        }
+    }
     for (i = 0; r->extra_args != NULL && r->extra_args[i] != NULL; i++) {
         if (argc >= (int)(sizeof(argv) / sizeof(argv[0])) - 1) {
             fprintf(stderr, "harness: too many extra redis-server args\n");
@@ -551,12 +564,19 @@ int rt_redis_start(rt_redis *r)
 
 int rt_redis_start_args(rt_redis *r, const char *const *extra_args)
 {
+    return rt_redis_start_tls(r, NULL, extra_args);
+}
+
+int rt_redis_start_tls(rt_redis *r, const char *const *tls_args,
+                       const char *const *extra_args)
+{
     char server[512];
     int attempt;
 
     pthread_once(&reg_once, reg_init);
     memset(r, 0, sizeof(*r));
     r->extra_args = extra_args;
+    r->tls_args = tls_args;
     if (find_redis_server(server, sizeof(server)) != 0) {
         fprintf(stderr, "harness: redis-server not found\n");
         return -1;
@@ -567,7 +587,12 @@ int rt_redis_start_args(rt_redis *r, const char *const *extra_args)
         int rc;
 
         r->port = pick_port();
-        if (r->port < 0) {
+        if (tls_args != NULL) {
+            do
+                r->tls_port = pick_port();
+            while (r->tls_port == r->port);
+        }
+        if (r->port < 0 || r->tls_port < 0) {
             fprintf(stderr, "harness: no free loopback port\n");
             break;
         }
@@ -580,6 +605,7 @@ int rt_redis_start_args(rt_redis *r, const char *const *extra_args)
     remove_dir(r->dir);
     r->dir[0] = '\0';
     r->port = 0;
+    r->tls_port = 0;
     return -1;
 }
 

@@ -44,6 +44,8 @@ typedef struct rt_redis {
     /* Harness bookkeeping; leave alone. */
     const char *const *extra_args; /* borrowed, NULL-terminated, for restart */
     int paused;                    /* 1 between rt_redis_pause and _resume */
+    int tls_port;                  /* loopback TLS port, 0 without TLS */
+    const char *const *tls_args;   /* borrowed, as extra_args */
 } rt_redis;
 
 /* Starts a server on a free port.  Returns 0 once it answers PING (within
@@ -54,6 +56,15 @@ int rt_redis_start(rt_redis *r);
  * {"--maxmemory", "1mb", NULL}).  The array is borrowed: keep it alive for as
  * long as rt_redis_restart() may be called. */
 int rt_redis_start_args(rt_redis *r, const char *const *extra_args);
+
+/* As rt_redis_start_args(), with TLS on a second free loopback port,
+ * r->tls_port: tls_args are the --tls-* options after "--tls-port P"
+ * (certificate, key, CA, --tls-auth-clients; see tls_fixture.h). The plain
+ * port stays open on loopback so that the harness can see the server come
+ * up and a test can read its state with rt_cmd(). Borrowed like extra_args.
+ */
+int rt_redis_start_tls(rt_redis *r, const char *const *tls_args,
+                       const char *const *extra_args);
 
 /* Starts the server again on the same port (and with the same extra args)
  * after rt_redis_stop(); stops it first if it is still running.  The data set
