@@ -22,21 +22,23 @@
  * fair, read, write, spin, fenced, multi or red; NAME is the lock name, or
  * for multi and red a comma-separated list of names of plain locks.
  *
- *     lock    [LEASE_MS]        lock()                 locked: waited_ms, token
- *     trylock WAIT_MS [LEASE_MS] tryLock               trylock: acquired, token
- *     unlock                    unlock()               unlock: ok, t0 (when
- *                                                      the call began), error
- *     force                     forceUnlock()          force: deleted
- *     probe                     isLocked, isHeldByCurrentThread, getHoldCount
- *                                                      probe: locked, held, holds
+ *     OP and ARGS                 calls                  answer's fields
+ *     lock [LEASE_MS]             lock()                 waited_ms, token
+ *     trylock WAIT_MS [LEASE_MS]  tryLock                acquired, token
+ *     unlock                      unlock()               ok, t0 (when the
+ *                                                        call began), error
+ *     force                       forceUnlock()          deleted
+ *     probe                       isLocked, isHeldByCurrentThread, getHoldCount
+ *                                                        locked, held, holds
  *     contend COUNTER ITER THINK_MS
  *         ITER times: lock, GET COUNTER, sleep 1 ms, SET +1, RPUSH COUNTER:log j,
- *         unlock, sleep THINK_MS                       contend: iterations, ms
+ *         unlock, sleep THINK_MS                         iterations, ms
  *
- * Every event is one JSON line on stdout: {"event":OP,"tid":TID,"t":<epoch
- * ms>,...}; the first is {"event":"ready","version":V} once connected. An
- * unexpected exception becomes {"event":"error","tid":..,"op":..,"error":..}
- * (a refused unlock is not unexpected: it is unlock with ok false). End of
+ * token is the fenced lock's, null for other kinds. Every answer is one JSON
+ * line on stdout, {"event":OP,"tid":TID,"t":<epoch ms>,...fields}; the first
+ * line is {"event":"ready","version":V} once connected. An unexpected
+ * exception becomes {"event":"error","tid":..,"op":..,"error":..}; a refused
+ * or timed-out unlock is an answer, with ok false. End of
  * stdin exits; so does the guard, with status 3, after max ms.
  */
 import java.io.BufferedReader;
