@@ -1,6 +1,8 @@
 /*
  * internal.h: the private umbrella of rlock. Struct definitions and the
  * rlock__ functions shared between source files; nothing here is API.
+ * The files still directly in src/ share it while issue 13 sorts them into
+ * layers; the pure layer below them has its own header, proto/proto.h.
  *
  * Threads. A client has one I/O thread (ioloop.c) that alone touches hiredis
  * contexts, the channel table and the watchdog timer. User threads talk to it
@@ -21,7 +23,7 @@
 #define RLOCK_INTERNAL_H
 
 #include "rlock.h"
-#include "proto/scripts.h"
+#include "proto/proto.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -31,110 +33,20 @@
 #include <sys/types.h>
 
 struct redisAsyncContext;
-struct redisReply;
-
-/* ---------------------------------------------------------------- alloc.c */
-
-/* Each allocation names the function it is made in, so that a test can
- * fail the allocations of one place (rlock__alloc_fail_in). */
-#define rlock__malloc(n) rlock__malloc_in((n), __func__)
-#define rlock__calloc(count, n) rlock__calloc_in((count), (n), __func__)
-#define rlock__realloc(p, n) rlock__realloc_in((p), (n), __func__)
-#define rlock__strdup(s) rlock__strdup_in((s), __func__)
-void *rlock__malloc_in(size_t n, const char *where);
-void *rlock__calloc_in(size_t count, size_t n, const char *where);
-void *rlock__realloc_in(void *p, size_t n, const char *where);
-char *rlock__strdup_in(const char *s, const char *where);
-void rlock__alloc_fail_after(long n);
-void rlock__alloc_fail_in(const char *where);
-long rlock__alloc_failures(void);
 
 /* ---------------------------------------------------------------- owner.c */
-
-/* Redisson's "redisson_lock__channel" and friends: the pieces of names */
-#define RLOCK__UUID_LEN       36
-#define RLOCK__REQUEST_ID_LEN 32 /* 16 random bytes in hex, as Redisson */
-#define RLOCK__OWNER_MAX      (RLOCK__UUID_LEN + 1 + 20 + 1)
 
 uint64_t rlock__thread_id(void);
 int rlock__random_bytes(void *buf, size_t len);
 int rlock__uuid4(char out[RLOCK__UUID_LEN + 1]);
 int rlock__request_id(char out[RLOCK__REQUEST_ID_LEN + 1]);
-void rlock__owner_tag(char out[RLOCK__OWNER_MAX], const char *uuid,
-                      uint64_t tid);
 int64_t rlock__now_ms(void);
 int64_t rlock__wall_ms(void);
 void rlock__abs_timespec(int64_t deadline_ms, struct timespec *ts);
 
-/* ----------------------------------------------------------------- keys.c */
-
-char *rlock__prefixed_name(const char *prefix, const char *name);
-char *rlock__channel_name(const char *name);
-char *rlock__latch_name(const char *name, const char *request_id);
-char *rlock__key_prefix(const char *name);
-
-/* ------------------------------------------------------------------ uri.c */
-
 /* The longest lease accepted: far beyond any real use, and far from the
  * overflow Redis checks for in PEXPIRE. */
 #define RLOCK__LEASE_MAX ((int64_t)1 << 50)
-
-typedef struct rlock__uri {
-    char *host; /* NULL for a unix socket */
-    int port;
-    char *path;     /* unix socket path, or NULL */
-    char *user;     /* NULL when absent */
-    char *password; /* NULL when absent */
-    int db;
-} rlock__uri;
-
-int rlock__uri_parse(const char *text, rlock__uri *out);
-void rlock__uri_clear(rlock__uri *uri);
-
-/* ------------------------------------------------------------------ map.c */
-
-typedef struct rlock__map_node rlock__map_node;
-typedef struct rlock__map {
-    rlock__map_node **buckets;
-    size_t nbuckets;
-    size_t count;
-} rlock__map;
-
-int rlock__map_init(rlock__map *m);
-void rlock__map_destroy(rlock__map *m);
-void *rlock__map_get(const rlock__map *m, const char *key);
-int rlock__map_put(rlock__map *m, const char *key, void *value);
-void *rlock__map_remove(rlock__map *m, const char *key);
-void rlock__map_foreach(const rlock__map *m,
-                        void (*fn)(const char *key, void *value, void *arg),
-                        void *arg);
-
-/* ---------------------------------------------------------------- reply.c */
-
-/* What a lock_release reply means; negative values are RLOCK_E* codes. */
-enum {
-    RLOCK__UNLOCK_STILL_HELD = 0,
-    RLOCK__UNLOCK_RELEASED = 1,
-    RLOCK__UNLOCK_NOT_HELD = 2,
-    RLOCK__UNLOCK_UNANNOUNCED = 3, /* released; the PUBLISH was refused */
-    RLOCK__UNLOCK_NOT_A_LOCK = 4,  /* the key holds another type now */
-};
-
-/* What a lock_renew reply says about each key. */
-enum {
-    RLOCK__RENEW_GONE = 0,    /* the lock is not there */
-    RLOCK__RENEW_RENEWED = 1, /* our field is there: lease reset */
-    RLOCK__RENEW_TAKEN = 2,   /* held, but not by us */
-};
-
-int rlock__reply_error_code(const struct redisReply *r);
-int rlock__reply_is_noscript(const struct redisReply *r);
-int rlock__reply_acquire(const struct redisReply *r, int64_t *ttl,
-                         int64_t *token);
-int rlock__reply_unlock(const struct redisReply *r);
-int rlock__reply_integer(const struct redisReply *r, int64_t *out);
-int rlock__reply_renew(const struct redisReply *r, size_t n,
-                       unsigned char *renewed);
 
 /* --------------------------------------------------------------- config.c */
 
@@ -245,14 +157,6 @@ void rlock__conn_close(rlock__conn *cn);
 
 /* -------------------------------------------------------------- command.c */
 
-typedef enum {
-    RLOCK__REPLY_ACQUIRE, /* value = ttl; nil = acquired */
-    RLOCK__REPLY_UNLOCK,  /* value = RLOCK__UNLOCK_* */
-    RLOCK__REPLY_INTEGER, /* value = the integer; nil allowed */
-    RLOCK__REPLY_RENEW,   /* renewed[] = one 0/1 per key */
-    RLOCK__REPLY_IGNORE,  /* fire and forget */
-} rlock__reply_kind;
-
 typedef struct rlock__req rlock__req;
 struct rlock__req {
     rlock__task task;
@@ -343,7 +247,6 @@ typedef struct rlock__holder {
  * plus the watchdog's entry): one per kind and name. A fair lock's waiting
  * thread also waits on an entry of its own (RLOCK__KIND_FAIR_WAIT), whose
  * channel is that waiter's; it never holds anything. */
-#define RLOCK__KIND_FAIR_WAIT 100
 
 typedef struct rlock__entry {
     rlock_client *client;
@@ -424,46 +327,13 @@ void rlock__entry_remove_holder(rlock__entry *e, rlock__holder *h);
 void rlock__entry_wake(rlock__entry *e, bool all);
 void rlock__entries_sweep(rlock_client *c);
 
-/* ---------------------------------------------------------------- kinds.c */
+/* ---------------------------------------------------------- entry_kinds.c */
 
-/* An owner tag, with room for the write side's ":write". */
-#define RLOCK__TAG_MAX (RLOCK__OWNER_MAX + 6)
-
-/* One script call of a lock kind, laid out for rlock__req_new(). Its
- * arguments are set by one RLOCK__SPEC_SET, never one at a time, so that a
- * call needing more than RLOCK__SPEC_ARGS does not compile: a dropped
- * argument would change what the script does without any error. */
-#define RLOCK__SPEC_ARGS 11
-typedef struct rlock__spec {
-    const rlock__script *script; /* NULL: a plain command */
-    rlock__reply_kind reply;
-    int numkeys;
-    int argc;
-    const char *argv[RLOCK__SPEC_ARGS];
-    char owner[RLOCK__TAG_MAX + 8]; /* room for reader + ":write" */
-    char reader[RLOCK__TAG_MAX];
-    char nums[3][24];
-    char *owned; /* a name made for this call */
-} rlock__spec;
-
-/* Sets the arguments of spec s (a pointer) to the strings given. */
-#define RLOCK__SPEC_SET(s, ...)                                            \
-    do {                                                                   \
-        const char *spec_args_[] = {__VA_ARGS__};                          \
-        _Static_assert(sizeof(spec_args_) / sizeof(spec_args_[0]) <=       \
-                           RLOCK__SPEC_ARGS,                               \
-                       "more script arguments than RLOCK__SPEC_ARGS");     \
-        (s)->argc = 0;                                                     \
-        for (size_t spec_i_ = 0;                                           \
-             spec_i_ < sizeof(spec_args_) / sizeof(spec_args_[0]);         \
-             spec_i_++)                                                    \
-            (s)->argv[(s)->argc++] = spec_args_[spec_i_];                  \
-    } while (0)
-
+/* An entry's script calls: proto's rlock__kind_* for the entry's kind,
+ * names and client settings (rlock__spec_clear() frees what they made). */
 void rlock__kind_owner_tag(char out[RLOCK__TAG_MAX], const rlock__entry *e,
                            uint64_t owner);
 int rlock__kind_names(rlock__entry *e, const char *waiter);
-bool rlock__kind_has_drop(int kind);
 int rlock__spec_acquire(rlock__spec *s, const rlock__entry *e, uint64_t owner,
                         int64_t lease_ms, int64_t wait_ms, bool try_once);
 int rlock__spec_release(rlock__spec *s, const rlock__entry *e, uint64_t owner,
@@ -475,7 +345,6 @@ int rlock__spec_force(rlock__spec *s, const rlock__entry *e);
 int rlock__spec_give_up(rlock__spec *s, const rlock__entry *e, uint64_t owner,
                         int64_t wait_ms);
 int rlock__spec_is_locked(rlock__spec *s, const rlock__entry *e);
-void rlock__spec_clear(rlock__spec *s);
 rlock__req *rlock__req_from_spec(rlock_client *c, const rlock__spec *s);
 
 /* --------------------------------------------------------------- pubsub.c */

@@ -1,6 +1,8 @@
 /*
  * owner.c: who a lock belongs to. The client UUID, per-thread ids, random
  * request ids for the unlock latch, and the monotonic clock all timing uses.
+ * Their text forms are proto's (proto/ids.c); this file supplies the
+ * randomness, the counters and the clocks.
  *
  * Thread ids: Redisson uses Java's Thread.getId(), unique for the JVM's
  * lifetime. The kernel's TID is recycled, so a thread that exits and a new
@@ -11,7 +13,6 @@
  */
 #include "internal.h"
 
-#include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
@@ -58,29 +59,14 @@ int rlock__random_bytes(void *buf, size_t len)
     return RLOCK_OK;
 }
 
-static void to_hex(char *out, const unsigned char *in, size_t n)
-{
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = digits[in[i] >> 4];
-        out[2 * i + 1] = digits[in[i] & 15];
-    }
-    out[2 * n] = '\0';
-}
-
 /* Writes a random (version 4) UUID in Java's lowercase 8-4-4-4-12 form. */
 int rlock__uuid4(char out[RLOCK__UUID_LEN + 1])
 {
     unsigned char b[16];
-    char hex[33];
     int rc = rlock__random_bytes(b, sizeof(b));
     if (rc != 0)
         return rc;
-    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
-    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
-    to_hex(hex, b, sizeof(b));
-    snprintf(out, RLOCK__UUID_LEN + 1, "%.8s-%.4s-%.4s-%.4s-%.12s", hex,
-             hex + 8, hex + 12, hex + 16, hex + 20);
+    rlock__uuid4_format(out, b);
     return RLOCK_OK;
 }
 
@@ -90,15 +76,8 @@ int rlock__request_id(char out[RLOCK__REQUEST_ID_LEN + 1])
     unsigned char b[RLOCK__REQUEST_ID_LEN / 2];
     int rc = rlock__random_bytes(b, sizeof(b));
     if (rc == 0)
-        to_hex(out, b, sizeof(b));
+        rlock__hex(out, b, sizeof(b));
     return rc;
-}
-
-/* Writes the hash field "<uuid>:<tid>" that marks an owner. */
-void rlock__owner_tag(char out[RLOCK__OWNER_MAX], const char *uuid,
-                      uint64_t tid)
-{
-    snprintf(out, RLOCK__OWNER_MAX, "%s:%llu", uuid, (unsigned long long)tid);
 }
 
 /* Returns CLOCK_MONOTONIC in ms: every deadline in rlock uses it, never the

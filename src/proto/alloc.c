@@ -9,8 +9,9 @@
  * The fault hook is the one piece of process-wide mutable state outside a
  * client, and only tests set it.
  */
-#include "internal.h"
+#include "proto.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -7,7 +7,7 @@
  * letter, edge cases included ("a{b" gets no working hash tag), because a
  * peer computes the same names and must find ours.
  */
-#include "internal.h"
+#include "proto.h"
 
 #include <stdio.h>
 #include <stdlib.h>

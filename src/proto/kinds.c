@@ -9,6 +9,9 @@
  * built here (rlock__spec), so reentrancy, waiting, retries, the unlock
  * latch, the watchdog and lost-lock signalling are written once.
  *
+ * Pure: a lock is described by an rlock__lock_desc (names and settings),
+ * never by a client's entry; entry_kinds.c describes an entry.
+ *
  *   kind    channel                     extra keys             owner tag
  *   lock    redisson_lock__channel:{N}  -                      <uuid>:<tid>
  *   fair    (per waiter: channel:tag)   queue list, timeouts   <uuid>:<tid>
@@ -17,60 +20,63 @@
  *   fenced  redisson_lock__channel:{N}  redisson_lock_token:{N}
  *   spin    (none: it publishes nothing)
  */
-#include "internal.h"
+#include "proto.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Fills out with the tag e's scripts know owner by. */
-void rlock__kind_owner_tag(char out[RLOCK__TAG_MAX], const rlock__entry *e,
-                           uint64_t owner)
+/* Fills out with the tag a kind's scripts know owner by. */
+void rlock__kind_tag(char out[RLOCK__TAG_MAX], int kind,
+                     const char *client_id, uint64_t owner)
 {
-    snprintf(out, RLOCK__TAG_MAX, "%s:%llu%s", e->client->id,
+    snprintf(out, RLOCK__TAG_MAX, "%s:%llu%s", client_id,
              (unsigned long long)owner,
-             e->kind == RLOCK_KIND_WRITE ? ":write" : "");
+             kind == RLOCK_KIND_WRITE ? ":write" : "");
 }
 
-/* Makes e's channel and extra key names. waiter is the owner tag of a
- * fair waiter's own entry (RLOCK__KIND_FAIR_WAIT), else NULL. Returns 0 or
- * RLOCK_ENOMEM (what was made is freed with the entry). */
-int rlock__kind_names(rlock__entry *e, const char *waiter)
+/* Makes the channel and extra key names (aux: fair: queue, timeouts;
+ * fenced: token key; read/write: the key prefix "{N}") of lock name of
+ * kind. waiter is the owner tag of a fair waiter's own lock
+ * (RLOCK__KIND_FAIR_WAIT), else NULL. Returns 0 or RLOCK_ENOMEM; what was
+ * made is stored even then, for the caller to free. */
+int rlock__kind_make_names(int kind, const char *name, const char *waiter,
+                           char **channel, char *aux[2])
 {
-    const char *n = e->name;
-    switch (e->kind) {
+    const char *n = name;
+    switch (kind) {
     case RLOCK_KIND_READ:
     case RLOCK_KIND_WRITE:
-        e->channel = rlock__prefixed_name("redisson_rwlock", n);
-        e->aux[0] = rlock__key_prefix(n);
-        return e->channel && e->aux[0] ? RLOCK_OK : RLOCK_ENOMEM;
+        *channel = rlock__prefixed_name("redisson_rwlock", n);
+        aux[0] = rlock__key_prefix(n);
+        return *channel && aux[0] ? RLOCK_OK : RLOCK_ENOMEM;
     case RLOCK_KIND_FAIR:
-        e->channel = rlock__channel_name(n);
-        e->aux[0] = rlock__prefixed_name("redisson_lock_queue", n);
-        e->aux[1] = rlock__prefixed_name("redisson_lock_timeout", n);
-        return e->channel && e->aux[0] && e->aux[1] ? RLOCK_OK : RLOCK_ENOMEM;
+        *channel = rlock__channel_name(n);
+        aux[0] = rlock__prefixed_name("redisson_lock_queue", n);
+        aux[1] = rlock__prefixed_name("redisson_lock_timeout", n);
+        return *channel && aux[0] && aux[1] ? RLOCK_OK : RLOCK_ENOMEM;
     case RLOCK__KIND_FAIR_WAIT: {
         char *lock_channel = rlock__channel_name(n);
         if (lock_channel == NULL)
             return RLOCK_ENOMEM;
         size_t len = strlen(lock_channel) + strlen(waiter) + 2;
-        e->channel = rlock__malloc(len);
-        if (e->channel != NULL)
-            snprintf(e->channel, len, "%s:%s", lock_channel, waiter);
+        *channel = rlock__malloc(len);
+        if (*channel != NULL)
+            snprintf(*channel, len, "%s:%s", lock_channel, waiter);
         free(lock_channel);
-        return e->channel ? RLOCK_OK : RLOCK_ENOMEM;
+        return *channel ? RLOCK_OK : RLOCK_ENOMEM;
     }
     case RLOCK_KIND_FENCED:
-        e->channel = rlock__channel_name(n);
-        e->aux[0] = rlock__prefixed_name("redisson_lock_token", n);
-        return e->channel && e->aux[0] ? RLOCK_OK : RLOCK_ENOMEM;
+        *channel = rlock__channel_name(n);
+        aux[0] = rlock__prefixed_name("redisson_lock_token", n);
+        return *channel && aux[0] ? RLOCK_OK : RLOCK_ENOMEM;
     default: /* lock, spin: a spin waiter never joins its channel */
-        e->channel = rlock__channel_name(n);
-        return e->channel ? RLOCK_OK : RLOCK_ENOMEM;
+        *channel = rlock__channel_name(n);
+        return *channel ? RLOCK_OK : RLOCK_ENOMEM;
     }
 }
 
-/* Whether rlock__spec_drop() has a script for kind: one that removes every
+/* Whether rlock__kind_drop() has a script for kind: one that removes every
  * hold of an owner in one call. Other kinds drop by one release. */
 bool rlock__kind_has_drop(int kind)
 {
@@ -93,52 +99,52 @@ static const char *num(rlock__spec *s, int slot, int64_t v)
     return s->nums[slot];
 }
 
-static const char *publish_command(const rlock__entry *e)
+static const char *publish_command(const rlock__lock_desc *d)
 {
     /* a spin lock's unlock wakes nobody, as Redisson's; everything else is
      * a single-server client, which publishes plainly (facts sheet 1.5) */
-    return e->kind == RLOCK_KIND_SPIN ? "" : "PUBLISH";
+    return d->kind == RLOCK_KIND_SPIN ? "" : "PUBLISH";
 }
 
 /* "{N}:<owner tag>:rwlock_timeout", the prefix of a reader's lease keys
  * (facts sheet §4: peers build these names from the hash's fields). */
-static int read_timeout_prefix(rlock__spec *s, const rlock__entry *e)
+static int read_timeout_prefix(rlock__spec *s, const rlock__lock_desc *d)
 {
-    size_t len = strlen(e->aux[0]) + strlen(s->reader) + 32;
+    size_t len = strlen(d->aux[0]) + strlen(s->reader) + 32;
     s->owned = rlock__malloc(len);
     if (s->owned == NULL)
         return RLOCK_ENOMEM;
-    snprintf(s->owned, len, "%s:%s:rwlock_timeout", e->aux[0], s->reader);
+    snprintf(s->owned, len, "%s:%s:rwlock_timeout", d->aux[0], s->reader);
     return RLOCK_OK;
 }
 
 /* An acquire attempt by owner: lease_ms may be RLOCK_LEASE_WATCHDOG;
  * wait_ms is a fair waiter's slack (0: the configured fair wait timeout);
  * try_once keeps a fair attempt out of the queue. */
-int rlock__spec_acquire(rlock__spec *s, const rlock__entry *e, uint64_t owner,
-                        int64_t lease_ms, int64_t wait_ms, bool try_once)
+int rlock__kind_acquire(rlock__spec *s, const rlock__lock_desc *d,
+                        uint64_t owner, int64_t lease_ms, int64_t wait_ms,
+                        bool try_once)
 {
-    const rlock_config *cfg = &e->client->cfg;
     int64_t lease =
-        lease_ms == RLOCK_LEASE_WATCHDOG ? cfg->watchdog_timeout_ms : lease_ms;
-    switch (e->kind) {
+        lease_ms == RLOCK_LEASE_WATCHDOG ? d->watchdog_ms : lease_ms;
+    switch (d->kind) {
     case RLOCK_KIND_FAIR:
         spec_init(s, &rlock__script_fair_acquire, RLOCK__REPLY_ACQUIRE, 3);
-        rlock__kind_owner_tag(s->owner, e, owner);
+        rlock__kind_tag(s->owner, d->kind, d->client_id, owner);
         RLOCK__SPEC_SET(s,
-            e->name, e->aux[0], e->aux[1], num(s, 0, lease), s->owner,
-            num(s, 1, wait_ms > 0 ? wait_ms : cfg->fair_wait_timeout_ms),
-            num(s, 2, rlock__wall_ms()), try_once ? "1" : "0");
+            d->name, d->aux[0], d->aux[1], num(s, 0, lease), s->owner,
+            num(s, 1, wait_ms > 0 ? wait_ms : d->fair_wait_ms),
+            num(s, 2, d->wall_ms()), try_once ? "1" : "0");
         return RLOCK_OK;
     case RLOCK_KIND_READ: {
         spec_init(s, &rlock__script_read_acquire, RLOCK__REPLY_ACQUIRE, 2);
-        rlock__kind_owner_tag(s->reader, e, owner);
+        rlock__kind_tag(s->reader, d->kind, d->client_id, owner);
         snprintf(s->owner, sizeof(s->owner), "%s:write", s->reader);
-        int rc = read_timeout_prefix(s, e);
+        int rc = read_timeout_prefix(s, d);
         if (rc != 0)
             return rc;
         RLOCK__SPEC_SET(s,
-            e->name, s->owned, num(s, 0, lease), s->reader, s->owner);
+            d->name, s->owned, num(s, 0, lease), s->reader, s->owner);
         return RLOCK_OK;
     }
     case RLOCK_KIND_WRITE:
@@ -146,41 +152,41 @@ int rlock__spec_acquire(rlock__spec *s, const rlock__entry *e, uint64_t owner,
         break;
     case RLOCK_KIND_FENCED:
         spec_init(s, &rlock__script_fenced_acquire, RLOCK__REPLY_ACQUIRE, 2);
-        rlock__kind_owner_tag(s->owner, e, owner);
-        RLOCK__SPEC_SET(s, e->name, e->aux[0], num(s, 0, lease), s->owner);
+        rlock__kind_tag(s->owner, d->kind, d->client_id, owner);
+        RLOCK__SPEC_SET(s, d->name, d->aux[0], num(s, 0, lease), s->owner);
         return RLOCK_OK;
     default: /* lock, spin */
         spec_init(s, &rlock__script_lock_acquire, RLOCK__REPLY_ACQUIRE, 1);
         break;
     }
-    rlock__kind_owner_tag(s->owner, e, owner);
-    RLOCK__SPEC_SET(s, e->name, num(s, 0, lease), s->owner);
+    rlock__kind_tag(s->owner, d->kind, d->client_id, owner);
+    RLOCK__SPEC_SET(s, d->name, num(s, 0, lease), s->owner);
     return RLOCK_OK;
 }
 
 /* One release of owner's hold, restoring lease_ms when holds remain, with
  * the unlock latch key latch (facts sheet 1.8). */
-int rlock__spec_release(rlock__spec *s, const rlock__entry *e, uint64_t owner,
-                        int64_t lease_ms, const char *latch)
+int rlock__kind_release(rlock__spec *s, const rlock__lock_desc *d,
+                        uint64_t owner, int64_t lease_ms, const char *latch)
 {
-    switch (e->kind) {
+    switch (d->kind) {
     case RLOCK_KIND_FAIR:
         spec_init(s, &rlock__script_fair_release, RLOCK__REPLY_UNLOCK, 5);
-        rlock__kind_owner_tag(s->owner, e, owner);
+        rlock__kind_tag(s->owner, d->kind, d->client_id, owner);
         RLOCK__SPEC_SET(s,
-            e->name, e->aux[0], e->aux[1], e->channel, latch, "0",
-            num(s, 0, lease_ms), s->owner, num(s, 1, rlock__wall_ms()),
-            "PUBLISH", num(s, 2, e->client->latch_ms));
+            d->name, d->aux[0], d->aux[1], d->channel, latch, "0",
+            num(s, 0, lease_ms), s->owner, num(s, 1, d->wall_ms()),
+            "PUBLISH", num(s, 2, d->latch_ms));
         return RLOCK_OK;
     case RLOCK_KIND_READ: {
         spec_init(s, &rlock__script_read_release, RLOCK__REPLY_UNLOCK, 5);
-        rlock__kind_owner_tag(s->reader, e, owner);
-        int rc = read_timeout_prefix(s, e);
+        rlock__kind_tag(s->reader, d->kind, d->client_id, owner);
+        int rc = read_timeout_prefix(s, d);
         if (rc != 0)
             return rc;
         RLOCK__SPEC_SET(s,
-            e->name, e->channel, s->owned, e->aux[0], latch, "0", s->reader,
-            "PUBLISH", num(s, 2, e->client->latch_ms));
+            d->name, d->channel, s->owned, d->aux[0], latch, "0", s->reader,
+            "PUBLISH", num(s, 2, d->latch_ms));
         return RLOCK_OK;
     }
     case RLOCK_KIND_WRITE:
@@ -190,95 +196,96 @@ int rlock__spec_release(rlock__spec *s, const rlock__entry *e, uint64_t owner,
         spec_init(s, &rlock__script_lock_release, RLOCK__REPLY_UNLOCK, 3);
         break;
     }
-    rlock__kind_owner_tag(s->owner, e, owner);
+    rlock__kind_tag(s->owner, d->kind, d->client_id, owner);
     RLOCK__SPEC_SET(s,
-        e->name, e->channel, latch, e->kind == RLOCK_KIND_WRITE ? "1" : "0",
-        num(s, 0, lease_ms), s->owner, publish_command(e),
-        num(s, 2, e->client->latch_ms));
+        d->name, d->channel, latch, d->kind == RLOCK_KIND_WRITE ? "1" : "0",
+        num(s, 0, lease_ms), s->owner, publish_command(d),
+        num(s, 2, d->latch_ms));
     return RLOCK_OK;
 }
 
 /* Removes every hold owner has, whatever its count (a phantom acquire, or
  * a client shutting down): only for kinds rlock__kind_has_drop() names. */
-int rlock__spec_drop(rlock__spec *s, const rlock__entry *e, uint64_t owner)
+int rlock__kind_drop(rlock__spec *s, const rlock__lock_desc *d,
+                     uint64_t owner)
 {
-    if (!rlock__kind_has_drop(e->kind))
+    if (!rlock__kind_has_drop(d->kind))
         return RLOCK_ENOTSUP;
     spec_init(s, &rlock__script_lock_release_owner, RLOCK__REPLY_INTEGER, 2);
-    rlock__kind_owner_tag(s->owner, e, owner);
-    RLOCK__SPEC_SET(s, e->name, e->channel, "0", s->owner, publish_command(e));
+    rlock__kind_tag(s->owner, d->kind, d->client_id, owner);
+    RLOCK__SPEC_SET(s, d->name, d->channel, "0", s->owner, publish_command(d));
     return RLOCK_OK;
 }
 
 /* Removes the holds a lost acquire of owner may have added beyond the
  * known holds owner has in the field (of every kind sharing it): only for
  * kinds rlock__kind_has_drop() names. */
-int rlock__spec_drop_phantom(rlock__spec *s, const rlock__entry *e,
+int rlock__kind_drop_phantom(rlock__spec *s, const rlock__lock_desc *d,
                              uint64_t owner, int known)
 {
-    if (!rlock__kind_has_drop(e->kind))
+    if (!rlock__kind_has_drop(d->kind))
         return RLOCK_ENOTSUP;
     spec_init(s, &rlock__script_lock_drop, RLOCK__REPLY_INTEGER, 2);
-    rlock__kind_owner_tag(s->owner, e, owner);
-    RLOCK__SPEC_SET(s, e->name, e->channel, "0", s->owner, publish_command(e),
+    rlock__kind_tag(s->owner, d->kind, d->client_id, owner);
+    RLOCK__SPEC_SET(s, d->name, d->channel, "0", s->owner, publish_command(d),
                     num(s, 0, known));
     return RLOCK_OK;
 }
 
 /* Deletes the lock whoever holds it (the read or write side only in its
  * own mode) and wakes its waiters as the kind does. */
-int rlock__spec_force(rlock__spec *s, const rlock__entry *e)
+int rlock__kind_force(rlock__spec *s, const rlock__lock_desc *d)
 {
-    switch (e->kind) {
+    switch (d->kind) {
     case RLOCK_KIND_FAIR:
         spec_init(s, &rlock__script_fair_force_release, RLOCK__REPLY_INTEGER,
                   4);
         RLOCK__SPEC_SET(s,
-            e->name, e->aux[0], e->aux[1], e->channel, "0",
-            num(s, 0, rlock__wall_ms()), "PUBLISH");
+            d->name, d->aux[0], d->aux[1], d->channel, "0",
+            num(s, 0, d->wall_ms()), "PUBLISH");
         return RLOCK_OK;
     case RLOCK_KIND_READ:
     case RLOCK_KIND_WRITE: {
-        bool write = e->kind == RLOCK_KIND_WRITE;
+        bool write = d->kind == RLOCK_KIND_WRITE;
         spec_init(s, &rlock__script_rw_force_release, RLOCK__REPLY_INTEGER, 2);
         RLOCK__SPEC_SET(s,
-            e->name, e->channel, write ? "1" : "0", write ? "write" : "read",
+            d->name, d->channel, write ? "1" : "0", write ? "write" : "read",
             "PUBLISH");
         return RLOCK_OK;
     }
     default:
         spec_init(s, &rlock__script_lock_force_release, RLOCK__REPLY_INTEGER,
                   2);
-        RLOCK__SPEC_SET(s, e->name, e->channel, "0", publish_command(e));
+        RLOCK__SPEC_SET(s, d->name, d->channel, "0", publish_command(d));
         return RLOCK_OK;
     }
 }
 
 /* A fair waiter whose wait ran out leaves the queue. */
-int rlock__spec_give_up(rlock__spec *s, const rlock__entry *e, uint64_t owner,
-                        int64_t wait_ms)
+int rlock__kind_give_up(rlock__spec *s, const rlock__lock_desc *d,
+                        uint64_t owner, int64_t wait_ms)
 {
-    if (e->kind != RLOCK_KIND_FAIR)
+    if (d->kind != RLOCK_KIND_FAIR)
         return RLOCK_ENOTSUP;
     spec_init(s, &rlock__script_fair_give_up, RLOCK__REPLY_INTEGER, 2);
-    rlock__kind_owner_tag(s->owner, e, owner);
+    rlock__kind_tag(s->owner, d->kind, d->client_id, owner);
     RLOCK__SPEC_SET(s,
-        e->aux[0], e->aux[1], s->owner,
-        num(s, 0, wait_ms > 0 ? wait_ms : e->client->cfg.fair_wait_timeout_ms));
+        d->aux[0], d->aux[1], s->owner,
+        num(s, 0, wait_ms > 0 ? wait_ms : d->fair_wait_ms));
     return RLOCK_OK;
 }
 
 /* Whether anyone holds the lock: a 0/1 integer reply. */
-int rlock__spec_is_locked(rlock__spec *s, const rlock__entry *e)
+int rlock__kind_is_locked(rlock__spec *s, const rlock__lock_desc *d)
 {
-    if (e->kind == RLOCK_KIND_READ || e->kind == RLOCK_KIND_WRITE) {
+    if (d->kind == RLOCK_KIND_READ || d->kind == RLOCK_KIND_WRITE) {
         spec_init(s, &rlock__script_rw_is_locked, RLOCK__REPLY_INTEGER, 1);
         RLOCK__SPEC_SET(s,
-            e->name, e->kind == RLOCK_KIND_WRITE ? "write" : "read");
+            d->name, d->kind == RLOCK_KIND_WRITE ? "write" : "read");
         return RLOCK_OK;
     }
     spec_init(s, NULL, RLOCK__REPLY_INTEGER, 0);
-    RLOCK__SPEC_SET(s, "EXISTS", e->name);
+    RLOCK__SPEC_SET(s, "EXISTS", d->name);
     return RLOCK_OK;
 }
 
@@ -286,11 +293,4 @@ void rlock__spec_clear(rlock__spec *s)
 {
     free(s->owned);
     s->owned = NULL;
-}
-
-/* Returns a request for s (the strings are copied), or NULL. */
-rlock__req *rlock__req_from_spec(rlock_client *c, const rlock__spec *s)
-{
-    return rlock__req_new(c, s->script, s->reply, s->numkeys, s->argc,
-                          s->argv);
 }

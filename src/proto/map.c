@@ -3,7 +3,7 @@
  * load factor 1). The client keeps its lock entries in one and the I/O
  * thread its channels in another. Not synchronised: callers lock.
  */
-#include "internal.h"
+#include "proto.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -5,8 +5,9 @@
  * Redisson reads every script reply as a 64-bit integer or nil (facts sheet
  * 1.3), so we accept exactly those and call anything else RLOCK_EPROTO.
  */
-#include "internal.h"
+#include "proto.h"
 
+/* for the redisReply type only (proto.h) */
 #include <hiredis/hiredis.h>
 #include <string.h>
 #include <strings.h>

@@ -7,7 +7,7 @@
  * Anything else is refused with RLOCK_EINVAL rather than guessed at: a typo
  * in a URI should fail at connect time, not connect somewhere unexpected.
  */
-#include "internal.h"
+#include "proto.h"
 
 #include <ctype.h>
 #include <stdlib.h>

@@ -166,6 +166,34 @@ static void test_owner_tag_largest_tid_fits(void **state)
     assert_int_equal(out[RLOCK__OWNER_MAX], 'Z'); /* no write past the end */
 }
 
+/* ------------------------------------------------------ uuids and hex ids */
+
+/* The version (4) and variant (10xx) bits are set whatever the random
+ * bytes say, and the rest of the bytes show through unchanged. */
+static void test_uuid4_format_sets_version_and_variant_bits(void **state)
+{
+    unsigned char ones[16], zeros[16];
+    char out[RLOCK__UUID_LEN + 1];
+
+    (void)state;
+    memset(ones, 0xff, sizeof(ones));
+    memset(zeros, 0, sizeof(zeros));
+    rlock__uuid4_format(out, ones);
+    assert_string_equal(out, "ffffffff-ffff-4fff-bfff-ffffffffffff");
+    rlock__uuid4_format(out, zeros);
+    assert_string_equal(out, "00000000-0000-4000-8000-000000000000");
+}
+
+static void test_hex_writes_two_lowercase_digits_per_byte(void **state)
+{
+    const unsigned char in[] = {0x00, 0x0f, 0xa5, 0xff};
+    char out[2 * sizeof(in) + 1];
+
+    (void)state;
+    rlock__hex(out, in, sizeof(in));
+    assert_string_equal(out, "000fa5ff");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -185,6 +213,8 @@ int main(void)
         cmocka_unit_test(test_owner_tag_uuid_colon_tid),
         cmocka_unit_test(test_owner_tag_tid_one_has_no_padding),
         cmocka_unit_test(test_owner_tag_largest_tid_fits),
+        cmocka_unit_test(test_uuid4_format_sets_version_and_variant_bits),
+        cmocka_unit_test(test_hex_writes_two_lowercase_digits_per_byte),
     };
 
     return cmocka_run_group_tests_name("keys", tests, NULL, NULL);

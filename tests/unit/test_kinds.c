@@ -1,5 +1,5 @@
 /*
- * test_kinds.c: the script calls kinds.c builds for each kind of lock
+ * test_kinds.c: the script calls proto/kinds.c builds for each kind of lock
  * carry exactly what their scripts read. A script reads KEYS[1..k] and
  * ARGV[1..a] by literal index; the call must pass numkeys = k and k + a
  * arguments, none NULL. A call that lost an argument (the old push()
@@ -148,6 +148,42 @@ static void test_spin_lock_calls_carry_what_their_scripts_read(void **state)
     check_kind(RLOCK_KIND_SPIN);
 }
 
+static int64_t fixed_wall_ms(void)
+{
+    return 1234567;
+}
+
+/* proto builds a call from a description alone, no client or entry: the
+ * fair acquire carries the wall clock it is handed and the settings of
+ * the description. */
+static void test_fair_acquire_from_a_description_alone(void **state)
+{
+    rlock__lock_desc d = {
+        .kind = RLOCK_KIND_FAIR,
+        .name = "n",
+        .channel = "redisson_lock__channel:{n}",
+        .aux = {"redisson_lock_queue:{n}", "redisson_lock_timeout:{n}"},
+        .client_id = "8c4a3f2e-1b7d-4e0a-9f6b-2d5c8e1a7b3f",
+        .watchdog_ms = 30000,
+        .fair_wait_ms = 5000,
+        .latch_ms = 1000,
+        .wall_ms = fixed_wall_ms,
+    };
+    rlock__spec s;
+
+    (void)state;
+    assert_int_equal(
+        rlock__kind_acquire(&s, &d, 9, RLOCK_LEASE_WATCHDOG, 0, false),
+        RLOCK_OK);
+    assert_fits_script(&s);
+    assert_string_equal(s.argv[3], "30000");
+    assert_string_equal(s.argv[4], "8c4a3f2e-1b7d-4e0a-9f6b-2d5c8e1a7b3f:9");
+    assert_string_equal(s.argv[5], "5000");
+    assert_string_equal(s.argv[6], "1234567");
+    assert_string_equal(s.argv[7], "0");
+    rlock__spec_clear(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -158,6 +194,7 @@ int main(void)
         cmocka_unit_test(
             test_fenced_lock_calls_carry_what_their_scripts_read),
         cmocka_unit_test(test_spin_lock_calls_carry_what_their_scripts_read),
+        cmocka_unit_test(test_fair_acquire_from_a_description_alone),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
