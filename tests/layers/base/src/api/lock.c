@@ -1,0 +1,2 @@
+#include "core/core.h"
+#include "rlock.h"

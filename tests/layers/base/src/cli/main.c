@@ -1,0 +1,2 @@
+#include "rlock.h"
+#include <stdio.h>

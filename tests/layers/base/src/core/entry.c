@@ -1,0 +1,3 @@
+#include "core.h"
+#include "io/io.h"
+#include "../proto/proto.h"

@@ -1,0 +1,1 @@
+/* io's private header */

@@ -1,0 +1,4 @@
+#include "proto.h"
+#include "rlock.h"
+#include <hiredis/read.h>
+#include <string.h>

@@ -1,0 +1,1 @@
+/* proto's private header */

@@ -1,0 +1,3 @@
+#include "proto.h"
+/* the redisReply type only */
+#include <hiredis/hiredis.h>
