@@ -1,0 +1,233 @@
+/*
+ * link.h: the transport rlock owns: one connection to one Redis server.
+ *
+ * NOT YET CALLED BY THE LIBRARY (issue 13). conn.c, pubsub.c, direct.c and
+ * command.c still use hiredis 0.14's async and sync contexts; this module is
+ * built and tested on its own (tests/integration/test_link.c) so that the
+ * next step can move them onto it: conn.c and command.c onto rlock__link,
+ * pubsub.c onto a subscriber rlock__link, direct.c onto rlock__link_sync.
+ *
+ * Two ways to drive a connection, sharing the connect, the handshake and the
+ * byte stream (wire.c):
+ *   - rlock__link: runs on a libev loop the caller gives; requests carry a
+ *     completion callback and a deadline the link enforces; pipelined.
+ *   - rlock__link_sync: one round trip at a time on the calling thread with
+ *     poll() and a deadline (what direct.c does).
+ *
+ * Name resolution never runs on the I/O thread: rlock__link_resolve() is
+ * called on a user thread (client creation) and the resolved address is
+ * handed to every open. A reconnect from the loop reuses it.
+ *
+ * hiredis is the RESP codec only: commands are formatted with
+ * redisFormatCommandArgv and replies parsed with redisReader. Replies are
+ * hiredis redisReply trees, borrowed by callbacks.
+ */
+#ifndef RLOCK_IO_LINK_H
+#define RLOCK_IO_LINK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+struct ev_loop;
+struct redisReply;
+
+typedef struct rlock__stream rlock__stream; /* io.h */
+
+/* Makes the secure byte stream over a connected fd (src/io/tls.c provides
+ * one wrapping rlock__tls_conn_*). ctx is rlock__link_opts.secure_ctx, host
+ * the name to send as SNI and check the certificate against. Returns 0 with
+ * *out set, or a negative RLOCK_E* code with err set. */
+typedef int (*rlock__stream_open_fn)(void *ctx, int fd, const char *host,
+                                     rlock__stream **out, char *err,
+                                     size_t errlen);
+
+/* A resolved server address: TCP (IPv4 or IPv6) or a unix socket. */
+typedef struct rlock__link_addr {
+    struct sockaddr_storage sa;
+    socklen_t len;
+} rlock__link_addr;
+
+/* Resolves host:port (or the unix socket path, when path is not NULL) with
+ * getaddrinfo. BLOCKS: call on a user thread, never on the I/O thread.
+ * Returns 0, RLOCK_EINVAL (bad port, path too long) or RLOCK_ECONN (the name
+ * does not resolve). Thread-safe. */
+int rlock__link_resolve(const char *host, int port, const char *path,
+                        rlock__link_addr *out);
+
+/* How to reach and greet a server. Strings are borrowed for the call that
+ * takes the options only (the link copies what it needs later). */
+typedef struct rlock__link_opts {
+    rlock__link_addr addr;
+    const char *host;     /* for the secure stream; may be NULL */
+    const char *user;     /* ACL user, or NULL (needs password) */
+    const char *password; /* NULL: no AUTH */
+    int db;               /* 0: no SELECT */
+    const char *client_name; /* NULL: no CLIENT SETNAME */
+    /* Bounds everything up to the first request: connect, the secure
+     * stream's handshake, AUTH, SELECT and CLIENT SETNAME. > 0. */
+    int64_t connect_timeout_ms;
+    /* A link waiting for a reply this long without reading one byte is
+     * taken for half-open (the peer gone without a FIN, or stopped) and
+     * closed with RLOCK_ECONN. 0: never (TCP keepalive still runs). */
+    int64_t stale_ms;
+    int keepalive_s; /* TCP keepalive idle time; 0: 15 s */
+    rlock__stream_open_fn secure; /* NULL: plain TCP or unix socket */
+    void *secure_ctx;
+} rlock__link_opts;
+
+/* Fills o with defaults: no auth, db 0, 5 s connect timeout, no stale
+ * detection, plain stream. */
+void rlock__link_opts_init(rlock__link_opts *o);
+
+/* ------------------------------------------------------ the loop link */
+
+typedef struct rlock__link rlock__link;
+
+/* A request's completion, called exactly once on the loop's thread:
+ *   status 0:            reply is the server's reply (maybe an error reply,
+ *                        reply->type == REDIS_REPLY_ERROR), borrowed for
+ *                        the call;
+ *   RLOCK_ETIMEDOUT:     no reply by the deadline (the command may still
+ *                        run on the server);
+ *   RLOCK_ECONN or the handshake's code (RLOCK_EAUTH, ...): the link
+ *                        failed before the reply came;
+ *   RLOCK_ECLOSED:       rlock__link_free() while it was pending.
+ * reply is NULL whenever status is not 0. */
+typedef void (*rlock__link_reply_cb)(rlock__link *l, int status,
+                                     struct redisReply *reply, void *arg);
+
+/* After a request timed out, its reply, when it comes, is matched (Redis
+ * answers in order) and dropped, unless the request named a late callback:
+ * that one is then called exactly once, with the late reply, or with NULL
+ * if the link closes first. arg must live until then. */
+typedef void (*rlock__link_late_cb)(rlock__link *l, struct redisReply *reply,
+                                    void *arg);
+
+/* Kinds of what a subscriber link hears that no request of its own asked
+ * for. */
+typedef enum rlock__push_kind {
+    RLOCK__PUSH_MESSAGE,          /* "message": channel, payload */
+    RLOCK__PUSH_PMESSAGE,         /* "pmessage": pattern, channel, payload */
+    RLOCK__PUSH_SMESSAGE,         /* "smessage": channel, payload */
+    RLOCK__PUSH_UNSUBSCRIBED,     /* server-sent "unsubscribe": channel */
+    RLOCK__PUSH_PUNSUBSCRIBED,    /* server-sent "punsubscribe": pattern */
+    RLOCK__PUSH_SUNSUBSCRIBED     /* server-sent "sunsubscribe" (a cluster
+                                     slot moved away): channel */
+} rlock__push_kind;
+
+typedef struct rlock__push {
+    rlock__push_kind kind;
+    const char *channel; /* not NUL-terminated: use channel_len */
+    size_t channel_len;
+    const char *pattern; /* PMESSAGE only, else NULL */
+    size_t pattern_len;
+    const char *payload; /* the three *MESSAGE kinds, else NULL */
+    size_t payload_len;
+} rlock__push;
+
+typedef void (*rlock__link_push_cb)(rlock__link *l, const rlock__push *p,
+                                    void *arg);
+
+/* Called once, when the handshake is done (status 0), and once when the
+ * link fails (status: RLOCK_ETIMEDOUT for the connect deadline,
+ * RLOCK_EAUTH, RLOCK_ESERVER (name refused), RLOCK_EPROTO, RLOCK_ECONN),
+ * after its pending requests completed. A failed link stays failed: the
+ * caller frees it and opens another. Never called after
+ * rlock__link_free(). */
+typedef void (*rlock__link_state_cb)(rlock__link *l, int status, void *arg);
+
+typedef struct rlock__link_cbs {
+    rlock__link_state_cb on_up;     /* may be NULL */
+    rlock__link_state_cb on_closed; /* may be NULL */
+    rlock__link_push_cb on_push;    /* non-NULL makes a subscriber link */
+    void *arg;
+} rlock__link_cbs;
+
+/* Starts connecting on loop. Requests may be sent at once: they go out
+ * behind the handshake. Returns 0 with *out set, RLOCK_EINVAL or
+ * RLOCK_ENOMEM; a connect that fails later is reported through on_closed
+ * (never from inside this call). Loop thread only, as every function below. */
+int rlock__link_open(struct ev_loop *loop, const rlock__link_opts *o,
+                     const rlock__link_cbs *cbs, rlock__link **out);
+
+/* Sends one command; cb completes it (see rlock__link_reply_cb). timeout_ms
+ * > 0 is its deadline from now. late may be NULL. Returns 0, RLOCK_EINVAL,
+ * RLOCK_ENOMEM, or RLOCK_ECONN (the link already failed); on an error
+ * return cb is never called. On a subscriber link, use it for PING; its
+ * (un)subscribe commands go through rlock__link_subscribe. */
+int rlock__link_send(rlock__link *l, int argc, const char **argv,
+                     const size_t *lens, int64_t timeout_ms,
+                     rlock__link_reply_cb cb, rlock__link_late_cb late,
+                     void *arg);
+
+/* Subscriber links only: sends verb ("SUBSCRIBE", "SSUBSCRIBE",
+ * "PSUBSCRIBE", "UNSUBSCRIBE", "SUNSUBSCRIBE", "PUNSUBSCRIBE") for n >= 1
+ * channels (or patterns). cb completes once: status 0 with reply NULL when
+ * every channel is confirmed, status 0 with the error reply when the server
+ * refused the command (an ACL without the channel: the link and the other
+ * channels stay), or a status as rlock__link_reply_cb. Returns as
+ * rlock__link_send (RLOCK_EINVAL: not a subscriber link, unknown verb,
+ * n < 1). */
+int rlock__link_subscribe(rlock__link *l, const char *verb, int n,
+                          const char **channels, const size_t *lens,
+                          int64_t timeout_ms, rlock__link_reply_cb cb,
+                          void *arg);
+
+/* True once the handshake is done and until the link fails. */
+bool rlock__link_is_up(const rlock__link *l);
+
+/* Requests sent and not yet answered, timed-out ones included. */
+size_t rlock__link_pending(const rlock__link *l);
+
+/* Why the link failed, for a log line ("" while it has not). */
+const char *rlock__link_error(const rlock__link *l);
+
+/* Closes the link: pending requests complete with RLOCK_ECLOSED (and late
+ * callbacks with NULL) before it returns; no callback runs after it. May be
+ * called from the link's own callbacks (the memory goes when they return).
+ * NULL is a no-op. */
+void rlock__link_free(rlock__link *l);
+
+/* ------------------------------------------------------ the blocking link */
+
+typedef struct rlock__link_sync rlock__link_sync;
+
+/* Connects and greets on the calling thread, all by o->connect_timeout_ms.
+ * Returns 0 with *out set, or the code rlock__link_state_cb would give;
+ * err (may be NULL) gets the reason. */
+int rlock__link_sync_open(const rlock__link_opts *o, rlock__link_sync **out,
+                          char *err, size_t errlen);
+
+/* One round trip by deadline_ms (monotonic, rlock__io_now_ms's clock).
+ * Returns 0 with *out (the caller frees it with freeReplyObject; maybe an
+ * error reply); RLOCK_ETIMEDOUT (the link stays usable: the late reply will
+ * be read and dropped before the next one); or RLOCK_ECONN / RLOCK_EPROTO /
+ * RLOCK_ENOMEM (the link is broken: free it). One thread at a time. */
+int rlock__link_sync_call(rlock__link_sync *s, int argc, const char **argv,
+                          const size_t *lens, int64_t deadline_ms,
+                          struct redisReply **out);
+
+/* Queues a command whose reply nobody waits for (it is dropped before the
+ * next call's); it goes out with the next call, or now if the socket takes
+ * it. Returns 0, RLOCK_ENOMEM, or RLOCK_ECONN (broken). */
+int rlock__link_sync_send(rlock__link_sync *s, int argc, const char **argv,
+                          const size_t *lens);
+
+/* True after a call failed other than by timing out. */
+bool rlock__link_sync_broken(const rlock__link_sync *s);
+
+void rlock__link_sync_free(rlock__link_sync *s);
+
+/* ------------------------------------------------------ pure helpers */
+
+/* What one reply on a subscriber connection is, for the link and its unit
+ * test. Returns 1 for a pushed message with *p set (channel, pattern,
+ * payload borrowed from r); 2 for an (un)subscribe notice with *verb set to
+ * its lower-case kind ("subscribe", "sunsubscribe", ...) and p->channel;
+ * 0 for anything else (a reply to a command). */
+int rlock__link_classify(const struct redisReply *r, rlock__push *p,
+                         const char **verb);
+
+#endif /* RLOCK_IO_LINK_H */

@@ -1,0 +1,207 @@
+/*
+ * link_sync.c: the blocking link, one round trip at a time on the calling
+ * thread (what direct.c needs), on the same wire as the loop link: the same
+ * connect, secure stream and handshake, waited for with poll() instead of
+ * libev.
+ *
+ * Invariant: `owed` counts the replies of commands already sent whose
+ * callers stopped waiting (a timed-out call, rlock__link_sync_send). Redis
+ * answers in order, so the next call reads and drops that many replies
+ * before its own. Every wait is bounded by the caller's deadline, whatever
+ * the server does (a reply trickling a byte at a time included), and a
+ * timeout leaves the link usable.
+ */
+#include "io/io.h"
+
+#include "rlock.h"
+
+#include <errno.h>
+#include <hiredis/hiredis.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct rlock__link_sync {
+    rlock__wire w;
+    int owed;
+    bool broken;
+};
+
+/* Waits for the fd to become ready as want says, by deadline_ms. */
+static int wait_for(const rlock__wire *w, int want, int64_t deadline_ms)
+{
+    struct pollfd pfd = {.fd = w->fd,
+                         .events = want == RLOCK__IO_WANT_READ ? POLLIN
+                                                               : POLLOUT};
+    for (;;) {
+        int64_t left = deadline_ms - rlock__io_now_ms();
+        if (left <= 0)
+            return RLOCK_ETIMEDOUT;
+        int n = poll(&pfd, 1, left > 60000 ? 60000 : (int)left);
+        if (n > 0)
+            return RLOCK_OK; /* errors and hang-ups show in the next I/O */
+        if (n < 0 && errno != EINTR)
+            return RLOCK_ECONN;
+    }
+}
+
+static int flush_by(rlock__wire *w, int64_t deadline_ms)
+{
+    for (;;) {
+        int rc = rlock__wire_flush(w);
+        if (rc <= 0)
+            return rc;
+        if ((rc = wait_for(w, rc, deadline_ms)) != 0)
+            return rc;
+    }
+}
+
+static int reply_by(rlock__wire *w, int64_t deadline_ms, redisReply **out)
+{
+    for (;;) {
+        int rc = rlock__wire_reply(w, out);
+        if (rc != 0 || *out != NULL)
+            return rc;
+        rc = rlock__wire_fill(w);
+        if (rc > 0)
+            rc = wait_for(w, rc, deadline_ms);
+        if (rc != 0)
+            return rc;
+    }
+}
+
+static void say(char *err, size_t errlen, const char *why)
+{
+    if (err != NULL && errlen > 0)
+        snprintf(err, errlen, "%s", why);
+}
+
+static int greet(rlock__link_sync *s, const rlock__link_opts *o,
+                 int64_t deadline_ms, char *err, size_t errlen)
+{
+    int rc = rlock__wire_start(&s->w, o);
+    while (rc > 0) {
+        if ((rc = wait_for(&s->w, rc, deadline_ms)) != 0)
+            break;
+        rc = rlock__wire_connect_step(&s->w);
+    }
+    if (rc != 0) {
+        say(err, errlen, rc == RLOCK_ETIMEDOUT ? "connect timed out" : s->w.err);
+        return rc;
+    }
+    int kinds[3];
+    int n = rlock__wire_append_hello(&s->w, o, kinds);
+    if (n < 0)
+        return n;
+    if ((rc = flush_by(&s->w, deadline_ms)) != 0) {
+        say(err, errlen, rc == RLOCK_ETIMEDOUT ? "handshake timed out"
+                                               : s->w.err);
+        return rc;
+    }
+    for (int i = 0; i < n; i++) {
+        redisReply *r = NULL;
+        if ((rc = reply_by(&s->w, deadline_ms, &r)) != 0) {
+            say(err, errlen, rc == RLOCK_ETIMEDOUT ? "handshake timed out"
+                                                   : s->w.err);
+            return rc;
+        }
+        rc = rlock__wire_hello_result(kinds[i], r);
+        if (rc != 0)
+            say(err, errlen, r->type == REDIS_REPLY_ERROR
+                                 ? r->str
+                                 : "unexpected handshake reply");
+        freeReplyObject(r);
+        if (rc != 0)
+            return rc;
+    }
+    return RLOCK_OK;
+}
+
+int rlock__link_sync_open(const rlock__link_opts *o, rlock__link_sync **out,
+                          char *err, size_t errlen)
+{
+    say(err, errlen, "");
+    if (out == NULL)
+        return RLOCK_EINVAL;
+    *out = NULL;
+    if (o == NULL || o->connect_timeout_ms <= 0 ||
+        (o->user != NULL && o->password == NULL))
+        return RLOCK_EINVAL;
+    rlock__link_sync *s = calloc(1, sizeof(*s));
+    if (s == NULL)
+        return RLOCK_ENOMEM;
+    int rc = greet(s, o, rlock__io_now_ms() + o->connect_timeout_ms, err,
+                   errlen);
+    if (rc != 0) {
+        rlock__wire_close(&s->w);
+        free(s);
+        return rc;
+    }
+    *out = s;
+    return RLOCK_OK;
+}
+
+/* Marks the link broken on anything but a timeout. */
+static int outcome(rlock__link_sync *s, int rc)
+{
+    if (rc != 0 && rc != RLOCK_ETIMEDOUT) {
+        s->broken = true;
+        rlock__wire_close(&s->w);
+    }
+    return rc;
+}
+
+int rlock__link_sync_call(rlock__link_sync *s, int argc, const char **argv,
+                          const size_t *lens, int64_t deadline_ms,
+                          redisReply **out)
+{
+    if (out != NULL)
+        *out = NULL;
+    if (s == NULL || out == NULL || argc < 1 || argv == NULL)
+        return RLOCK_EINVAL;
+    if (s->broken)
+        return RLOCK_ECONN;
+    if (rlock__wire_append(&s->w, argc, argv, lens) != 0)
+        return RLOCK_ENOMEM;
+    s->owed++; /* ours, until it is read */
+    int rc = flush_by(&s->w, deadline_ms);
+    while (rc == 0 && s->owed > 1) {
+        redisReply *late = NULL;
+        rc = reply_by(&s->w, deadline_ms, &late);
+        if (rc == 0) {
+            freeReplyObject(late);
+            s->owed--;
+        }
+    }
+    if (rc == 0 && (rc = reply_by(&s->w, deadline_ms, out)) == 0)
+        s->owed--;
+    return outcome(s, rc);
+}
+
+int rlock__link_sync_send(rlock__link_sync *s, int argc, const char **argv,
+                          const size_t *lens)
+{
+    if (s == NULL || argc < 1 || argv == NULL)
+        return RLOCK_EINVAL;
+    if (s->broken)
+        return RLOCK_ECONN;
+    if (rlock__wire_append(&s->w, argc, argv, lens) != 0)
+        return RLOCK_ENOMEM;
+    s->owed++;
+    int rc = rlock__wire_flush(&s->w);
+    return rc > 0 ? RLOCK_OK : outcome(s, rc); /* the rest goes next call */
+}
+
+bool rlock__link_sync_broken(const rlock__link_sync *s)
+{
+    return s == NULL || s->broken;
+}
+
+void rlock__link_sync_free(rlock__link_sync *s)
+{
+    if (s == NULL)
+        return;
+    rlock__wire_close(&s->w);
+    free(s);
+}
