@@ -61,7 +61,6 @@ int rlock__link_resolve(const char *host, int port, const char *path,
     memset(&hints, 0, sizeof(hints));
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_ADDRCONFIG;
     if (getaddrinfo(host, service, &hints, &res) != 0 || res == NULL)
         return RLOCK_ECONN;
     /* the first address only: a server behind several is a job for the
@@ -187,8 +186,9 @@ int rlock__wire_start(rlock__wire *w, const rlock__link_opts *o)
     w->phase = RLOCK__WIRE_TCP;
     if (connect(w->fd, (const struct sockaddr *)&o->addr.sa, o->addr.len) !=
         0) {
-        /* a unix socket whose backlog is full says EAGAIN */
-        if (errno == EINPROGRESS || errno == EAGAIN)
+        /* a unix socket whose backlog is full says EAGAIN and has not
+         * connected: that is a refusal, not a connect in progress */
+        if (errno == EINPROGRESS)
             return RLOCK__IO_WANT_WRITE;
         return fail(w, RLOCK_ECONN, "connect", errno);
     }

@@ -782,6 +782,26 @@ static void test_blocking_link_round_trip(void **state)
     rlock__link_sync_free(s);
 }
 
+static void test_blocking_link_drops_the_reply_of_a_fire_and_forget_send(
+    void **state)
+{
+    (void)state;
+    rlock__link_opts o = opts_for(&server);
+    rlock__link_sync *s = NULL;
+    assert_int_equal(rlock__link_sync_open(&o, &s, NULL, 0), 0);
+    const char *set[3] = {"SET", "link-sync-key", "sent-ahead"};
+    assert_int_equal(rlock__link_sync_send(s, 3, set, NULL), 0);
+    const char *get[2] = {"GET", "link-sync-key"};
+    redisReply *r = NULL;
+    assert_int_equal(rlock__link_sync_call(s, 2, get, NULL,
+                                           rt_now_ms() + 5000, &r),
+                     0);
+    assert_int_equal(r->type, REDIS_REPLY_STRING); /* not SET's +OK */
+    assert_string_equal(r->str, "sent-ahead");
+    freeReplyObject(r);
+    rlock__link_sync_free(s);
+}
+
 static void test_blocking_link_deadline_then_own_reply(void **state)
 {
     (void)state;
@@ -876,6 +896,8 @@ int main(void)
             test_refused_subscribe_is_reported_and_the_link_survives),
         cmocka_unit_test(test_server_sent_sunsubscribe_is_seen),
         cmocka_unit_test(test_blocking_link_round_trip),
+        cmocka_unit_test(
+            test_blocking_link_drops_the_reply_of_a_fire_and_forget_send),
         cmocka_unit_test(test_blocking_link_deadline_then_own_reply),
         cmocka_unit_test(
             test_blocking_link_wrong_password_and_connect_deadline),
