@@ -2,8 +2,7 @@
  * io.h: what the files of src/io share, and nothing above src/io includes.
  *
  * The byte stream: a connection's bytes pass through an rlock__stream, plain
- * (a non-blocking socket, wire.c) or TLS (src/io/tls.c plugs in through an
- * rlock__stream_open_fn). Above the stream sits the "wire": one socket, its
+ * (a non-blocking socket) or TLS (src/io/tls.c), both made in wire.c. Above the stream sits the "wire": one socket, its
  * stream, an output buffer and hiredis's redisReader, with the connect steps
  * and the AUTH/SELECT/CLIENT SETNAME handshake written once. The event-loop
  * link (link.c) and the blocking link (link_sync.c) both drive a wire; they
@@ -32,6 +31,7 @@
  * The byte count is an out-parameter so that a count of 1 or 2 can never be
  * read as a WANT_* value.
  *   close: frees the stream; the wire closes the socket after it. */
+typedef struct rlock__stream rlock__stream;
 struct rlock__stream {
     int (*handshake)(rlock__stream *s, char *err, size_t errlen);
     int (*read)(rlock__stream *s, void *buf, size_t len, size_t *done);
@@ -61,9 +61,8 @@ typedef struct rlock__wire {
     struct redisReader *reader;
     char *out; /* formatted commands not yet written */
     size_t out_len, out_off, out_cap;
-    char *host; /* for the secure stream's name check; may be NULL */
-    rlock__stream_open_fn secure;
-    void *secure_ctx;
+    char *host; /* for TLS's name check and SNI */
+    struct rlock__tls_ctx *tls;
     int read_wants; /* a read that returned WANT_WRITE (TLS) */
     char err[160];  /* why the wire failed, for the caller's log */
 } rlock__wire;

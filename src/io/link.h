@@ -33,15 +33,7 @@
 struct ev_loop;
 struct redisReply;
 
-typedef struct rlock__stream rlock__stream; /* io.h */
-
-/* Makes the secure byte stream over a connected fd (src/io/tls.c provides
- * one wrapping rlock__tls_conn_*). ctx is rlock__link_opts.secure_ctx, host
- * the name to send as SNI and check the certificate against. Returns 0 with
- * *out set, or a negative RLOCK_E* code with err set. */
-typedef int (*rlock__stream_open_fn)(void *ctx, int fd, const char *host,
-                                     rlock__stream **out, char *err,
-                                     size_t errlen);
+struct rlock__tls_ctx; /* tls.h */
 
 /* A resolved server address: TCP (IPv4 or IPv6) or a unix socket. */
 typedef struct rlock__link_addr {
@@ -60,7 +52,8 @@ int rlock__link_resolve(const char *host, int port, const char *path,
  * takes the options only (the link copies what it needs later). */
 typedef struct rlock__link_opts {
     rlock__link_addr addr;
-    const char *host;     /* for the secure stream; may be NULL */
+    const char *host;     /* the name the URI gave: with tls, checked
+                             against the certificate and sent as SNI */
     const char *user;     /* ACL user, or NULL (needs password) */
     const char *password; /* NULL: no AUTH */
     int db;               /* 0: no SELECT */
@@ -73,8 +66,8 @@ typedef struct rlock__link_opts {
      * closed with RLOCK_ECONN. 0: never (TCP keepalive still runs). */
     int64_t stale_ms;
     int keepalive_s; /* TCP keepalive idle time; 0: 15 s */
-    rlock__stream_open_fn secure; /* NULL: plain TCP or unix socket */
-    void *secure_ctx;
+    struct rlock__tls_ctx *tls; /* NULL: plain; else TLS over the socket
+                                   (borrowed: outlives the link) */
 } rlock__link_opts;
 
 /* Fills o with defaults: no auth, db 0, 5 s connect timeout, no stale
@@ -91,7 +84,7 @@ typedef struct rlock__link rlock__link;
  *                        the call;
  *   RLOCK_ETIMEDOUT:     no reply by the deadline (the command may still
  *                        run on the server);
- *   RLOCK_ECONN or the handshake's code (RLOCK_EAUTH, ...): the link
+ *   RLOCK_ECONN or the connect's code (RLOCK_EAUTH, RLOCK_ETLS...): the link
  *                        failed before the reply came;
  *   RLOCK_ECLOSED:       rlock__link_free() while it was pending.
  * reply is NULL whenever status is not 0. */
@@ -132,7 +125,7 @@ typedef void (*rlock__link_push_cb)(rlock__link *l, const rlock__push *p,
 
 /* Called once, when the handshake is done (status 0), and once when the
  * link fails (status: RLOCK_ETIMEDOUT for the connect deadline,
- * RLOCK_EAUTH, RLOCK_ESERVER (name refused), RLOCK_EPROTO, RLOCK_ECONN),
+ * RLOCK_ETLS (a failed TLS handshake; rlock__link_error says why), RLOCK_EAUTH, RLOCK_ESERVER (name refused), RLOCK_EPROTO, RLOCK_ECONN),
  * after its pending requests completed. A failed link stays failed: the
  * caller frees it and opens another. Never called after
  * rlock__link_free(). */

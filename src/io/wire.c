@@ -10,6 +10,7 @@
  * thread), so nothing here blocks.
  */
 #include "io/io.h"
+#include "io/tls.h"
 
 #include "rlock.h"
 
@@ -133,6 +134,61 @@ static int plain_open(int fd, rlock__stream **out)
     return RLOCK_OK;
 }
 
+/* --------------------------------------------------------- TLS stream */
+
+typedef struct tls_stream {
+    rlock__stream base;
+    rlock__tls_conn *t;
+} tls_stream;
+
+static int tls_handshake(rlock__stream *s, char *err, size_t errlen)
+{
+    return rlock__tls_handshake(((tls_stream *)s)->t, err, errlen);
+}
+
+static int tls_read(rlock__stream *s, void *buf, size_t len, size_t *done)
+{
+    return rlock__tls_read(((tls_stream *)s)->t, buf, len, done);
+}
+
+static int tls_write(rlock__stream *s, const void *buf, size_t len,
+                     size_t *done)
+{
+    return rlock__tls_write(((tls_stream *)s)->t, buf, len, done);
+}
+
+static void tls_close(rlock__stream *s)
+{
+    rlock__tls_conn_free(((tls_stream *)s)->t);
+    free(s);
+}
+
+static int tls_open(rlock__wire *w)
+{
+    tls_stream *p = calloc(1, sizeof(*p));
+    if (p == NULL)
+        return RLOCK_ENOMEM;
+    int rc = rlock__tls_conn_new(w->tls, w->fd, w->host, &p->t);
+    if (rc != 0) {
+        free(p);
+        return rc;
+    }
+    p->base.handshake = tls_handshake;
+    p->base.read = tls_read;
+    p->base.write = tls_write;
+    p->base.close = tls_close;
+    w->stream = &p->base;
+    return RLOCK_OK;
+}
+
+/* Keeps the TLS layer's reason for a failed read or write. */
+static void stream_reason(rlock__wire *w)
+{
+    if (w->tls != NULL && w->stream != NULL && w->err[0] == '\0')
+        snprintf(w->err, sizeof(w->err), "%s",
+                 rlock__tls_conn_error(((tls_stream *)w->stream)->t));
+}
+
 /* ------------------------------------------------------------ connect */
 
 static int fail(rlock__wire *w, int code, const char *what, int errnum)
@@ -174,10 +230,12 @@ int rlock__wire_start(rlock__wire *w, const rlock__link_opts *o)
     w->reader = redisReaderCreate();
     if (w->reader == NULL)
         return fail(w, RLOCK_ENOMEM, "out of memory", 0);
+    if (o->tls != NULL && o->host == NULL) {
+        return fail(w, RLOCK_EINVAL, "TLS needs the host name", 0);
+    }
     if (o->host != NULL && (w->host = strdup(o->host)) == NULL)
         return fail(w, RLOCK_ENOMEM, "out of memory", 0);
-    w->secure = o->secure;
-    w->secure_ctx = o->secure_ctx;
+    w->tls = o->tls;
     w->fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (w->fd < 0)
         return fail(w, RLOCK_ECONN, "socket", errno);
@@ -206,12 +264,9 @@ int rlock__wire_connect_step(rlock__wire *w)
             return RLOCK__IO_WANT_WRITE;
         if (soerr != 0)
             return fail(w, RLOCK_ECONN, "connect", soerr);
-        int rc = w->secure != NULL
-                     ? w->secure(w->secure_ctx, w->fd, w->host, &w->stream,
-                                 w->err, sizeof(w->err))
-                     : plain_open(w->fd, &w->stream);
+        int rc = w->tls != NULL ? tls_open(w) : plain_open(w->fd, &w->stream);
         if (rc != 0)
-            return fail(w, rc, "stream", 0);
+            return fail(w, rc, "cannot start TLS", 0);
         w->phase = RLOCK__WIRE_STREAM;
     }
     if (w->phase == RLOCK__WIRE_STREAM) {
@@ -265,8 +320,10 @@ int rlock__wire_flush(rlock__wire *w)
                                   w->out_len - w->out_off, &done);
         if (rc > 0)
             return rc;
-        if (rc < 0)
-            return fail(w, rc, "write", errno);
+        if (rc < 0) {
+            stream_reason(w);
+            return fail(w, rc, "write", w->tls ? 0 : errno);
+        }
         w->out_off += done;
     }
     w->out_off = w->out_len = 0;
@@ -283,8 +340,10 @@ int rlock__wire_fill(rlock__wire *w)
     w->read_wants = rc == RLOCK__IO_WANT_WRITE;
     if (rc > 0)
         return rc;
-    if (rc < 0)
-        return fail(w, rc, "read", errno);
+    if (rc < 0) {
+        stream_reason(w);
+        return fail(w, rc, "read", w->tls ? 0 : errno);
+    }
     if (done == 0)
         return fail(w, RLOCK_ECONN, "connection closed by the server", 0);
     if (redisReaderFeed(w->reader, buf, done) != REDIS_OK)

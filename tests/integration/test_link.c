@@ -28,6 +28,8 @@
 
 #include "harness.h"
 #include "io/link.h"
+#include "io/tls.h"
+#include "tls_fixture.h"
 #include "rlock.h"
 
 /* The shared server's default user has no password (the harness's rt_cmd
@@ -38,6 +40,8 @@
 #define SLACK_MS 1500
 
 static rt_redis server;
+static rt_tls_files tls_files;
+static rt_redis tls_server; /* --tls-port, no client certificate asked */
 
 /* ------------------------------------------------------------- helpers */
 
@@ -760,6 +764,83 @@ static void test_server_sent_sunsubscribe_is_seen(void **state)
     rt_redis_stop(&cl);
 }
 
+/* ----------------------------------------------------------------- TLS */
+
+static rlock__tls_ctx *tls_trusting(const char *ca_file)
+{
+    rlock__tls_settings ts = {0};
+    ts.ca_file = ca_file;
+    ts.verify = RLOCK__TLS_VERIFY_FULL;
+    rlock__tls_ctx *ctx = NULL;
+    assert_int_equal(rlock__tls_ctx_new(&ts, &ctx, NULL, 0), 0);
+    return ctx;
+}
+
+static rlock__link_opts tls_opts(rlock__tls_ctx *ctx)
+{
+    rlock__link_opts o;
+    rlock__link_opts_init(&o);
+    assert_int_equal(rlock__link_resolve("localhost", tls_server.tls_port,
+                                         NULL, &o.addr),
+                     0);
+    o.host = "localhost";
+    o.tls = ctx;
+    o.client_name = "link-tls";
+    return o;
+}
+
+static void test_tls_link_verifies_the_server_and_round_trips(void **state)
+{
+    (void)state;
+    rlock__tls_ctx *ctx = tls_trusting(tls_files.ca_crt);
+    fixture f;
+    fixture_start(&f);
+    rlock__link_opts o = tls_opts(ctx);
+    open_up(&f, &o, false);
+    done d = {0};
+    send1(&f, "ECHO", "over-tls", 5000, &d, false);
+    assert_int_equal(run_until(f.loop, &d.calls, 5000), 1);
+    assert_int_equal(d.status, 0);
+    assert_string_equal(d.text, "over-tls");
+    fixture_stop(&f);
+
+    rlock__link_sync *s = NULL;
+    assert_int_equal(rlock__link_sync_open(&o, &s, NULL, 0), 0);
+    const char *argv[2] = {"ECHO", "sync-tls"};
+    redisReply *r = NULL;
+    assert_int_equal(rlock__link_sync_call(s, 2, argv, NULL,
+                                           rt_now_ms() + 5000, &r),
+                     0);
+    assert_string_equal(r->str, "sync-tls");
+    freeReplyObject(r);
+    rlock__link_sync_free(s);
+    rlock__tls_ctx_free(ctx);
+}
+
+static void test_tls_link_to_a_server_of_another_ca_fails_with_etls(
+    void **state)
+{
+    (void)state;
+    rlock__tls_ctx *ctx = tls_trusting(tls_files.other_ca_crt);
+    fixture f;
+    fixture_start(&f);
+    rlock__link_opts o = tls_opts(ctx);
+    rlock__link_cbs cbs = {on_up, on_closed, NULL, &f.seen};
+    assert_int_equal(rlock__link_open(f.loop, &o, &cbs, &f.link), 0);
+    assert_int_equal(run_until(f.loop, &f.seen.closed, 5000), 1);
+    assert_int_equal(f.seen.closed_status, RLOCK_ETLS);
+    assert_int_equal(f.seen.up, 0);
+    assert_non_null(strstr(rlock__link_error(f.link), "wrong CA"));
+    fixture_stop(&f);
+
+    rlock__link_sync *s = NULL;
+    char err[256];
+    assert_int_equal(rlock__link_sync_open(&o, &s, err, sizeof(err)),
+                     RLOCK_ETLS);
+    assert_non_null(strstr(err, "wrong CA"));
+    rlock__tls_ctx_free(ctx);
+}
+
 /* ------------------------------------------------------------ blocking */
 
 static void test_blocking_link_round_trip(void **state)
@@ -860,13 +941,18 @@ static int group_setup(void **state)
                                     " ~* &* +@all");
     bool ok = r != NULL && r->type == REDIS_REPLY_STATUS;
     freeReplyObject(r);
-    return ok ? 0 : -1;
+    if (!ok || rt_tls_make(&tls_files) != 0)
+        return -1;
+    return rt_redis_start_tls(&tls_server, rt_tls_server_args(&tls_files, 0),
+                              NULL);
 }
 
 static int group_teardown(void **state)
 {
     (void)state;
     rt_redis_stop(&server);
+    rt_redis_stop(&tls_server);
+    rt_tls_remove(&tls_files);
     return 0;
 }
 
@@ -895,6 +981,9 @@ int main(void)
         cmocka_unit_test(
             test_refused_subscribe_is_reported_and_the_link_survives),
         cmocka_unit_test(test_server_sent_sunsubscribe_is_seen),
+        cmocka_unit_test(test_tls_link_verifies_the_server_and_round_trips),
+        cmocka_unit_test(
+            test_tls_link_to_a_server_of_another_ca_fails_with_etls),
         cmocka_unit_test(test_blocking_link_round_trip),
         cmocka_unit_test(
             test_blocking_link_drops_the_reply_of_a_fire_and_forget_send),
