@@ -32,9 +32,13 @@
  *     never consume the FIFO; an (un)subscribe notice consumes its request
  *     only when it names the next channel that request listed, in order
  *     (Redis confirms a multi-channel command channel by channel); any
- *     other notice is the server's own. An error reply answers the head,
- *     whatever it is (a refused SUBSCRIBE is one error for the command),
- *     and the link stays up.
+ *     other notice is the server's own. (A server-sent unsubscribe of the
+ *     very channel our UNSUBSCRIBE at the head names is taken as its
+ *     confirmation, and the real one, coming next, as the server's: the
+ *     channel is gone either way, so the caller must treat a server-sent
+ *     unsubscribe of a channel it no longer wants as nothing.) An error
+ *     reply answers the head, whatever it is (a refused SUBSCRIBE is one
+ *     error for the command), and the link stays up.
  *   - Callbacks may send, or free the link: `depth` counts the dispatches
  *     on the stack, and the memory goes when the outermost returns.
  *   - Failures found inside a call from the user (open, send) are reported

@@ -193,20 +193,39 @@ typedef struct rlock__link_sync rlock__link_sync;
 int rlock__link_sync_open(const rlock__link_opts *o, rlock__link_sync **out,
                           char *err, size_t errlen);
 
+/* Hears the reply of a call that timed out, when a later call (or
+ * rlock__link_sync_drain) reads it: reply is borrowed for the call, or NULL
+ * when the link breaks or is freed first. Runs on the thread reading. */
+typedef void (*rlock__link_sync_late_cb)(struct redisReply *reply,
+                                         void *arg);
+
 /* One round trip by deadline_ms (monotonic, rlock__io_now_ms's clock).
  * Returns 0 with *out (the caller frees it with freeReplyObject; maybe an
- * error reply); RLOCK_ETIMEDOUT (the link stays usable: the late reply will
- * be read and dropped before the next one); or RLOCK_ECONN / RLOCK_EPROTO /
- * RLOCK_ENOMEM (the link is broken: free it). One thread at a time. */
+ * error reply); RLOCK_ETIMEDOUT (the link stays usable: the late reply is
+ * read before the next one and handed to late, or dropped when late is
+ * NULL; late is then called exactly once and arg must live until then); or
+ * RLOCK_ECONN / RLOCK_EPROTO / RLOCK_ENOMEM (the link is broken: free it).
+ * One thread at a time. */
 int rlock__link_sync_call(rlock__link_sync *s, int argc, const char **argv,
                           const size_t *lens, int64_t deadline_ms,
-                          struct redisReply **out);
+                          struct redisReply **out,
+                          rlock__link_sync_late_cb late, void *arg);
 
 /* Queues a command whose reply nobody waits for (it is dropped before the
  * next call's); it goes out with the next call, or now if the socket takes
  * it. Returns 0, RLOCK_ENOMEM, or RLOCK_ECONN (broken). */
 int rlock__link_sync_send(rlock__link_sync *s, int argc, const char **argv,
                           const size_t *lens);
+
+/* Without waiting: writes what is queued and reads the late replies that
+ * have come (handing each to its late callback). Returns how many replies
+ * are still owed (0: the link is idle), or a negative code (broken). For a
+ * caller that watches rlock__link_sync_fd() instead of making a call, e.g.
+ * the I/O thread looking after a link whose caller gave up. */
+int rlock__link_sync_drain(rlock__link_sync *s);
+
+/* The socket, for a readiness watcher; -1 once broken. */
+int rlock__link_sync_fd(const rlock__link_sync *s);
 
 /* True after a call failed other than by timing out. */
 bool rlock__link_sync_broken(const rlock__link_sync *s);

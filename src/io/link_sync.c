@@ -4,10 +4,11 @@
  * connect, secure stream and handshake, waited for with poll() instead of
  * libev.
  *
- * Invariant: `owed` counts the replies of commands already sent whose
- * callers stopped waiting (a timed-out call, rlock__link_sync_send). Redis
- * answers in order, so the next call reads and drops that many replies
- * before its own. Every wait is bounded by the caller's deadline, whatever
+ * Invariant: `owed` holds, in order, one entry per command sent whose reply
+ * has not been read: the current call's, and those whose callers stopped
+ * waiting (a timed-out call, with its late callback; rlock__link_sync_send,
+ * with none). Redis answers in order, so the next call settles that many
+ * replies before its own; a broken or freed link settles them with NULL. Every wait is bounded by the caller's deadline, whatever
  * the server does (a reply trickling a byte at a time included), and a
  * timeout leaves the link usable.
  */
@@ -22,11 +23,53 @@
 #include <stdlib.h>
 #include <string.h>
 
+typedef struct owed_reply {
+    rlock__link_sync_late_cb late; /* NULL: dropped */
+    void *arg;
+} owed_reply;
+
 struct rlock__link_sync {
     rlock__wire w;
-    int owed;
+    owed_reply *owed; /* ring buffer */
+    size_t owed_head, owed_n, owed_cap;
     bool broken;
 };
+
+static int owe(rlock__link_sync *s, rlock__link_sync_late_cb late, void *arg)
+{
+    if (s->owed_n == s->owed_cap) {
+        size_t cap = s->owed_cap ? s->owed_cap * 2 : 8;
+        owed_reply *grown = malloc(cap * sizeof(*grown));
+        if (grown == NULL)
+            return RLOCK_ENOMEM;
+        for (size_t i = 0; i < s->owed_n; i++)
+            grown[i] = s->owed[(s->owed_head + i) % s->owed_cap];
+        free(s->owed);
+        s->owed = grown;
+        s->owed_cap = cap;
+        s->owed_head = 0;
+    }
+    s->owed[(s->owed_head + s->owed_n++) % s->owed_cap] =
+        (owed_reply){late, arg};
+    return RLOCK_OK;
+}
+
+/* Hands the oldest owed reply to whoever waits for it (reply may be NULL:
+ * it will never come). */
+static void settle_owed(rlock__link_sync *s, redisReply *reply)
+{
+    owed_reply o = s->owed[s->owed_head];
+    s->owed_head = (s->owed_head + 1) % s->owed_cap;
+    s->owed_n--;
+    if (o.late != NULL)
+        o.late(reply, o.arg);
+}
+
+/* Takes back the entry owe() just added (nothing was sent for it). */
+static void unowe(rlock__link_sync *s)
+{
+    s->owed_n--;
+}
 
 /* Waits for the fd to become ready as want says, by deadline_ms. */
 static int wait_for(const rlock__wire *w, int want, int64_t deadline_ms)
@@ -142,19 +185,37 @@ int rlock__link_sync_open(const rlock__link_opts *o, rlock__link_sync **out,
     return RLOCK_OK;
 }
 
-/* Marks the link broken on anything but a timeout. */
+/* Marks the link broken on anything but a timeout; the replies owed then
+ * never come. */
 static int outcome(rlock__link_sync *s, int rc)
 {
     if (rc != 0 && rc != RLOCK_ETIMEDOUT) {
         s->broken = true;
         rlock__wire_close(&s->w);
+        while (s->owed_n > 0)
+            settle_owed(s, NULL);
     }
     return rc;
 }
 
+/* Reads and settles owed replies until `keep` are left, by deadline_ms. */
+static int settle_until(rlock__link_sync *s, size_t keep, int64_t deadline_ms)
+{
+    while (s->owed_n > keep) {
+        redisReply *late = NULL;
+        int rc = reply_by(&s->w, deadline_ms, &late);
+        if (rc != 0)
+            return rc;
+        settle_owed(s, late);
+        freeReplyObject(late);
+    }
+    return RLOCK_OK;
+}
+
 int rlock__link_sync_call(rlock__link_sync *s, int argc, const char **argv,
                           const size_t *lens, int64_t deadline_ms,
-                          redisReply **out)
+                          redisReply **out, rlock__link_sync_late_cb late,
+                          void *arg)
 {
     if (out != NULL)
         *out = NULL;
@@ -162,20 +223,19 @@ int rlock__link_sync_call(rlock__link_sync *s, int argc, const char **argv,
         return RLOCK_EINVAL;
     if (s->broken)
         return RLOCK_ECONN;
-    if (rlock__wire_append(&s->w, argc, argv, lens) != 0)
+    if (owe(s, late, arg) != 0)
         return RLOCK_ENOMEM;
-    s->owed++; /* ours, until it is read */
-    int rc = flush_by(&s->w, deadline_ms);
-    while (rc == 0 && s->owed > 1) {
-        redisReply *late = NULL;
-        rc = reply_by(&s->w, deadline_ms, &late);
-        if (rc == 0) {
-            freeReplyObject(late);
-            s->owed--;
-        }
+    if (rlock__wire_append(&s->w, argc, argv, lens) != 0) {
+        unowe(s);
+        return RLOCK_ENOMEM;
     }
-    if (rc == 0 && (rc = reply_by(&s->w, deadline_ms, out)) == 0)
-        s->owed--;
+    int rc = flush_by(&s->w, deadline_ms);
+    if (rc == 0)
+        rc = settle_until(s, 1, deadline_ms);
+    if (rc == 0 && (rc = reply_by(&s->w, deadline_ms, out)) == 0) {
+        s->owed_n--; /* ours: read, so nobody is owed it */
+        s->owed_head = (s->owed_head + 1) % s->owed_cap;
+    }
     return outcome(s, rc);
 }
 
@@ -186,11 +246,41 @@ int rlock__link_sync_send(rlock__link_sync *s, int argc, const char **argv,
         return RLOCK_EINVAL;
     if (s->broken)
         return RLOCK_ECONN;
-    if (rlock__wire_append(&s->w, argc, argv, lens) != 0)
+    if (owe(s, NULL, NULL) != 0)
         return RLOCK_ENOMEM;
-    s->owed++;
+    if (rlock__wire_append(&s->w, argc, argv, lens) != 0) {
+        unowe(s);
+        return RLOCK_ENOMEM;
+    }
     int rc = rlock__wire_flush(&s->w);
     return rc > 0 ? RLOCK_OK : outcome(s, rc); /* the rest goes next call */
+}
+
+int rlock__link_sync_drain(rlock__link_sync *s)
+{
+    if (s == NULL)
+        return RLOCK_EINVAL;
+    if (s->broken)
+        return RLOCK_ECONN;
+    int rc = rlock__wire_flush(&s->w);
+    while (rc >= 0 && s->owed_n > 0) {
+        redisReply *late = NULL;
+        rc = rlock__wire_reply(&s->w, &late);
+        if (rc == 0 && late != NULL) {
+            settle_owed(s, late);
+            freeReplyObject(late);
+        } else if (rc == 0 && (rc = rlock__wire_fill(&s->w)) > 0) {
+            break; /* nothing more to read now */
+        }
+    }
+    if (rc < 0)
+        return outcome(s, rc);
+    return (int)s->owed_n;
+}
+
+int rlock__link_sync_fd(const rlock__link_sync *s)
+{
+    return s != NULL && !s->broken ? s->w.fd : -1;
 }
 
 bool rlock__link_sync_broken(const rlock__link_sync *s)
@@ -203,5 +293,8 @@ void rlock__link_sync_free(rlock__link_sync *s)
     if (s == NULL)
         return;
     rlock__wire_close(&s->w);
+    while (s->owed_n > 0)
+        settle_owed(s, NULL);
+    free(s->owed);
     free(s);
 }

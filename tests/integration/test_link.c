@@ -809,7 +809,7 @@ static void test_tls_link_verifies_the_server_and_round_trips(void **state)
     const char *argv[2] = {"ECHO", "sync-tls"};
     redisReply *r = NULL;
     assert_int_equal(rlock__link_sync_call(s, 2, argv, NULL,
-                                           rt_now_ms() + 5000, &r),
+                                           rt_now_ms() + 5000, &r, NULL, NULL),
                      0);
     assert_string_equal(r->str, "sync-tls");
     freeReplyObject(r);
@@ -855,7 +855,7 @@ static void test_blocking_link_round_trip(void **state)
     redisReply *r = NULL;
     const char *argv[2] = {"ECHO", "sync"};
     assert_int_equal(rlock__link_sync_call(s, 2, argv, NULL,
-                                           rt_now_ms() + 2000, &r),
+                                           rt_now_ms() + 2000, &r, NULL, NULL),
                      0);
     assert_string_equal(r->str, "sync");
     freeReplyObject(r);
@@ -875,12 +875,54 @@ static void test_blocking_link_drops_the_reply_of_a_fire_and_forget_send(
     const char *get[2] = {"GET", "link-sync-key"};
     redisReply *r = NULL;
     assert_int_equal(rlock__link_sync_call(s, 2, get, NULL,
-                                           rt_now_ms() + 5000, &r),
+                                           rt_now_ms() + 5000, &r, NULL, NULL),
                      0);
     assert_int_equal(r->type, REDIS_REPLY_STRING); /* not SET's +OK */
     assert_string_equal(r->str, "sent-ahead");
     freeReplyObject(r);
     rlock__link_sync_free(s);
+}
+
+static void on_sync_late(redisReply *r, void *arg)
+{
+    done *d = arg;
+    d->late_calls++;
+    if (r != NULL && r->str != NULL)
+        snprintf(d->late_text, sizeof(d->late_text), "%s", r->str);
+}
+
+static void test_blocking_link_hands_a_late_reply_to_its_late_callback(
+    void **state)
+{
+    (void)state;
+    rlock__link_opts o = opts_for(&server);
+    rlock__link_sync *s = NULL;
+    assert_int_equal(rlock__link_sync_open(&o, &s, NULL, 0), 0);
+    rt_redis_pause(&server);
+    redisReply *r = NULL;
+    done first = {0}, never = {0};
+    const char *argv[2] = {"ECHO", "late-one"};
+    int rc = rlock__link_sync_call(s, 2, argv, NULL, rt_now_ms() + 200, &r,
+                                   on_sync_late, &first);
+    rt_redis_resume(&server);
+    assert_int_equal(rc, RLOCK_ETIMEDOUT);
+    assert_int_equal(first.late_calls, 0);
+    /* no call needed: draining as the socket becomes readable settles it */
+    int64_t end = rt_now_ms() + 5000;
+    while ((rc = rlock__link_sync_drain(s)) > 0 && rt_now_ms() < end)
+        rt_sleep_ms(10);
+    assert_int_equal(rc, 0);
+    assert_int_equal(first.late_calls, 1);
+    assert_string_equal(first.late_text, "late-one");
+    /* a late reply still owed when the link goes is settled with NULL */
+    rt_redis_pause(&server);
+    rc = rlock__link_sync_call(s, 2, argv, NULL, rt_now_ms() + 200, &r,
+                               on_sync_late, &never);
+    assert_int_equal(rc, RLOCK_ETIMEDOUT);
+    rlock__link_sync_free(s);
+    rt_redis_resume(&server);
+    assert_int_equal(never.late_calls, 1);
+    assert_string_equal(never.late_text, "");
 }
 
 static void test_blocking_link_deadline_then_own_reply(void **state)
@@ -893,7 +935,7 @@ static void test_blocking_link_deadline_then_own_reply(void **state)
     redisReply *r = NULL;
     const char *first[2] = {"ECHO", "first"};
     int64_t start = rt_now_ms();
-    int rc = rlock__link_sync_call(s, 2, first, NULL, start + 300, &r);
+    int rc = rlock__link_sync_call(s, 2, first, NULL, start + 300, &r, NULL, NULL);
     int64_t took = rt_now_ms() - start;
     rt_redis_resume(&server);
     assert_int_equal(rc, RLOCK_ETIMEDOUT);
@@ -902,7 +944,7 @@ static void test_blocking_link_deadline_then_own_reply(void **state)
     assert_false(rlock__link_sync_broken(s));
     const char *second[2] = {"ECHO", "second"};
     assert_int_equal(rlock__link_sync_call(s, 2, second, NULL,
-                                           rt_now_ms() + 5000, &r),
+                                           rt_now_ms() + 5000, &r, NULL, NULL),
                      0);
     assert_string_equal(r->str, "second");
     freeReplyObject(r);
@@ -988,6 +1030,8 @@ int main(void)
         cmocka_unit_test(
             test_blocking_link_drops_the_reply_of_a_fire_and_forget_send),
         cmocka_unit_test(test_blocking_link_deadline_then_own_reply),
+        cmocka_unit_test(
+            test_blocking_link_hands_a_late_reply_to_its_late_callback),
         cmocka_unit_test(
             test_blocking_link_wrong_password_and_connect_deadline),
     };
