@@ -12,7 +12,8 @@
  * no threads, and reads no clock: whatever depends on time, the network or
  * a client is passed in (rlock__lock_desc carries the wall clock as a
  * function). So every function here is tested by tests/unit and the fuzz
- * targets without a server.
+ * targets without a server, and proto's unit tests are linked from proto's
+ * sources alone (RLOCK_PROTO_SOURCES), which fails if proto calls upwards.
  *
  * A proto file includes this header, scripts.h, include/rlock.h (for the
  * RLOCK_E* codes and kinds) and the C library, nothing else.

@@ -1,6 +1,6 @@
 /*
  * fuzz_reply.c: libFuzzer target for the decoders of script and command
- * replies (src/reply.c).
+ * replies (src/proto/reply.c).
  *
  * The input is fed as RESP to hiredis's own reader, so the trees decoded
  * are exactly what a (hostile) server can make hiredis build. Every reply,
@@ -34,7 +34,7 @@
  *
  * A failed check calls abort(), which libFuzzer reports with its input.
  */
-#include "internal.h"
+#include "proto/proto.h"
 
 #include <hiredis/hiredis.h>
 #include <stdbool.h>

@@ -1,5 +1,5 @@
 /*
- * fuzz_uri.c: libFuzzer target for the connection URI parser (src/uri.c).
+ * fuzz_uri.c: libFuzzer target for the connection URI parser (src/proto/uri.c).
  *
  * The input, cut at its first NUL, is parsed with rlock__uri_parse(). Beyond
  * "no crash, no leak, no undefined behaviour" (the sanitizers' part), every
@@ -19,7 +19,7 @@
  * A failed check calls abort(), which libFuzzer reports as a crash with the
  * input that caused it.
  */
-#include "internal.h"
+#include "proto/proto.h"
 
 #include <stdbool.h>
 #include <stdint.h>

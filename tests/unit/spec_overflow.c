@@ -5,7 +5,7 @@
  * SPEC_ARGS_FIT, the same call at the limit compiles, so the failure is the
  * limit and nothing else.
  */
-#include "internal.h"
+#include "proto/proto.h"
 
 int main(void)
 {

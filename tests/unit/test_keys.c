@@ -1,6 +1,6 @@
 /*
  * test_keys.c: the Redis names derived from a lock name (keys.c) and the
- * owner tag (owner.c), checked against Redisson's rules in
+ * owner tag (proto/ids.c), checked against Redisson's rules in
  * REDISSON-PROTOCOL.md sections 1.1 and 1.2: a derived name wraps N in
  * braces unless N contains a '{' anywhere.
  */
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "internal.h"
+#include "proto/proto.h"
 
 /* Asserts that got (malloc'd, may be NULL) equals want, then frees it. */
 static void assert_name(char *got, const char *want)

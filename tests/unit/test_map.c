@@ -13,7 +13,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "internal.h"
+#include "proto/proto.h"
 
 #define MANY 10000
 

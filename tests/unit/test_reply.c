@@ -15,7 +15,7 @@
 
 #include <hiredis/hiredis.h>
 
-#include "internal.h"
+#include "proto/proto.h"
 
 /* ---------------------------------------------------------------- builders */
 

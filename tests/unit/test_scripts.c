@@ -20,7 +20,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "internal.h"
+#include "proto/proto.h"
 
 /* ------------------------------------------------------------------ SHA-1 */
 

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "internal.h"
+#include "proto/proto.h"
 
 /* ------------------------------------------------------------------------ */
 /* Accepted URIs                                                            */
