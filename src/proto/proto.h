@@ -83,6 +83,7 @@ typedef struct rlock__uri {
     char *user;     /* NULL when absent */
     char *password; /* NULL when absent */
     int db;
+    bool tls; /* rediss:// */
 } rlock__uri;
 
 int rlock__uri_parse(const char *text, rlock__uri *out);

@@ -2,7 +2,12 @@
  * uri.c: parses the connection URI, a pure function tested without a server.
  *
  *   redis://[[user]:password@]host[:port][/db]
+ *   rediss://...   the same over TLS
  *   unix:///path/to/socket[?db=N]
+ *
+ * A rediss:// URI takes no query for its TLS files: a URI ends up in logs
+ * and environment variables, paths would need percent-escaping, and the
+ * settings have setters and config-file keys of their own.
  *
  * Anything else is refused with RLOCK_EINVAL rather than guessed at: a typo
  * in a URI should fail at connect time, not connect somewhere unexpected.
@@ -179,12 +184,16 @@ int rlock__uri_parse(const char *text, rlock__uri *out)
     for (const char *p = text; *p; p++)
         if ((unsigned char)*p <= ' ' || (unsigned char)*p >= 0x7f)
             return RLOCK_EINVAL;
-    if (strncasecmp(text, "redis://", 8) == 0)
+    if (strncasecmp(text, "redis://", 8) == 0) {
         rc = parse_redis(text + 8, out);
-    else if (strncasecmp(text, "unix://", 7) == 0)
+    } else if (strncasecmp(text, "rediss://", 9) == 0) {
+        out->tls = true;
+        rc = parse_redis(text + 9, out);
+    } else if (strncasecmp(text, "unix://", 7) == 0) {
         rc = parse_unix(text + 7, out);
-    else
+    } else {
         rc = RLOCK_EINVAL;
+    }
     if (rc != 0)
         rlock__uri_clear(out);
     return rc;

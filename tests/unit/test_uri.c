@@ -3,6 +3,7 @@
  * rlock_client_connect() (include/rlock.h):
  *
  *   redis://[[user]:password@]host[:port][/db]
+ *   rediss://...   (the same, with TLS)
  *   unix:///path/to/redis.sock[?db=N]
  *
  * Each accepted URI is one named test that checks every field of the result;
@@ -11,6 +12,7 @@
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -31,6 +33,7 @@ typedef struct uri_case {
     const char *user;
     const char *password;
     int db;
+    bool tls; /* rediss:// */
 } uri_case;
 
 static void assert_field(const char *got, const char *want)
@@ -56,6 +59,7 @@ static void test_parses(void **state)
     assert_field(u.user, c->user);
     assert_field(u.password, c->password);
     assert_int_equal(u.db, c->db);
+    assert_int_equal(u.tls, c->tls);
     rlock__uri_clear(&u);
     assert_null(u.host);
     assert_null(u.path);
@@ -63,11 +67,15 @@ static void test_parses(void **state)
     assert_null(u.password);
 }
 
-/* PARSES(test name, text, host, port, path, user, password, db) */
+/* PARSES(test name, text, host, port, path, user, password, db), and
+ * PARSES_TLS for a rediss:// URI */
 /* clang-format off */
 #define PARSES(name, ...)                                                     \
     {"parses_" name, test_parses, NULL, NULL,                                 \
-     (void *)&(uri_case){__VA_ARGS__}}
+     (void *)&(uri_case){__VA_ARGS__, false}}
+#define PARSES_TLS(name, ...)                                                 \
+    {"parses_" name, test_parses, NULL, NULL,                                 \
+     (void *)&(uri_case){__VA_ARGS__, true}}
 /* clang-format on */
 
 /* ------------------------------------------------------------------------ */
@@ -87,6 +95,7 @@ static void assert_rejected(const char *text)
     assert_null(u.password);
     assert_int_equal(u.port, 0);
     assert_int_equal(u.db, 0);
+    assert_false(u.tls);
 }
 
 static void test_rejects(void **state)
@@ -176,6 +185,14 @@ int main(void)
                NULL, 1),
         PARSES("unix_scheme_case_insensitively", "UNIX:///s", NULL, 0, "/s",
                NULL, NULL, 0),
+        PARSES_TLS("tls_host_only_with_defaults", "rediss://localhost",
+               "localhost", 6379, NULL, NULL, NULL, 0),
+        PARSES_TLS("tls_user_password_port_db", "rediss://u:pw@h:6380/2", "h",
+               6380, NULL, "u", "pw", 2),
+        PARSES_TLS("tls_ipv6_with_port", "rediss://[::1]:6380", "::1", 6380, NULL,
+               NULL, NULL, 0),
+        PARSES_TLS("tls_scheme_case_insensitively", "REDISS://h", "h", 6379, NULL,
+               NULL, NULL, 0),
 
         cmocka_unit_test(test_rejects_null_text),
         cmocka_unit_test(test_rejects_null_out),
@@ -197,6 +214,11 @@ int main(void)
         REJECTS("db_above_int32", "redis://h/2147483648"),
         REJECTS("db_with_trailing_path", "redis://h/1/2"),
         REJECTS("query_on_redis_uri", "redis://h?db=1"),
+        REJECTS("tls_without_host", "rediss://"),
+        REJECTS("tls_unix_socket_path", "rediss:///tmp/r.sock"),
+        REJECTS("tls_file_query", "rediss://h?ca=/etc/ca.pem"),
+        REJECTS("tls_bad_port", "rediss://h:0"),
+        REJECTS("scheme_with_two_s", "redisss://h"),
         REJECTS("unix_without_path", "unix://"),
         REJECTS("unix_root_only", "unix:///"),
         REJECTS("unix_relative_path", "unix://relative"),
