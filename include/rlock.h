@@ -85,7 +85,9 @@ RLOCK_API const char *rlock_version_string(void);
 #define RLOCK_EFORKED (-111)   /* client inherited across fork() */
 #define RLOCK_ESERVER (-112)   /* Redis answered with an error reply */
 #define RLOCK_ECANCELED (-113) /* an async acquire was cancelled */
-#define RLOCK_ENOTSUP (-114)   /* not available for this kind of lock */
+#define RLOCK_ENOTSUP (-114)   /* not available for this kind of lock,
+                                  or (until the new transport) a TLS
+                                  connection */
 #define RLOCK_ENOTIFY (-115)   /* unlocked, but Redis refused the unlock
                                   message (PUBLISH): waiters learn of the
                                   release only when they re-check */
@@ -175,6 +177,48 @@ RLOCK_API int rlock_config_set_database(rlock_config *cfg, int db);
 RLOCK_API int rlock_config_set_client_name(rlock_config *cfg,
                                            const char *name);
 
+/* TLS, used when the server is a rediss:// URI (ignored for redis:// and
+ * unix://, as Redisson ignores its ssl settings there):
+ *   ca_file      a PEM file of the CA certificates to trust
+ *   ca_dir       a directory of them, named by hash (openssl rehash)
+ *                With neither, the system's CA store is trusted.
+ *   client_cert  a PEM certificate (chain) and its unencrypted PEM key, for
+ *                servers that require client certificates (mutual TLS);
+ *                both or neither (NULL, NULL clears them)
+ *   server_name  the name the server's certificate must hold, instead of
+ *                the URI's host (also sent as SNI when it is a DNS name; an
+ *                IP address is checked against the certificate's
+ *                addresses and not sent)
+ *   verify       RLOCK_TLS_VERIFY_FULL (the default): the certificate must
+ *                come from a trusted CA and hold the host name;
+ *                RLOCK_TLS_VERIFY_CA_ONLY: from a trusted CA, any name;
+ *                RLOCK_TLS_VERIFY_NONE_INSECURE: anything, so anyone on
+ *                the path can pose as the server (tests only)
+ * NULL clears a string setting; "" is RLOCK_EINVAL, as is a server name
+ * with spaces or control characters or longer than 253 bytes. Paths are
+ * copied as strings; the files are read when a client connects, where an
+ * unreadable or malformed one fails with RLOCK_ETLS.
+ * TLS connections themselves arrive with rlock's new transport: until
+ * then rlock_client_connect() and its variants return RLOCK_ENOTSUP for a
+ * rediss:// server, after checking the URI.
+ * Return 0, or RLOCK_EINVAL (the config unchanged) or RLOCK_ENOMEM.
+ * Thread-safety: as rlock_config_new().
+ * Redisson: BaseConfig.setSslTruststore() and friends (Java key stores;
+ * see rlock_config_load_file() for how they map). */
+#define RLOCK_TLS_VERIFY_FULL 0
+#define RLOCK_TLS_VERIFY_CA_ONLY 1
+#define RLOCK_TLS_VERIFY_NONE_INSECURE 2
+RLOCK_API int rlock_config_set_tls_ca_file(rlock_config *cfg,
+                                           const char *path);
+RLOCK_API int rlock_config_set_tls_ca_dir(rlock_config *cfg,
+                                          const char *path);
+RLOCK_API int rlock_config_set_tls_client_cert(rlock_config *cfg,
+                                               const char *cert_path,
+                                               const char *key_path);
+RLOCK_API int rlock_config_set_tls_server_name(rlock_config *cfg,
+                                               const char *name);
+RLOCK_API int rlock_config_set_tls_verify(rlock_config *cfg, int mode);
+
 /* Log hook. rlock prints nothing by itself; what deserves an operator's
  * attention (a refused SUBSCRIBE and the fall-back to re-checks, a missing
  * ACL permission found at connect time, ...) goes to cb, with one of these
@@ -207,8 +251,12 @@ RLOCK_API int rlock_config_set_log(rlock_config *cfg, int level,
 /* Reads a Redisson JSON config file (the format of Config.fromJSON):
  * singleServerConfig's address, username, password, database,
  * connectTimeout, timeout, retryAttempts, retryInterval, clientName,
- * connectionPoolSize, subscriptionsPerConnection and the top-level
- * lockWatchdogTimeout. See the README for what each key does here.
+ * connectionPoolSize, subscriptionsPerConnection, the ssl* keys that have
+ * a PEM equivalent (sslTruststore and sslKeystore naming .pem, .crt or
+ * .key files, sslEnableEndpointIdentification, sslVerificationMode) and the
+ * top-level lockWatchdogTimeout. Java key stores (JKS, PKCS#12), their
+ * passwords, sslProtocols and sslCiphers are refused by name. See the
+ * README for what each key does here.
  * Anything malformed or unsupported is rejected, and errbuf (if not NULL)
  * receives a message naming the file, the line and the key.
  * Messages read "FILE:LINE: key.path: why".
@@ -229,6 +277,8 @@ typedef struct rlock_client rlock_client;
  * watchdog). One client per process is the intended use; every thread shares
  * it. uri is one of
  *   redis://[[user]:password@]host[:port][/db]    (port 6379, db 0 default)
+ *   rediss://...   the same with TLS (rlock_config_set_tls_ca_file() and
+ *                  the other TLS settings); for now RLOCK_ENOTSUP
  *   unix:///path/to/redis.sock[?db=N]
  * Percent-escapes (%40 etc.) are decoded in user and password. IPv6 hosts go
  * in brackets: redis://[::1]:6380.
@@ -241,7 +291,8 @@ typedef struct rlock_client rlock_client;
  * RLOCK_ECONN (unreachable); RLOCK_EAUTH (AUTH or SELECT refused, or
  * SCRIPT LOAD or EVALSHA refused by the user's ACL);
  * RLOCK_EPROTO (the server does not speak Redis); RLOCK_ETIMEDOUT;
- * RLOCK_ENOMEM. On failure *out is set to NULL.
+ * RLOCK_ENOTSUP (a rediss:// URI: TLS connections arrive with rlock's new
+ * transport); RLOCK_ENOMEM. On failure *out is set to NULL.
  * Ownership: the caller frees the client with rlock_client_free().
  * Thread-safety: any thread.
  * Redisson: Redisson.create(config). */

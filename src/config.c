@@ -1,11 +1,12 @@
 /*
  * config.c: the client's settings with Redisson's defaults, and validation.
  * A config is plain data plus a few owned strings (server, credentials,
- * client name): the client deep-copies it at connect time
+ * client name, TLS files): the client deep-copies it at connect time
  * (rlock__config_copy), so the caller may free its own right away.
  * Reading Redisson's JSON files is config_file.c's job.
  */
 #include "internal.h"
+#include "io/tls.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,12 @@ void rlock__config_defaults(rlock_config *cfg)
     cfg->database = 0;
     cfg->database_set = false;
     cfg->client_name = NULL;
+    cfg->tls_ca_file = NULL;
+    cfg->tls_ca_dir = NULL;
+    cfg->tls_cert_file = NULL;
+    cfg->tls_key_file = NULL;
+    cfg->tls_server_name = NULL;
+    cfg->tls_verify = RLOCK_TLS_VERIFY_FULL;
     cfg->log_cb = NULL;
     cfg->log_arg = NULL;
     cfg->log_level = RLOCK_LOG_WARN;
@@ -51,10 +58,18 @@ void rlock__config_clear(rlock_config *cfg)
     free(cfg->user);
     free_secret(cfg->password);
     free(cfg->client_name);
+    free(cfg->tls_ca_file);
+    free(cfg->tls_ca_dir);
+    free(cfg->tls_cert_file);
+    free(cfg->tls_key_file);
+    free(cfg->tls_server_name);
     cfg->server = NULL;
     cfg->user = NULL;
     cfg->password = NULL;
     cfg->client_name = NULL;
+    cfg->tls_ca_file = cfg->tls_ca_dir = NULL;
+    cfg->tls_cert_file = cfg->tls_key_file = NULL;
+    cfg->tls_server_name = NULL;
     cfg->credentials_set = false;
     cfg->database_set = false;
 }
@@ -75,10 +90,17 @@ int rlock__config_copy(rlock_config *dst, const rlock_config *src)
 {
     *dst = *src;
     dst->server = dst->user = dst->password = dst->client_name = NULL;
+    dst->tls_ca_file = dst->tls_ca_dir = NULL;
+    dst->tls_cert_file = dst->tls_key_file = dst->tls_server_name = NULL;
     if (copy_string(&dst->server, src->server) != 0 ||
         copy_string(&dst->user, src->user) != 0 ||
         copy_string(&dst->password, src->password) != 0 ||
-        copy_string(&dst->client_name, src->client_name) != 0) {
+        copy_string(&dst->client_name, src->client_name) != 0 ||
+        copy_string(&dst->tls_ca_file, src->tls_ca_file) != 0 ||
+        copy_string(&dst->tls_ca_dir, src->tls_ca_dir) != 0 ||
+        copy_string(&dst->tls_cert_file, src->tls_cert_file) != 0 ||
+        copy_string(&dst->tls_key_file, src->tls_key_file) != 0 ||
+        copy_string(&dst->tls_server_name, src->tls_server_name) != 0) {
         rlock__config_clear(dst);
         return RLOCK_ENOMEM;
     }
@@ -105,6 +127,23 @@ int rlock__config_apply_uri(const rlock_config *cfg, rlock__uri *uri)
     if (cfg->database_set)
         uri->db = cfg->database;
     return RLOCK_OK;
+}
+
+/* The public verify modes are tls.c's, so they pass through unchanged. */
+_Static_assert(RLOCK_TLS_VERIFY_FULL == RLOCK__TLS_VERIFY_FULL &&
+                   RLOCK_TLS_VERIFY_CA_ONLY == RLOCK__TLS_VERIFY_CA_ONLY &&
+                   RLOCK_TLS_VERIFY_NONE_INSECURE == RLOCK__TLS_VERIFY_NONE,
+               "rlock.h and io/tls.h disagree on the verify modes");
+
+/* Fills out with cfg's TLS settings (rlock__config_tls in internal.h). */
+void rlock__config_tls(const rlock_config *cfg, rlock__tls_settings *out)
+{
+    out->ca_file = cfg->tls_ca_file;
+    out->ca_dir = cfg->tls_ca_dir;
+    out->cert_file = cfg->tls_cert_file;
+    out->key_file = cfg->tls_key_file;
+    out->server_name = cfg->tls_server_name;
+    out->verify = cfg->tls_verify;
 }
 
 /* Returns the unlock latch lifetime: long enough to outlive every retry of
@@ -271,5 +310,61 @@ int rlock_config_set_log(rlock_config *cfg, int level, rlock_log_cb cb,
     cfg->log_cb = cb;
     cfg->log_arg = arg;
     cfg->log_level = level;
+    return RLOCK_OK;
+}
+
+/* A path setting: NULL clears it, "" is refused. */
+static int set_path(rlock_config *cfg, char **field, const char *path)
+{
+    if (cfg == NULL || (path != NULL && *path == '\0'))
+        return RLOCK_EINVAL;
+    return replace_string(field, path);
+}
+
+int rlock_config_set_tls_ca_file(rlock_config *cfg, const char *path)
+{
+    return set_path(cfg, cfg ? &cfg->tls_ca_file : NULL, path);
+}
+
+int rlock_config_set_tls_ca_dir(rlock_config *cfg, const char *path)
+{
+    return set_path(cfg, cfg ? &cfg->tls_ca_dir : NULL, path);
+}
+
+int rlock_config_set_tls_client_cert(rlock_config *cfg, const char *cert_path,
+                                     const char *key_path)
+{
+    if (cfg == NULL || (cert_path == NULL) != (key_path == NULL) ||
+        (cert_path != NULL && (*cert_path == '\0' || *key_path == '\0')))
+        return RLOCK_EINVAL;
+    char *cert = NULL, *key = NULL;
+    if (copy_string(&cert, cert_path) != 0 ||
+        copy_string(&key, key_path) != 0) {
+        free(cert);
+        return RLOCK_ENOMEM;
+    }
+    free(cfg->tls_cert_file);
+    free(cfg->tls_key_file);
+    cfg->tls_cert_file = cert;
+    cfg->tls_key_file = key;
+    return RLOCK_OK;
+}
+
+/* A server name is a DNS name or an IP address: printable ASCII without
+ * spaces, at most 253 bytes (DNS's limit). */
+int rlock_config_set_tls_server_name(rlock_config *cfg, const char *name)
+{
+    if (cfg == NULL || (name != NULL && (!is_token(name) || strlen(name) > 253)))
+        return RLOCK_EINVAL;
+    return replace_string(&cfg->tls_server_name, name);
+}
+
+int rlock_config_set_tls_verify(rlock_config *cfg, int mode)
+{
+    if (cfg == NULL || (mode != RLOCK_TLS_VERIFY_FULL &&
+                        mode != RLOCK_TLS_VERIFY_CA_ONLY &&
+                        mode != RLOCK_TLS_VERIFY_NONE_INSECURE))
+        return RLOCK_EINVAL;
+    cfg->tls_verify = mode;
     return RLOCK_OK;
 }

@@ -21,7 +21,7 @@
     X(RLOCK_EFORKED, "the client belongs to the parent process")              \
     X(RLOCK_ESERVER, "Redis answered with an error")                          \
     X(RLOCK_ECANCELED, "the asynchronous call was cancelled")                 \
-    X(RLOCK_ENOTSUP, "not available for this kind of lock")                   \
+    X(RLOCK_ENOTSUP, "not supported for this kind of lock or connection")                   \
     X(RLOCK_ENOTIFY, "unlocked, but Redis refused the unlock message")       \
     X(RLOCK_ETLS, "TLS failed: untrusted or wrong certificate, or handshake")
 

@@ -69,6 +69,14 @@ struct rlock_config {
     bool database_set; /* database replaces the URI's /db */
     char *client_name; /* CLIENT SETNAME on every connection */
 
+    /* TLS, for a rediss:// server; every string is owned (NULL: not set) */
+    char *tls_ca_file;
+    char *tls_ca_dir;
+    char *tls_cert_file; /* set together with tls_key_file, or neither */
+    char *tls_key_file;
+    char *tls_server_name;
+    int tls_verify; /* RLOCK_TLS_VERIFY_* */
+
     rlock_log_cb log_cb; /* NULL: no logging */
     void *log_arg;       /* borrowed */
     int log_level;       /* RLOCK_LOG_*: the least severe line passed on */
@@ -79,6 +87,11 @@ int64_t rlock__config_latch_ms(const rlock_config *cfg);
 int rlock__config_copy(rlock_config *dst, const rlock_config *src);
 void rlock__config_clear(rlock_config *cfg);
 int rlock__config_apply_uri(const rlock_config *cfg, rlock__uri *uri);
+/* The config's TLS settings as src/io/tls.h takes them (strings borrowed
+ * from cfg). */
+struct rlock__tls_settings;
+void rlock__config_tls(const rlock_config *cfg,
+                       struct rlock__tls_settings *out);
 
 /* ------------------------------------------------------------------ log.c */
 
