@@ -7,7 +7,8 @@
  * files"): honoured (mapped onto an rlock_config setter), accepted and
  * ignored (Java-side settings that change nothing a lock writes to Redis),
  * or refused. Refused are unknown keys, wrong types, out-of-range values,
- * TLS addresses, name or command mappers, the cluster, sentinel,
+ * Java key stores and the TLS settings with no PEM or OpenSSL equivalent,
+ * name or command mappers, the cluster, sentinel,
  * master/slave and replicated server configs, and malformed JSON. A
  * refusal names the file, the line and the key: "FILE:LINE: KEY: why".
  *
@@ -410,38 +411,168 @@ static int apply_database(loader *ld, const char *path, const json_t *v)
 }
 
 /* address: "redis://host:port" as Redisson writes it. Redisson itself
- * refuses an address without a scheme, and so do we; "valkey://" is its
- * other plain-text spelling. TLS ("rediss://", "valkeys://") is not
- * supported. */
+ * refuses an address without a scheme, and so do we; "valkey://" and
+ * "valkeys://" are its other spellings of "redis://" and "rediss://". */
 static int apply_address(loader *ld, const char *path, const json_t *v)
 {
     const char *s = NULL;
     int rc = get_string(ld, path, v, &s);
     if (rc != 0 || s == NULL)
         return rc;
-    if (strncasecmp(s, "rediss://", 9) == 0 ||
-        strncasecmp(s, "valkeys://", 10) == 0)
-        return fail(ld, path, "TLS (%.*s) is not supported",
-                    (int)(strchr(s, ':') - s) + 3, s);
     if (strstr(s, "://") == NULL)
         return fail(ld, path, "\"%s\" needs a scheme, as in \"redis://%s\"", s,
                     s);
     char *uri = NULL;
-    if (strncasecmp(s, "valkey://", 9) == 0) {
+    bool valkeys = strncasecmp(s, "valkeys://", 10) == 0;
+    if (valkeys || strncasecmp(s, "valkey://", 9) == 0) {
         size_t n = strlen(s) + 1;
         uri = rlock__malloc(n);
         if (uri == NULL)
             return fail_file(ld, RLOCK_ENOMEM, "out of memory");
-        snprintf(uri, n, "redis://%s", s + 9);
+        snprintf(uri, n, "%s%s", valkeys ? "rediss://" : "redis://",
+                 s + (valkeys ? 10 : 9));
     }
     rc = rlock_config_set_server(ld->cfg, uri ? uri : s);
     free(uri);
     if (rc == RLOCK_EINVAL)
         return fail(ld, path,
-                    "\"%s\" is not a redis://[[user]:password@]host[:port]"
+                    "\"%s\" is not a redis[s]://[[user]:password@]host[:port]"
                     "[/db] or unix:///path address",
                     s);
     return setter(ld, path, rc);
+}
+
+/* ---- TLS: Redisson names Java key stores; rlock reads PEM files ---------- */
+
+/* Returns the file a key store setting names, or NULL after failing: a
+ * plain path or a "file:" URL (how Redisson writes a java.net.URL) whose
+ * name ends in .pem, .crt, .cer or .key. Other URLs (classpath:, http:)
+ * and Java key stores (.jks, .p12, .pfx, anything else) are refused by
+ * name. *out is borrowed from s. */
+static int key_store_path(loader *ld, const char *path, const char *s,
+                          const char **out)
+{
+    static const char *const pem[] = {".pem", ".crt", ".cer", ".key"};
+    const char *file = s;
+    if (strncasecmp(file, "file://", 7) == 0) {
+        file += 7;
+        if (strncasecmp(file, "localhost/", 10) == 0)
+            file += 9;
+    } else if (strncasecmp(file, "file:", 5) == 0) {
+        file += 5;
+    } else if (strstr(file, ":") != NULL && file[0] != '/') {
+        return fail(ld, path,
+                    "\"%s\" is not supported: rlock reads a file path or a "
+                    "file: URL, not a Java resource",
+                    s);
+    }
+    if (*file == '\0')
+        return fail(ld, path, "must name a file");
+    const char *dot = strrchr(file, '.');
+    for (size_t i = 0; dot != NULL && i < sizeof(pem) / sizeof(pem[0]); i++)
+        if (strcasecmp(dot, pem[i]) == 0) {
+            *out = file;
+            return RLOCK_OK;
+        }
+    return fail(ld, path,
+                "\"%s\" is not supported: rlock reads PEM files (.pem, .crt, "
+                ".cer or .key), not Java key stores (JKS, PKCS#12); convert "
+                "it with keytool and openssl",
+                s);
+}
+
+static int apply_truststore(loader *ld, const char *path, const json_t *v)
+{
+    const char *s = NULL, *file = NULL;
+    int rc = get_string(ld, path, v, &s);
+    if (rc != 0 || s == NULL)
+        return rc;
+    rc = key_store_path(ld, path, s, &file);
+    return rc ? rc
+              : setter(ld, path, rlock_config_set_tls_ca_file(ld->cfg, file));
+}
+
+/* sslKeystore: one PEM file holding the client certificate and its key, as
+ * a Java key store holds both. */
+static int apply_keystore(loader *ld, const char *path, const json_t *v)
+{
+    const char *s = NULL, *file = NULL;
+    int rc = get_string(ld, path, v, &s);
+    if (rc != 0 || s == NULL)
+        return rc;
+    rc = key_store_path(ld, path, s, &file);
+    return rc ? rc
+              : setter(ld, path,
+                       rlock_config_set_tls_client_cert(ld->cfg, file, file));
+}
+
+/* A key store password: PEM trust files have none, and rlock reads only
+ * unencrypted keys, so null (or "") is all that fits. */
+static int apply_store_password(loader *ld, const char *path, const json_t *v)
+{
+    const char *s = NULL;
+    int rc = get_string(ld, path, v, &s);
+    if (rc != 0 || s == NULL || *s == '\0')
+        return rc;
+    return fail(ld, path,
+                "is not supported: rlock reads PEM files, which take no "
+                "password (decrypt the key with openssl; leave it out or "
+                "null)");
+}
+
+/* Redisson 3.x: false checks the CA but not the host name. */
+static int apply_endpoint_identification(loader *ld, const char *path,
+                                         const json_t *v)
+{
+    if (!json_is_boolean(v))
+        return fail(ld, path, "must be true or false (got %s)", type_word(v));
+    return setter(ld, path,
+                  rlock_config_set_tls_verify(
+                      ld->cfg, json_is_true(v) ? RLOCK_TLS_VERIFY_FULL
+                                               : RLOCK_TLS_VERIFY_CA_ONLY));
+}
+
+/* Newer Redisson: STRICT, CA_ONLY or NONE (SslVerificationMode). */
+static int apply_verification_mode(loader *ld, const char *path,
+                                   const json_t *v)
+{
+    static const struct {
+        const char *name;
+        int mode;
+    } modes[] = {{"STRICT", RLOCK_TLS_VERIFY_FULL},
+                 {"CA_ONLY", RLOCK_TLS_VERIFY_CA_ONLY},
+                 {"NONE", RLOCK_TLS_VERIFY_NONE_INSECURE}};
+    const char *s = NULL;
+    int rc = get_string(ld, path, v, &s);
+    if (rc != 0 || s == NULL)
+        return rc;
+    for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+        if (strcmp(s, modes[i].name) == 0)
+            return setter(ld, path,
+                          rlock_config_set_tls_verify(ld->cfg, modes[i].mode));
+    return fail(ld, path, "must be STRICT, CA_ONLY or NONE (got \"%s\")", s);
+}
+
+/* sslProvider picks Java's TLS engine; rlock always uses OpenSSL, so both
+ * of Redisson's values (toJSON writes "JDK") mean the same here. */
+static int apply_ssl_provider(loader *ld, const char *path, const json_t *v)
+{
+    const char *s = NULL;
+    int rc = get_string(ld, path, v, &s);
+    if (rc != 0 || s == NULL || strcmp(s, "JDK") == 0 ||
+        strcmp(s, "OPENSSL") == 0)
+        return rc;
+    return fail(ld, path, "must be JDK or OPENSSL (got \"%s\")", s);
+}
+
+/* What has no PEM or OpenSSL equivalent here: null only. */
+static int apply_tls_null_only(loader *ld, const char *path, const json_t *v)
+{
+    if (json_is_null(v))
+        return RLOCK_OK;
+    return fail(ld, path,
+                "is not supported: rlock uses OpenSSL's TLS 1.2 and 1.3 with "
+                "its default ciphers, and PEM files (leave it out or null)");
 }
 
 static int apply_username(loader *ld, const char *path, const json_t *v)
@@ -534,19 +665,20 @@ static const key_rule single_rules[] = {
     {"tcpUserTimeout", IGNORE_INT, NULL},
     {"keepAlive", IGNORE_BOOL, NULL},
     {"tcpNoDelay", IGNORE_BOOL, NULL},
-    {"sslEnableEndpointIdentification", IGNORE_BOOL, NULL},
-    {"sslProvider", IGNORE_STRING, NULL},
-    {"sslVerificationMode", IGNORE_STRING, NULL},
-    {"sslTruststore", IGNORE_STRING, NULL},
-    {"sslTruststorePassword", IGNORE_STRING, NULL},
-    {"sslKeystore", IGNORE_STRING, NULL},
-    {"sslKeystorePassword", IGNORE_STRING, NULL},
-    {"sslKeystoreType", IGNORE_STRING, NULL},
+    {"sslEnableEndpointIdentification", HONOURED,
+     apply_endpoint_identification},
+    {"sslVerificationMode", HONOURED, apply_verification_mode},
+    {"sslProvider", HONOURED, apply_ssl_provider},
+    {"sslTruststore", HONOURED, apply_truststore},
+    {"sslTruststorePassword", HONOURED, apply_store_password},
+    {"sslKeystore", HONOURED, apply_keystore},
+    {"sslKeystorePassword", HONOURED, apply_store_password},
+    {"sslKeystoreType", IGNORE_STRING, NULL}, /* the file says its type */
     {"tlsVersion", IGNORE_STRING, NULL},
-    {"sslProtocols", IGNORE_ANY, NULL},
-    {"sslCiphers", IGNORE_ANY, NULL},
-    {"sslTrustManagerFactory", IGNORE_ANY, NULL},
-    {"sslKeyManagerFactory", IGNORE_ANY, NULL},
+    {"sslProtocols", HONOURED, apply_tls_null_only},
+    {"sslCiphers", HONOURED, apply_tls_null_only},
+    {"sslTrustManagerFactory", HONOURED, apply_tls_null_only},
+    {"sslKeyManagerFactory", HONOURED, apply_tls_null_only},
     {"retryDelay", IGNORE_ANY, NULL},
     {"reconnectionDelay", IGNORE_ANY, NULL},
     {"nameMapper", DEFAULT_ONLY, NULL},

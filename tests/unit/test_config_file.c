@@ -210,6 +210,148 @@ static void test_valkey_scheme(void **state)
     rlock_config_free(cfg);
 }
 
+/* ---- TLS ---------------------------------------------------------------- */
+
+/* rediss:// with PEM files in Redisson's keys: a truststore is the CA file,
+ * a keystore one file holding the client certificate and its key. */
+static void test_tls_pem_stores(void **state)
+{
+    (void)state;
+    rlock_config *cfg = load_ok(
+        "{\"singleServerConfig\": {\"address\": \"rediss://cache:6380\",\n"
+        "  \"sslTruststore\": \"/etc/redis/ca.pem\",\n"
+        "  \"sslTruststorePassword\": null,\n"
+        "  \"sslKeystore\": \"file:/etc/redis/client.pem\",\n"
+        "  \"sslKeystorePassword\": \"\",\n"
+        "  \"sslProvider\": \"OPENSSL\",\n"
+        "  \"sslProtocols\": null, \"sslCiphers\": null}}");
+    assert_string_equal(cfg->server, "rediss://cache:6380");
+    assert_string_equal(cfg->tls_ca_file, "/etc/redis/ca.pem");
+    assert_string_equal(cfg->tls_cert_file, "/etc/redis/client.pem");
+    assert_string_equal(cfg->tls_key_file, "/etc/redis/client.pem");
+    assert_null(cfg->tls_ca_dir);
+    assert_int_equal(cfg->tls_verify, RLOCK_TLS_VERIFY_FULL);
+    rlock_config_free(cfg);
+}
+
+/* A file: URL with a host part, as java.net.URL may write it, and the
+ * .crt spelling. */
+static void test_tls_file_url_with_localhost(void **state)
+{
+    (void)state;
+    rlock_config *cfg = load_ok("{\"singleServerConfig\": {\"sslTruststore\": "
+                                "\"file://localhost/srv/ca.crt\"}}");
+    assert_string_equal(cfg->tls_ca_file, "/srv/ca.crt");
+    rlock_config_free(cfg);
+}
+
+static void test_tls_valkeys_scheme(void **state)
+{
+    (void)state;
+    rlock_config *cfg = load_ok(
+        "{\"singleServerConfig\": {\"address\": \"valkeys://cache:7000\"}}");
+    assert_string_equal(cfg->server, "rediss://cache:7000");
+    rlock_config_free(cfg);
+}
+
+/* Redisson 3.x turns host name checks off with this key. */
+static void test_tls_endpoint_identification_off_is_ca_only(void **state)
+{
+    (void)state;
+    rlock_config *cfg = load_ok("{\"singleServerConfig\": "
+                                "{\"sslEnableEndpointIdentification\": false}}");
+    assert_int_equal(cfg->tls_verify, RLOCK_TLS_VERIFY_CA_ONLY);
+    rlock_config_free(cfg);
+}
+
+static void test_tls_verification_modes(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        int mode;
+    } modes[] = {{"STRICT", RLOCK_TLS_VERIFY_FULL},
+                 {"CA_ONLY", RLOCK_TLS_VERIFY_CA_ONLY},
+                 {"NONE", RLOCK_TLS_VERIFY_NONE_INSECURE}};
+    for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+        char text[128];
+        snprintf(text, sizeof(text),
+                 "{\"singleServerConfig\": {\"sslVerificationMode\": "
+                 "\"%s\"}}",
+                 modes[i].name);
+        rlock_config *cfg = load_ok(text);
+        assert_int_equal(cfg->tls_verify, modes[i].mode);
+        rlock_config_free(cfg);
+    }
+}
+
+/* ---- TLS setters -------------------------------------------------------- */
+
+static void test_tls_setters_copy_and_clear(void **state)
+{
+    (void)state;
+    rlock_config *cfg = NULL;
+    char ca[] = "/tmp/ca.pem";
+    assert_int_equal(rlock_config_new(&cfg), 0);
+    assert_int_equal(cfg->tls_verify, RLOCK_TLS_VERIFY_FULL);
+    assert_int_equal(rlock_config_set_tls_ca_file(cfg, ca), 0);
+    ca[1] = 'X'; /* the caller's buffer is not kept */
+    assert_string_equal(cfg->tls_ca_file, "/tmp/ca.pem");
+    assert_int_equal(rlock_config_set_tls_ca_dir(cfg, "/etc/ssl/certs"), 0);
+    assert_int_equal(rlock_config_set_tls_client_cert(cfg, "c.pem", "k.pem"),
+                     0);
+    assert_int_equal(rlock_config_set_tls_server_name(cfg, "redis.internal"),
+                     0);
+    assert_int_equal(
+        rlock_config_set_tls_verify(cfg, RLOCK_TLS_VERIFY_NONE_INSECURE), 0);
+    rlock_config copy;
+    assert_int_equal(rlock__config_copy(&copy, cfg), 0);
+    assert_string_equal(copy.tls_ca_dir, "/etc/ssl/certs");
+    assert_string_equal(copy.tls_cert_file, "c.pem");
+    assert_string_equal(copy.tls_key_file, "k.pem");
+    assert_string_equal(copy.tls_server_name, "redis.internal");
+    assert_int_equal(copy.tls_verify, RLOCK_TLS_VERIFY_NONE_INSECURE);
+    rlock__config_clear(&copy);
+    assert_int_equal(rlock_config_set_tls_ca_file(cfg, NULL), 0);
+    assert_null(cfg->tls_ca_file);
+    assert_int_equal(rlock_config_set_tls_client_cert(cfg, NULL, NULL), 0);
+    assert_null(cfg->tls_cert_file);
+    assert_null(cfg->tls_key_file);
+    rlock_config_free(cfg);
+}
+
+static void test_tls_setters_refuse_bad_values(void **state)
+{
+    (void)state;
+    rlock_config *cfg = NULL;
+    assert_int_equal(rlock_config_new(&cfg), 0);
+    assert_int_equal(rlock_config_set_tls_ca_file(NULL, "x"), RLOCK_EINVAL);
+    assert_int_equal(rlock_config_set_tls_ca_file(cfg, ""), RLOCK_EINVAL);
+    assert_int_equal(rlock_config_set_tls_ca_dir(cfg, ""), RLOCK_EINVAL);
+    assert_int_equal(rlock_config_set_tls_client_cert(cfg, "c.pem", NULL),
+                     RLOCK_EINVAL);
+    assert_int_equal(rlock_config_set_tls_client_cert(cfg, NULL, "k.pem"),
+                     RLOCK_EINVAL);
+    assert_int_equal(rlock_config_set_tls_client_cert(cfg, "c.pem", ""),
+                     RLOCK_EINVAL);
+    assert_int_equal(rlock_config_set_tls_server_name(cfg, "two words"),
+                     RLOCK_EINVAL);
+    assert_int_equal(rlock_config_set_tls_server_name(cfg, ""), RLOCK_EINVAL);
+    char long_name[300];
+    memset(long_name, 'a', sizeof(long_name) - 1);
+    long_name[sizeof(long_name) - 1] = '\0';
+    assert_int_equal(rlock_config_set_tls_server_name(cfg, long_name),
+                     RLOCK_EINVAL);
+    assert_int_equal(rlock_config_set_tls_verify(cfg, 3), RLOCK_EINVAL);
+    assert_int_equal(rlock_config_set_tls_verify(cfg, -1), RLOCK_EINVAL);
+    /* nothing was changed by a refusal */
+    assert_null(cfg->tls_ca_file);
+    assert_null(cfg->tls_cert_file);
+    assert_null(cfg->tls_server_name);
+    assert_int_equal(cfg->tls_verify, RLOCK_TLS_VERIFY_FULL);
+    rlock_config_free(cfg);
+}
+
 /* An escaped key is compared decoded. */
 static void test_escaped_key(void **state)
 {
@@ -462,6 +604,13 @@ int main(void)
         cmocka_unit_test(test_empty_strings_mean_none),
         cmocka_unit_test(test_valkey_scheme),
         cmocka_unit_test(test_escaped_key),
+        cmocka_unit_test(test_tls_pem_stores),
+        cmocka_unit_test(test_tls_file_url_with_localhost),
+        cmocka_unit_test(test_tls_valkeys_scheme),
+        cmocka_unit_test(test_tls_endpoint_identification_off_is_ca_only),
+        cmocka_unit_test(test_tls_verification_modes),
+        cmocka_unit_test(test_tls_setters_copy_and_clear),
+        cmocka_unit_test(test_tls_setters_refuse_bad_values),
 
         /* clang-format off */
         REFUSES("malformed_json", "{\n  \"lockWatchdogTimeout\": 3000\n",
@@ -523,17 +672,66 @@ int main(void)
         REFUSES("address_number",
                 "{\"singleServerConfig\": {\"address\": 6379}}", 1,
                 "singleServerConfig.address: ", "string or null"),
-        REFUSES("address_tls",
+        REFUSES("tls_address_unparsable",
                 "{\"singleServerConfig\": {\n\n\"address\": "
-                "\"rediss://h:6380\"}}",
-                3, "singleServerConfig.address: ",
-                "TLS (rediss://) is not supported"),
+                "\"rediss://h:0\"}}",
+                3, "singleServerConfig.address: ", "is not a redis[s]://"),
+        REFUSES("tls_jks_truststore",
+                "{\"singleServerConfig\": {\n\"sslTruststore\": "
+                "\"file:/etc/truststore.jks\"}}", 2,
+                "singleServerConfig.sslTruststore: ",
+                "not Java key stores (JKS, PKCS#12)"),
+        REFUSES("tls_pkcs12_keystore",
+                "{\"singleServerConfig\": {\"sslKeystore\": "
+                "\"/etc/client.p12\"}}", 1,
+                "singleServerConfig.sslKeystore: ",
+                "not Java key stores (JKS, PKCS#12)"),
+        REFUSES("tls_classpath_truststore",
+                "{\"singleServerConfig\": {\"sslTruststore\": "
+                "\"classpath:ca.pem\"}}", 1,
+                "singleServerConfig.sslTruststore: ", "not a Java resource"),
+        REFUSES("tls_truststore_password",
+                "{\"singleServerConfig\": {\"sslTruststorePassword\": "
+                "\"changeit\"}}", 1,
+                "singleServerConfig.sslTruststorePassword: ",
+                "take no password"),
+        REFUSES("tls_keystore_password",
+                "{\"singleServerConfig\": {\"sslKeystorePassword\": "
+                "\"changeit\"}}", 1,
+                "singleServerConfig.sslKeystorePassword: ",
+                "take no password"),
+        REFUSES("tls_protocols",
+                "{\"singleServerConfig\": {\"sslProtocols\": "
+                "[\"TLSv1.3\"]}}", 1,
+                "singleServerConfig.sslProtocols: ", "is not supported"),
+        REFUSES("tls_ciphers",
+                "{\"singleServerConfig\": {\"sslCiphers\": "
+                "[\"TLS_AES_128_GCM_SHA256\"]}}", 1,
+                "singleServerConfig.sslCiphers: ", "is not supported"),
+        REFUSES("tls_trust_manager_factory",
+                "{\"singleServerConfig\": {\"sslTrustManagerFactory\": "
+                "{\"class\": \"com.acme.Trust\"}}}", 1,
+                "singleServerConfig.sslTrustManagerFactory: ",
+                "is not supported"),
+        REFUSES("tls_unknown_provider",
+                "{\"singleServerConfig\": {\"sslProvider\": \"BC\"}}", 1,
+                "singleServerConfig.sslProvider: ", "JDK or OPENSSL"),
+        REFUSES("tls_unknown_verification_mode",
+                "{\"singleServerConfig\": {\"sslVerificationMode\": "
+                "\"LAX\"}}", 1,
+                "singleServerConfig.sslVerificationMode: ",
+                "STRICT, CA_ONLY or NONE"),
+        REFUSES("tls_endpoint_identification_string",
+                "{\"singleServerConfig\": "
+                "{\"sslEnableEndpointIdentification\": \"no\"}}", 1,
+                "singleServerConfig.sslEnableEndpointIdentification: ",
+                "true or false"),
         REFUSES("address_without_scheme",
                 "{\"singleServerConfig\": {\"address\": \"h:6379\"}}", 1,
                 "singleServerConfig.address: ", "needs a scheme"),
         REFUSES("address_unparsable",
                 "{\"singleServerConfig\": {\"address\": \"redis://h:0\"}}", 1,
-                "singleServerConfig.address: ", "is not a redis://"),
+                "singleServerConfig.address: ", "is not a redis[s]://"),
         REFUSES("username_without_password",
                 "{\"singleServerConfig\": {\n\"username\": \"u\"}}", 2,
                 "singleServerConfig.username: ", "needs a password"),
