@@ -161,6 +161,11 @@ int rlock_client_connect_with(rlock_client **out, const char *uri,
     int rc = copied;
     if (rc == 0)
         rc = rlock__uri_parse(uri, &c->uri);
+    /* rediss:// parses, and its settings exist, but the connections here
+     * are hiredis 0.14's, which has no TLS: say so rather than talk plain
+     * text to a TLS port. The new transport (issue 13) lifts this. */
+    if (rc == 0 && c->uri.tls)
+        rc = RLOCK_ENOTSUP;
     if (rc == 0) /* the config's credentials and database win */
         rc = rlock__config_apply_uri(&c->cfg, &c->uri);
     if (rc == 0)

@@ -298,6 +298,19 @@ expect_text "$err" "--url is not a valid URL" "bad --url is explained"
 REDIS_URL=bogus run info n
 expect_status 78 "a bad REDIS_URL"
 expect_text "$err" "REDIS_URL is not a valid URL" "bad REDIS_URL is explained"
+# rediss:// parses, but TLS connections come with the new transport: each
+# way in says so instead of sending plain text to a TLS port
+for cmd in info "unlock --force" watch exec; do
+    if [ "$cmd" = exec ]; then
+        run exec --url "rediss://127.0.0.1:$DEAD" n -- true
+    else
+        # shellcheck disable=SC2086
+        run $cmd --url "rediss://127.0.0.1:$DEAD" n
+    fi
+    expect_status 78 "$cmd, rediss:// URL"
+    expect_text "$err" "TLS (rediss://) connections arrive with rlock's new transport" \
+        "$cmd says TLS is not there yet"
+done
 
 printf '{\n  "singleServerConfig": {\n    "adress": "redis://h"\n  }\n}\n' \
     >"$WORK/typo.json"

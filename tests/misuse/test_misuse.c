@@ -705,7 +705,11 @@ static void test_config_extremes_leave_config_unchanged(void **state)
 static void test_more_bad_uris_are_einval(void **state)
 {
     static const char *const bad[] = {
-        "rediss://127.0.0.1",            /* TLS is not supported */
+        "rediss://",                     /* TLS without a host (a good
+                                            rediss:// URI is RLOCK_ENOTSUP
+                                            until the new transport:
+                                            test_tls.c) */
+        "redisss://127.0.0.1",           /* one s too many */
         "redis:/127.0.0.1",              /* one slash */
         "redis:127.0.0.1",               /* no slashes */
         "redis//127.0.0.1",              /* no colon */
