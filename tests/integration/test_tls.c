@@ -245,6 +245,21 @@ static void test_mutual_tls_with_client_certificate_answers_ping(void **state)
     tls_close(&c);
 }
 
+/* Redisson's sslKeystore maps to one PEM file holding both the certificate
+ * and its key. */
+static void test_mutual_tls_with_certificate_and_key_in_one_file(void **st)
+{
+    (void)st;
+    rlock__tls_settings s = trusting_ca();
+    s.cert_file = files.client_pem;
+    s.key_file = files.client_pem;
+    conn c;
+    assert_int_equal(tls_open(&c, &s, mutual_server.tls_port, "127.0.0.1"),
+                     0);
+    assert_int_equal(ping(&c), 0);
+    tls_close(&c);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Refusals, each with its reason                                           */
 /* ------------------------------------------------------------------------ */
@@ -414,6 +429,21 @@ static void test_key_of_another_certificate_is_refused(void **state)
     assert_non_null(strstr(err, "does not match"));
 }
 
+/* rlock takes no key password: an encrypted key is refused, naming what
+ * it takes. (tls.c also keeps OpenSSL from asking a terminal for the pass
+ * phrase; a test has no terminal, so that part is not checked here.) */
+static void test_encrypted_key_is_refused_as_not_unencrypted_pem(void **state)
+{
+    (void)state;
+    char err[256];
+    rlock__tls_settings s = {.ca_file = files.ca_crt,
+                             .cert_file = files.client_crt,
+                             .key_file = files.client_key_encrypted};
+    assert_int_equal(ctx_error(&s, err, sizeof(err)), RLOCK_ETLS);
+    assert_starts_with(err, "bad certificate or key: ");
+    assert_non_null(strstr(err, "unencrypted PEM key"));
+}
+
 static void test_certificate_without_key_is_invalid(void **state)
 {
     (void)state;
@@ -479,6 +509,7 @@ int main(void)
         cmocka_unit_test(test_host_name_is_checked_against_the_dns_names),
         cmocka_unit_test(test_server_verified_by_ca_directory_answers_ping),
         cmocka_unit_test(test_mutual_tls_with_client_certificate_answers_ping),
+        cmocka_unit_test(test_mutual_tls_with_certificate_and_key_in_one_file),
         cmocka_unit_test(test_mutual_tls_without_client_certificate_is_refused),
         cmocka_unit_test(test_untrusted_ca_fails_naming_the_wrong_ca),
         cmocka_unit_test(test_other_server_name_fails_as_hostname_mismatch),
@@ -490,6 +521,7 @@ int main(void)
         cmocka_unit_test(test_missing_ca_directory_is_named_unreadable),
         cmocka_unit_test(test_ca_file_without_certificate_is_refused),
         cmocka_unit_test(test_key_of_another_certificate_is_refused),
+        cmocka_unit_test(test_encrypted_key_is_refused_as_not_unencrypted_pem),
         cmocka_unit_test(test_certificate_without_key_is_invalid),
         cmocka_unit_test(test_unknown_verify_mode_is_invalid),
         cmocka_unit_test(test_client_connect_to_rediss_is_not_supported_yet),

@@ -95,6 +95,33 @@ static void path_of(rt_tls_files *f, char *out, const char *file)
     snprintf(out, RT_TLS_PATH, "%s/%s", f->dir, file);
 }
 
+/* Writes the files named in parts (NULL-terminated), one after the other,
+ * into out. Returns 0 or -1. */
+static int concatenate(const char *out, const char *const *parts)
+{
+    FILE *o = fopen(out, "wb");
+    char buf[4096];
+    size_t n;
+    int rc = o != NULL ? 0 : -1;
+
+    for (; rc == 0 && *parts != NULL; parts++) {
+        FILE *in = fopen(*parts, "rb");
+        if (in == NULL) {
+            rc = -1;
+            break;
+        }
+        while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+            if (fwrite(buf, 1, n, o) != n)
+                rc = -1;
+        fclose(in);
+    }
+    if (o != NULL && fclose(o) != 0)
+        rc = -1;
+    if (rc != 0)
+        fprintf(stderr, "tls_fixture: cannot write %s\n", out);
+    return rc;
+}
+
 int rt_tls_make(rt_tls_files *f)
 {
     const char *tmp = getenv("TMPDIR");
@@ -137,6 +164,13 @@ int rt_tls_make(rt_tls_files *f)
     path_of(f, f->client_crt, "client.crt");
     path_of(f, f->client_key, "client.key");
     path_of(f, f->other_ca_crt, "other_ca.crt");
+    path_of(f, f->client_pem, "client_both.pem");
+    path_of(f, f->client_key_encrypted, "client_encrypted.key");
+    const char *both[] = {f->client_crt, f->client_key, NULL};
+    if (concatenate(f->client_pem, both) != 0 ||
+        run(f, "pkey -in client.key -aes256 -passout pass:x "
+               "-out client_encrypted.key") != 0)
+        return -1;
     return 0;
 }
 

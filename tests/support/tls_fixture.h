@@ -4,7 +4,9 @@
  * test):
  *   ca       a test CA (EC P-256, valid 3 days)
  *   server   signed by ca, for DNS:localhost and IP:127.0.0.1 (serverAuth)
- *   client   signed by ca (clientAuth), for mutual TLS
+ *   client   signed by ca (clientAuth), for mutual TLS; also as one PEM
+ *            file holding both (client_pem, as Redisson's sslKeystore maps)
+ *            and with its key encrypted (client_key_encrypted, pass "x")
  *   other_ca a second CA, unrelated to the first: trusting it instead of ca
  *            is "the wrong CA"
  *   ca_dir   a directory holding ca.crt under its hash name (openssl
@@ -27,6 +29,8 @@ typedef struct rt_tls_files {
     char server_key[RT_TLS_PATH];
     char client_crt[RT_TLS_PATH];
     char client_key[RT_TLS_PATH];
+    char client_pem[RT_TLS_PATH];
+    char client_key_encrypted[RT_TLS_PATH];
     char other_ca_crt[RT_TLS_PATH];
     /* redis-server's --tls-* options, for rt_redis_start_tls() */
     const char *server_args[12];
