@@ -106,14 +106,7 @@ static int reset_seen(void **state)
 
 static int group_setup(void **state)
 {
-    rlock_config *cfg = NULL;
-    int rc = -1;
-
-    if (rlock_config_new(&cfg) == RLOCK_OK &&
-        rlock_config_set_watchdog_timeout(cfg, WATCHDOG_MS) == RLOCK_OK)
-        rc = lt_group_setup_with(state, cfg);
-    rlock_config_free(cfg);
-    return rc;
+    return lt_group_setup_with_watchdog(state, WATCHDOG_MS);
 }
 
 static void test_deleted_lock_reports_gone(void **state)

@@ -31,14 +31,7 @@
 /* A short watchdog timeout, so that several leases pass within a test. */
 static int group_setup(void **state)
 {
-    rlock_config *cfg = NULL;
-    int rc = -1;
-
-    if (rlock_config_new(&cfg) == RLOCK_OK &&
-        rlock_config_set_watchdog_timeout(cfg, WATCHDOG_MS) == RLOCK_OK)
-        rc = lt_group_setup_with(state, cfg);
-    rlock_config_free(cfg);
-    return rc;
+    return lt_group_setup_with_watchdog(state, WATCHDOG_MS);
 }
 
 static void test_lock_lease_is_watchdog_timeout(void **state)

@@ -62,6 +62,18 @@ int lt_group_setup_with(void **state, const rlock_config *cfg)
     return group_setup(state, 1, cfg);
 }
 
+int lt_group_setup_with_watchdog(void **state, int64_t ms)
+{
+    rlock_config *cfg = NULL;
+    int rc = -1;
+
+    if (rlock_config_new(&cfg) == RLOCK_OK &&
+        rlock_config_set_watchdog_timeout(cfg, ms) == RLOCK_OK)
+        rc = lt_group_setup_with(state, cfg);
+    rlock_config_free(cfg);
+    return rc;
+}
+
 int lt_group_teardown(void **state)
 {
     lt_fixture *f = *state;

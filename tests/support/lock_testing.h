@@ -45,6 +45,9 @@ void lt_stop(rt_redis *r, rlock_client *client);
 int lt_group_setup(void **state);
 int lt_group_setup_redis_only(void **state);
 int lt_group_setup_with(void **state, const rlock_config *cfg);
+/* lt_group_setup_with() a config whose watchdog timeout is ms, so that
+ * several leases pass within a test. */
+int lt_group_setup_with_watchdog(void **state, int64_t ms);
 /* Matches every lt_group_setup*. */
 int lt_group_teardown(void **state);
 
