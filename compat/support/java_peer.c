@@ -51,29 +51,8 @@ static int64_t mono_ms(void)
  * on RLOCK_TEST_JAVA or PATH. */
 static int find_java(char *out, size_t outlen)
 {
-    const char *env = getenv("RLOCK_TEST_JAVA");
-    const char *path = getenv("PATH");
-
-    if (env != NULL && env[0] != '\0') {
-        if (access(env, X_OK) != 0 || strlen(env) >= outlen)
-            return -1;
-        strcpy(out, env);
-        return 0;
-    }
-    if (path == NULL || path[0] == '\0')
-        path = "/usr/local/bin:/usr/bin:/bin";
-    while (*path != '\0') {
-        const char *end = strchr(path, ':');
-        size_t len = end != NULL ? (size_t)(end - path) : strlen(path);
-        int n = snprintf(out, outlen, "%.*s/java", (int)len, path);
-
-        if (len > 0 && n > 0 && (size_t)n < outlen && access(out, X_OK) == 0)
-            return 0;
-        if (end == NULL)
-            break;
-        path = end + 1;
-    }
-    return -1;
+    static const char *const names[] = {"java", NULL};
+    return np_find_program("RLOCK_TEST_JAVA", names, out, outlen);
 }
 
 void jp_require_java(const char *version)

@@ -71,12 +71,13 @@ static int64_t now_ms(void)
 
 /* ------------------------------------------------------ finding node */
 
-/* Writes the node binary's path to out. Returns 0, or -1 if there is none
- * on RLOCK_TEST_NODE or PATH. */
-static int find_node(char *out, size_t outlen)
+/* Writes to out the path of the first of names (NULL-terminated) found
+ * executable: env_var's value when set, else a directory of PATH. Returns
+ * 0, or -1 if there is none. */
+int np_find_program(const char *env_var, const char *const *names, char *out,
+                    size_t outlen)
 {
-    static const char *const names[] = {"node", "nodejs"};
-    const char *env = getenv("RLOCK_TEST_NODE");
+    const char *env = getenv(env_var);
     const char *path = getenv("PATH");
 
     if (env != NULL && env[0] != '\0') {
@@ -87,7 +88,7 @@ static int find_node(char *out, size_t outlen)
     }
     if (path == NULL || path[0] == '\0')
         path = "/usr/local/bin:/usr/bin:/bin";
-    for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
+    for (size_t k = 0; names[k] != NULL; k++) {
         const char *p = path;
 
         while (*p != '\0') {
@@ -104,6 +105,14 @@ static int find_node(char *out, size_t outlen)
         }
     }
     return -1;
+}
+
+/* Writes the node binary's path to out. Returns 0, or -1 if there is none
+ * on RLOCK_TEST_NODE or PATH. */
+static int find_node(char *out, size_t outlen)
+{
+    static const char *const names[] = {"node", "nodejs", NULL};
+    return np_find_program("RLOCK_TEST_NODE", names, out, outlen);
 }
 
 /* Fails (RLOCK_TEST_REQUIRE_REDIS=1) or skips the whole test program. */

@@ -38,6 +38,12 @@ void np_require_node(void);
 np_peer *np_start(const char *program, const char *url, const char *name,
                   const char *const *args);
 
+/* Writes to out the path of the first of names (NULL-terminated) found
+ * executable: env_var's value when set, else a directory of PATH. Returns
+ * 0, or -1 if there is none. */
+int np_find_program(const char *env_var, const char *const *names, char *out,
+                    size_t outlen);
+
 /* Starts argv[0] (a path) with argv as any peer that speaks the same
  * protocol (compat/java's Driver, say); label names it in messages. */
 np_peer *np_spawn(const char *label, const char *const *argv);
