@@ -97,11 +97,14 @@ static void check_parts(const char *text, const rlock__uri *u)
     CHECK(u->password == NULL || u->password[0] != '\0');
     CHECK(u->user == NULL || u->password != NULL);
     if (u->host != NULL) {
-        CHECK(strncasecmp(text, "redis://", 8) == 0);
+        /* rediss:// is the TLS form of redis:// */
+        CHECK(strncasecmp(text, u->tls ? "rediss://" : "redis://",
+                          u->tls ? 9 : 8) == 0);
         CHECK(u->host[0] != '\0');
         CHECK(u->port >= 1 && u->port <= 65535);
     } else {
         CHECK(strncasecmp(text, "unix://", 7) == 0);
+        CHECK(!u->tls);
         CHECK(u->path[0] == '/' && u->path[1] != '\0');
         CHECK(u->user == NULL && u->password == NULL);
     }
@@ -120,7 +123,7 @@ static void check_round_trip(const rlock__uri *u)
     CHECK(buf != NULL);
     buf[0] = '\0';
     if (u->host != NULL) {
-        append_raw(buf, &len, "redis://");
+        append_raw(buf, &len, u->tls ? "rediss://" : "redis://");
         if (u->password != NULL) {
             if (u->user != NULL)
                 append_encoded(buf, &len, u->user, false);
@@ -153,6 +156,7 @@ static void check_round_trip(const rlock__uri *u)
     CHECK(same_string(u->user, again.user));
     CHECK(same_string(u->password, again.password));
     CHECK(u->db == again.db);
+    CHECK(u->tls == again.tls);
     CHECK(u->host == NULL || u->port == again.port);
     rlock__uri_clear(&again);
     free(buf);
