@@ -4,9 +4,10 @@
  * Design note. rlock is built in layers, each calling only those below it:
  * proto < io < core < api, with the CLI on the public API (README, "How it
  * works"; scripts/check-layers keeps the shape). proto is the pure part:
- * what a Redis reply means (reply.c), Redisson's key and channel names
- * (keys.c), the connection URI (uri.c), each lock kind's script calls
- * (kinds.c), the embedded scripts (scripts.h and the generated table), the
+ * what a Redis reply means (reply.c, which also copies a reply into the
+ * owned tree of admin_reply.h for the rlock tool), Redisson's key and
+ * channel names (keys.c), the connection URI (uri.c), each lock kind's
+ * script calls (kinds.c), the embedded scripts (scripts.h and the generated table), the
  * text forms of ids (ids.c), a string map (map.c) and the allocation
  * wrappers every layer uses (alloc.c). It does no I/O, starts and waits for
  * no threads, and reads no clock: whatever depends on time, the network or
@@ -29,6 +30,7 @@
 #ifndef RLOCK_PROTO_H
 #define RLOCK_PROTO_H
 
+#include "admin_reply.h"
 #include "rlock.h"
 #include "scripts.h"
 
@@ -142,6 +144,8 @@ int rlock__reply_unlock(const struct redisReply *r);
 int rlock__reply_integer(const struct redisReply *r, int64_t *out);
 int rlock__reply_renew(const struct redisReply *r, size_t n,
                        unsigned char *renewed);
+rlock_admin_reply *rlock__admin_reply_copy(const struct redisReply *r);
+void rlock__admin_reply_free(rlock_admin_reply *r);
 
 /* ---------------------------------------------------------------- kinds.c */
 

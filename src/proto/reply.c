@@ -9,6 +9,7 @@
 
 /* for the redisReply type only (proto.h) */
 #include <hiredis/hiredis.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -152,4 +153,67 @@ int rlock__reply_renew(const struct redisReply *r, size_t n,
         renewed[i] = (unsigned char)e->integer;
     }
     return RLOCK_OK;
+}
+
+/* Returns a copy of r as a tree the caller owns (admin_reply.h), or NULL
+ * when out of memory. hiredis's reader nests at most 7 deep, which bounds
+ * the recursion. */
+rlock_admin_reply *rlock__admin_reply_copy(const struct redisReply *r)
+{
+    rlock_admin_reply *out = rlock__calloc(1, sizeof(*out));
+    if (out == NULL)
+        return NULL;
+    switch (r->type) {
+    case REDIS_REPLY_ARRAY:
+        out->type = RLOCK_ADMIN_ARRAY;
+        out->element = rlock__calloc(r->elements + 1, sizeof(*out->element));
+        if (out->element == NULL)
+            goto fail;
+        for (; out->elements < r->elements; out->elements++) {
+            out->element[out->elements] =
+                rlock__admin_reply_copy(r->element[out->elements]);
+            if (out->element[out->elements] == NULL)
+                goto fail;
+        }
+        return out;
+    case REDIS_REPLY_INTEGER:
+        out->type = RLOCK_ADMIN_INTEGER;
+        out->integer = r->integer;
+        return out;
+    case REDIS_REPLY_NIL:
+        out->type = RLOCK_ADMIN_NIL;
+        return out;
+    case REDIS_REPLY_STATUS:
+        out->type = RLOCK_ADMIN_STATUS;
+        break;
+    case REDIS_REPLY_ERROR:
+        out->type = RLOCK_ADMIN_ERROR;
+        break;
+    default:
+        out->type = RLOCK_ADMIN_STRING;
+        break;
+    }
+    out->str = rlock__malloc(r->len + 1);
+    if (out->str == NULL)
+        goto fail;
+    if (r->len > 0)
+        memcpy(out->str, r->str, r->len);
+    out->str[r->len] = '\0';
+    out->len = r->len;
+    return out;
+fail:
+    rlock__admin_reply_free(out);
+    return NULL;
+}
+
+/* Frees a tree rlock__admin_reply_copy() made; NULL is a no-op. */
+void rlock__admin_reply_free(rlock_admin_reply *r)
+{
+    if (r == NULL)
+        return;
+    for (size_t i = 0; i < r->elements; i++)
+        rlock__admin_reply_free(r->element[i]);
+    free(r->element);
+    free(r->str);
+    free(r);
 }

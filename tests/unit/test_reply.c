@@ -756,6 +756,86 @@ static void test_renew_noscript_error_is_eserver(void **state)
     free_reply(r);
 }
 
+/* ------------------------------------------------------------ admin copy */
+
+static void test_admin_copy_keeps_every_type_and_value(void **state)
+{
+    redisReply *r = mk_array(5, mk_str("hash"), mk_int(-7), mk_nil(),
+                             mk_text(REDIS_REPLY_STATUS, "QUEUED"),
+                             mk_array(1, mk_err("ERR no")));
+
+    (void)state;
+    rlock_admin_reply *c = rlock__admin_reply_copy(r);
+    free_reply(r); /* the copy owns nothing of the original */
+    assert_non_null(c);
+    assert_int_equal(c->type, RLOCK_ADMIN_ARRAY);
+    assert_int_equal(c->elements, 5);
+    assert_int_equal(c->element[0]->type, RLOCK_ADMIN_STRING);
+    assert_string_equal(c->element[0]->str, "hash");
+    assert_int_equal(c->element[0]->len, 4);
+    assert_int_equal(c->element[1]->type, RLOCK_ADMIN_INTEGER);
+    assert_int_equal(c->element[1]->integer, -7);
+    assert_int_equal(c->element[2]->type, RLOCK_ADMIN_NIL);
+    assert_null(c->element[2]->str);
+    assert_int_equal(c->element[3]->type, RLOCK_ADMIN_STATUS);
+    assert_string_equal(c->element[3]->str, "QUEUED");
+    assert_int_equal(c->element[4]->element[0]->type, RLOCK_ADMIN_ERROR);
+    assert_string_equal(c->element[4]->element[0]->str, "ERR no");
+    rlock__admin_reply_free(c);
+}
+
+static void test_admin_copy_keeps_bytes_after_a_nul(void **state)
+{
+    redisReply *r = mk_str("a");
+
+    (void)state;
+    free(r->str);
+    r->str = malloc(3);
+    assert_non_null(r->str);
+    memcpy(r->str, "a\0b", 3);
+    r->len = 3;
+    rlock_admin_reply *c = rlock__admin_reply_copy(r);
+    assert_non_null(c);
+    assert_int_equal(c->len, 3);
+    assert_memory_equal(c->str, "a\0b", 3);
+    assert_int_equal(c->str[3], '\0');
+    rlock__admin_reply_free(c);
+    free_reply(r);
+}
+
+static void test_admin_copy_of_an_empty_array_has_no_elements(void **state)
+{
+    redisReply *r = mk_array(0);
+
+    (void)state;
+    rlock_admin_reply *c = rlock__admin_reply_copy(r);
+    assert_non_null(c);
+    assert_int_equal(c->type, RLOCK_ADMIN_ARRAY);
+    assert_int_equal(c->elements, 0);
+    rlock__admin_reply_free(c);
+    free_reply(r);
+}
+
+static void test_admin_copy_out_of_memory_anywhere_is_null(void **state)
+{
+    redisReply *r = mk_array(2, mk_str("message"),
+                             mk_array(2, mk_str("ch"), mk_int(1)));
+
+    (void)state;
+    for (long n = 0;; n++) {
+        rlock__alloc_fail_after(n);
+        rlock_admin_reply *c = rlock__admin_reply_copy(r);
+        rlock__alloc_fail_after(-1);
+        if (c != NULL) {
+            assert_true(n > 0);
+            assert_string_equal(c->element[1]->element[0]->str, "ch");
+            rlock__admin_reply_free(c);
+            break;
+        }
+    }
+    free_reply(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -825,6 +905,10 @@ int main(void)
         cmocka_unit_test(test_renew_nil_is_eproto),
         cmocka_unit_test(test_renew_null_reply_is_econn),
         cmocka_unit_test(test_renew_noscript_error_is_eserver),
+        cmocka_unit_test(test_admin_copy_keeps_every_type_and_value),
+        cmocka_unit_test(test_admin_copy_keeps_bytes_after_a_nul),
+        cmocka_unit_test(test_admin_copy_of_an_empty_array_has_no_elements),
+        cmocka_unit_test(test_admin_copy_out_of_memory_anywhere_is_null),
     };
 
     return cmocka_run_group_tests_name("reply", tests, NULL, NULL);
