@@ -195,6 +195,46 @@ int rlock__sync_connect(rlock_client *c, int64_t connect_ms,
     return RLOCK_OK;
 }
 
+/* The rest of a synchronous connection as src/api/admin.c uses it, which
+ * may not name hiredis: pipelining, one read, the socket, the error text,
+ * and freeing. */
+int rlock__sync_append(redisContext *ctx, int argc, const char **argv,
+                       const size_t *lens)
+{
+    return redisAppendCommandArgv(ctx, argc, argv, lens) == REDIS_OK
+               ? RLOCK_OK
+               : RLOCK_ENOMEM;
+}
+
+/* Reads what the socket has (one read(), which blocks when nothing came:
+ * poll first). Returns 0, or a code with the context broken. */
+int rlock__sync_fill(redisContext *ctx)
+{
+    return redisBufferRead(ctx) == REDIS_OK ? RLOCK_OK
+                                            : rlock__context_error(ctx);
+}
+
+int rlock__sync_fd(const redisContext *ctx)
+{
+    return ctx->fd;
+}
+
+/* Why ctx broke, as hiredis says it ("" when it did not). */
+const char *rlock__sync_errstr(const redisContext *ctx)
+{
+    return ctx->errstr;
+}
+
+void rlock__sync_reply_free(redisReply *r)
+{
+    freeReplyObject(r);
+}
+
+void rlock__sync_close(redisContext *ctx)
+{
+    redisFree(ctx);
+}
+
 /* ---------------------------------------------------------------- parking */
 
 static void close_slot(slot *s)

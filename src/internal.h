@@ -410,6 +410,13 @@ int rlock__sync_expect(struct redisContext *ctx, int64_t timeout_ms, int argc,
                        int want_type);
 int rlock__sync_connect(rlock_client *c, int64_t connect_ms,
                         struct redisContext **out);
+int rlock__sync_append(struct redisContext *ctx, int argc, const char **argv,
+                       const size_t *lens);
+int rlock__sync_fill(struct redisContext *ctx);
+int rlock__sync_fd(const struct redisContext *ctx);
+const char *rlock__sync_errstr(const struct redisContext *ctx);
+void rlock__sync_reply_free(struct redisReply *r);
+void rlock__sync_close(struct redisContext *ctx);
 
 /* ------------------------------------------------------------------ acl.c */
 

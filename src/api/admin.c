@@ -1,0 +1,361 @@
+/*
+ * admin.c: the functions of admin.h, for the rlock tool.
+ *
+ * Design note. Each function here is a thin use of what the library
+ * already has: the names come from proto's kind table
+ * (rlock__kind_make_names, the one place a lock's names are made), the
+ * URL from proto's parser, and a connection from the client's synchronous
+ * connect (rlock__sync_connect in direct.c, the handshake the client's own
+ * slots use). This file may not name hiredis (scripts/check-layers): the
+ * reading and writing go through direct.c's rlock__sync_* wrappers, and
+ * replies reach the tool as proto's owned copies (admin_reply.h).
+ *
+ * A connection is a plain blocking one, used by one thread at a time; a
+ * subscriber is the same connection after SUBSCRIBE, read with ppoll() so
+ * that the caller's stop signals are let in only while it waits.
+ */
+#include "api/admin.h"
+#include "internal.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+struct rlock_admin_conn {
+    rlock_client *client;
+    struct redisContext *ctx;
+    char error[160]; /* what a failure said, when not the context */
+};
+
+/* ------------------------------------------------------------------ names */
+
+int rlock_admin_names_of(const char *name, rlock_admin_names *out)
+{
+    if (out == NULL)
+        return RLOCK_EINVAL;
+    memset(out, 0, sizeof(*out));
+    if (name == NULL || *name == '\0')
+        return RLOCK_EINVAL;
+    char *fair[2] = {NULL, NULL}, *fenced[2] = {NULL, NULL};
+    char *rw[2] = {NULL, NULL};
+    int rc = rlock__kind_make_names(RLOCK_KIND_FAIR, name, NULL, &out->channel,
+                                    fair);
+    out->fair_queue = fair[0];
+    out->fair_timeouts = fair[1];
+    if (rc == 0)
+        rc = rlock__kind_make_names(RLOCK_KIND_READ, name, NULL,
+                                    &out->rw_channel, rw);
+    out->rw_timeout_prefix = rw[0];
+    if (rc == 0) {
+        char *channel = NULL;
+        rc = rlock__kind_make_names(RLOCK_KIND_FENCED, name, NULL, &channel,
+                                    fenced);
+        free(channel);
+    }
+    out->fence_token = fenced[0];
+    if (rc == 0) {
+        out->latch_prefix = rlock__latch_name(name, "");
+        if (out->latch_prefix == NULL)
+            rc = RLOCK_ENOMEM;
+    }
+    if (rc != 0)
+        rlock_admin_names_clear(out);
+    return rc;
+}
+
+void rlock_admin_names_clear(rlock_admin_names *names)
+{
+    if (names == NULL)
+        return;
+    free(names->channel);
+    free(names->rw_channel);
+    free(names->fair_queue);
+    free(names->fair_timeouts);
+    free(names->fence_token);
+    free(names->rw_timeout_prefix);
+    free(names->latch_prefix);
+    memset(names, 0, sizeof(*names));
+}
+
+/* ----------------------------------------------------------------- config */
+
+int rlock_admin_server_of(const rlock_config *cfg, rlock_admin_server *out)
+{
+    rlock__uri u;
+    if (out == NULL)
+        return RLOCK_EINVAL;
+    memset(out, 0, sizeof(*out));
+    snprintf(out->text, sizeof(out->text), "(no server)");
+    if (cfg == NULL || cfg->server == NULL ||
+        rlock__uri_parse(cfg->server, &u) != 0)
+        return RLOCK_EINVAL;
+    int rc = rlock__config_apply_uri(cfg, &u);
+    if (rc != 0) {
+        rlock__uri_clear(&u);
+        return rc;
+    }
+    int db = u.db;
+    if (u.path != NULL)
+        snprintf(out->text, sizeof(out->text), "unix://%s%s", u.path,
+                 db ? "?db=" : "");
+    else
+        snprintf(out->text, sizeof(out->text),
+                 strchr(u.host, ':') ? "%s://[%s]:%d" : "%s://%s:%d",
+                 u.tls ? "rediss" : "redis", u.host, u.port);
+    if (db != 0) {
+        size_t n = strlen(out->text);
+        snprintf(out->text + n, sizeof(out->text) - n, u.path ? "%d" : "/%d",
+                 db);
+    }
+    out->database = db;
+    out->password = u.password != NULL;
+    out->tls = u.tls;
+    rlock__uri_clear(&u);
+    return RLOCK_OK;
+}
+
+/* True when the URL spells out a database ("/N", "?db=N"); the parser
+ * reads a missing one as 0, which must not beat a config file's. */
+static bool url_names_db(const char *url)
+{
+    if (strncasecmp(url, "unix://", 7) == 0)
+        return strstr(url, "?db=") != NULL;
+    const char *scheme_end = strstr(url, "://");
+    const char *slash = scheme_end ? strchr(scheme_end + 3, '/') : NULL;
+    return slash != NULL && slash[1] != '\0';
+}
+
+int rlock_admin_config_set_url(rlock_config *cfg, const char *url,
+                               bool beats_config)
+{
+    rlock__uri u;
+    if (cfg == NULL || url == NULL)
+        return RLOCK_EINVAL;
+    int rc = rlock__uri_parse(url, &u);
+    if (rc != 0)
+        return rc;
+    if (beats_config && u.password != NULL)
+        rc = rlock_config_set_credentials(cfg, u.user, u.password);
+    if (rc == 0 && beats_config && url_names_db(url))
+        rc = rlock_config_set_database(cfg, u.db);
+    if (rc == 0)
+        rc = rlock_config_set_server(cfg, url);
+    rlock__uri_clear(&u);
+    return rc;
+}
+
+/* ------------------------------------------------------------- connection */
+
+int rlock_admin_open(rlock_client *c, rlock_admin_conn **out)
+{
+    if (out == NULL)
+        return RLOCK_EINVAL;
+    *out = NULL;
+    int rc = rlock__client_check(c);
+    if (rc != 0)
+        return rc;
+    rlock_admin_conn *a = rlock__calloc(1, sizeof(*a));
+    if (a == NULL)
+        return RLOCK_ENOMEM;
+    a->client = c;
+    rc = rlock__sync_connect(c, c->cfg.connect_timeout_ms, &a->ctx);
+    if (rc != 0) {
+        free(a);
+        return rc;
+    }
+    *out = a;
+    return RLOCK_OK;
+}
+
+void rlock_admin_close(rlock_admin_conn *a)
+{
+    if (a == NULL)
+        return;
+    rlock__sync_close(a->ctx);
+    free(a);
+}
+
+const char *rlock_admin_error(const rlock_admin_conn *a)
+{
+    if (a == NULL)
+        return "";
+    if (a->error[0] != '\0')
+        return a->error;
+    return rlock__sync_errstr(a->ctx);
+}
+
+void rlock_admin_reply_free(rlock_admin_reply *r)
+{
+    rlock__admin_reply_free(r);
+}
+
+/* Reads one reply by deadline_ms into an owned copy. */
+static int read_copy(rlock_admin_conn *a, int64_t deadline_ms,
+                     rlock_admin_reply **out)
+{
+    struct redisReply *r = NULL;
+    *out = NULL;
+    int rc = rlock__sync_read(a->ctx, deadline_ms, &r);
+    if (rc != 0)
+        return rc;
+    *out = rlock__admin_reply_copy(r);
+    rlock__sync_reply_free(r);
+    return *out != NULL ? RLOCK_OK : RLOCK_ENOMEM;
+}
+
+int rlock_admin_pipeline(rlock_admin_conn *a, size_t n, const int *argc,
+                         const char *const *const *argv,
+                         rlock_admin_reply **out)
+{
+    if (a == NULL || argc == NULL || argv == NULL || out == NULL || n == 0)
+        return RLOCK_EINVAL;
+    memset(out, 0, n * sizeof(*out));
+    a->error[0] = '\0';
+    for (size_t i = 0; i < n; i++)
+        if (argc[i] < 1 || argv[i] == NULL)
+            return RLOCK_EINVAL;
+    int rc = RLOCK_OK;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = rlock__sync_append(a->ctx, argc[i], (const char **)argv[i],
+                                NULL);
+    int64_t deadline = rlock__now_ms() + a->client->cfg.command_timeout_ms;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = read_copy(a, deadline, &out[i]);
+    if (rc != 0) {
+        for (size_t i = 0; i < n; i++) {
+            rlock__admin_reply_free(out[i]);
+            out[i] = NULL;
+        }
+        if (rc == RLOCK_ETIMEDOUT)
+            snprintf(a->error, sizeof(a->error),
+                     "no reply within the command timeout");
+    }
+    return rc;
+}
+
+int rlock_admin_command(rlock_admin_conn *a, int argc, const char *const *argv,
+                        rlock_admin_reply **out)
+{
+    if (out != NULL)
+        *out = NULL;
+    return rlock_admin_pipeline(a, 1, &argc, &argv, out);
+}
+
+/* ------------------------------------------------------------- subscriber */
+
+/* Reads the confirmations of n (un)subscriptions: one each, or an error
+ * reply. */
+static int confirmations(rlock_admin_conn *a, size_t n, int64_t deadline_ms)
+{
+    for (size_t i = 0; i < n; i++) {
+        rlock_admin_reply *r;
+        int rc = read_copy(a, deadline_ms, &r);
+        if (rc != 0)
+            return rc;
+        if (r->type == RLOCK_ADMIN_ERROR) {
+            snprintf(a->error, sizeof(a->error), "%s", r->str);
+            rlock__admin_reply_free(r);
+            return RLOCK_ESERVER;
+        }
+        rlock__admin_reply_free(r);
+    }
+    return RLOCK_OK;
+}
+
+/* Sends "verb names[0..n)" unless n is 0. */
+static int send_subscribe(rlock_admin_conn *a, const char *verb, size_t n,
+                          const char *const *names)
+{
+    if (n == 0)
+        return RLOCK_OK;
+    if (names == NULL || n > 1u << 20)
+        return RLOCK_EINVAL;
+    const char **argv = rlock__calloc(n + 1, sizeof(*argv));
+    if (argv == NULL)
+        return RLOCK_ENOMEM;
+    argv[0] = verb;
+    for (size_t i = 0; i < n; i++)
+        argv[i + 1] = names[i];
+    int rc = RLOCK_OK;
+    for (size_t i = 0; i < n; i++)
+        if (names[i] == NULL)
+            rc = RLOCK_EINVAL;
+    if (rc == 0)
+        rc = rlock__sync_append(a->ctx, (int)n + 1, argv, NULL);
+    free(argv);
+    return rc;
+}
+
+int rlock_admin_subscribe(rlock_admin_conn *a, size_t nchannels,
+                          const char *const *channels, size_t npatterns,
+                          const char *const *patterns)
+{
+    if (a == NULL || nchannels + npatterns == 0)
+        return RLOCK_EINVAL;
+    a->error[0] = '\0';
+    int rc = send_subscribe(a, "SUBSCRIBE", nchannels, channels);
+    if (rc == 0)
+        rc = send_subscribe(a, "PSUBSCRIBE", npatterns, patterns);
+    if (rc == 0)
+        rc = confirmations(a, nchannels + npatterns,
+                           rlock__now_ms() +
+                               a->client->cfg.command_timeout_ms);
+    return rc;
+}
+
+/* Hands r to fn when it is a message; returns fn's answer, 0 for anything
+ * else (confirmations). */
+static int deliver(const rlock_admin_reply *r, rlock_admin_message_fn fn,
+                   void *arg)
+{
+    if (r->type != RLOCK_ADMIN_ARRAY || r->elements < 3)
+        return 0;
+    for (size_t i = 0; i < r->elements; i++)
+        if (r->element[i]->str == NULL)
+            return 0;
+    const char *kind = r->element[0]->str;
+    if (strcmp(kind, "message") == 0 && r->elements == 3)
+        return fn(arg, NULL, r->element[1]->str, r->element[2]->str);
+    if (strcmp(kind, "pmessage") == 0 && r->elements == 4)
+        return fn(arg, r->element[1]->str, r->element[2]->str,
+                  r->element[3]->str);
+    return 0;
+}
+
+int rlock_admin_listen(rlock_admin_conn *a, const sigset_t *wait_mask,
+                       rlock_admin_message_fn fn, void *arg)
+{
+    if (a == NULL || fn == NULL)
+        return RLOCK_EINVAL;
+    a->error[0] = '\0';
+    for (;;) {
+        rlock_admin_reply *r;
+        /* a deadline already past: what is buffered, without reading */
+        int rc = read_copy(a, 0, &r);
+        if (rc == RLOCK_ETIMEDOUT)
+            break;
+        if (rc != 0)
+            return rc == RLOCK_EPROTO ? rc : RLOCK_ECONN;
+        int stop = deliver(r, fn, arg);
+        rlock__admin_reply_free(r);
+        if (stop > 0)
+            return stop;
+    }
+    struct pollfd pfd = {.fd = rlock__sync_fd(a->ctx), .events = POLLIN};
+    if (ppoll(&pfd, 1, NULL, wait_mask) < 0) {
+        if (errno == EINTR)
+            return RLOCK_OK;
+        snprintf(a->error, sizeof(a->error), "poll: %s", strerror(errno));
+        return RLOCK_ECONN;
+    }
+    int rc = rlock__sync_fill(a->ctx);
+    if (rc != 0) {
+        if (rlock__sync_errstr(a->ctx)[0] == '\0')
+            snprintf(a->error, sizeof(a->error), "closed");
+        return rc == RLOCK_EPROTO ? rc : RLOCK_ECONN;
+    }
+    return RLOCK_OK;
+}
