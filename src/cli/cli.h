@@ -10,16 +10,17 @@
  *   cmd_unlock.c  rlock unlock --force
  *   cmd_watch.c   rlock watch
  *
- * The tool links the rlock_objects library, so besides the public API it
- * reuses the library's own URI parser, config handling and key names
- * (internal.h) instead of copies of them.
+ * The tool uses the public API (rlock.h) and the admin header
+ * (src/api/admin.h: raw commands, a subscriber, a lock's key and channel
+ * names, what a config says about its server), nothing else of the
+ * library (scripts/check-layers), and never hiredis.
  */
 #ifndef RLOCK_CLI_H
 #define RLOCK_CLI_H
 
-#include "internal.h"
+#include "api/admin.h"
+#include "rlock.h"
 
-#include <hiredis/hiredis.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -79,19 +80,17 @@ int cli_parse_ms(const char *cmd, const char *opt, const char *text, int64_t lo,
                  int64_t hi, int64_t *out);
 
 int cli_make_config(const cli_common *cm, rlock_config **out);
-void cli_server_text(const rlock_config *cfg, char *buf, size_t len);
 int cli_status_of(int rc);
 int cli_connect(const cli_common *cm, rlock_config **cfg_out,
                 rlock_client **out);
-int cli_redis_connect(const rlock_config *cfg, bool timeouts,
-                      redisContext **out);
-redisReply *cli_command(redisContext *ctx, int argc, const char **argv);
+int cli_open(rlock_client *c, const rlock_config *cfg, rlock_admin_conn **out);
+int cli_conn_lost(rlock_admin_conn *a, int rc);
 
 /* ---------------------------------------------------------- lock_state.c */
 
 typedef struct cli_holder {
     char *field; /* the hash field as stored */
-    char client[RLOCK__UUID_LEN + 1];
+    char client[RLOCK_ADMIN_UUID_LEN + 1];
     uint64_t thread;
     bool write; /* a read-write lock's "<uuid>:<tid>:write" */
     long long count;
@@ -120,7 +119,7 @@ typedef struct cli_lock_state {
 } cli_lock_state;
 
 const char *cli_kind_word(cli_kind kind);
-int cli_lock_read(redisContext *ctx, const char *name, cli_lock_state *st);
+int cli_lock_read(rlock_admin_conn *a, const char *name, cli_lock_state *st);
 void cli_lock_clear(cli_lock_state *st);
 
 /* ------------------------------------------------------------ commands */

@@ -85,7 +85,7 @@ static void print_table(const row *rows, size_t n)
         kind_text(&rows[i].st, buf, sizeof(buf));
         wkind = width(wkind, buf);
         if (rows[i].st.nholders > 0)
-            wclient = RLOCK__UUID_LEN + 6; /* ":write" */
+            wclient = RLOCK_ADMIN_UUID_LEN + 6; /* ":write" */
     }
     printf("%-*s  %-*s  %-5s  %-*s  %-6s  %5s  %8s  %7s\n", wname, "NAME",
            wkind, "KIND", "STATE", wclient, "CLIENT", "THREAD", "HOLDS",
@@ -110,7 +110,7 @@ static void print_table(const row *rows, size_t n)
         }
         for (size_t h = 0; h < st->nholders; h++) {
             const cli_holder *ho = &st->holders[h];
-            char client[RLOCK__UUID_LEN + 8], thread[24];
+            char client[RLOCK_ADMIN_UUID_LEN + 8], thread[24];
             snprintf(client, sizeof(client), "%s%s", ho->client,
                      ho->write ? ":write" : "");
             snprintf(thread, sizeof(thread), "%llu",
@@ -198,16 +198,15 @@ int cli_cmd_info(int argc, char **argv, cli_common *cm)
         rows[i].name = names[i];
     free(names);
 
-    rlock_config *cfg;
-    redisContext *ctx = NULL;
-    st = cli_make_config(cm, &cfg);
-    if (st == 0) {
-        st = cli_redis_connect(cfg, true, &ctx);
-        rlock_config_free(cfg);
-    }
+    rlock_config *cfg = NULL;
+    rlock_client *c = NULL;
+    rlock_admin_conn *a = NULL;
+    st = cli_connect(cm, &cfg, &c);
+    if (st == 0)
+        st = cli_open(c, cfg, &a);
     size_t done = 0;
     for (; st == 0 && done < n; done++)
-        st = cli_lock_read(ctx, rows[done].name, &rows[done].st);
+        st = cli_lock_read(a, rows[done].name, &rows[done].st);
     if (st == 0) {
         if (json)
             st = print_json(rows, n);
@@ -216,7 +215,9 @@ int cli_cmd_info(int argc, char **argv, cli_common *cm)
     }
     for (size_t i = 0; i < done; i++)
         cli_lock_clear(&rows[i].st);
-    redisFree(ctx);
+    rlock_admin_close(a);
+    rlock_client_free(c);
+    rlock_config_free(cfg);
     free(rows);
     return st;
 }

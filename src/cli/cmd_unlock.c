@@ -85,10 +85,10 @@ static void holders_text(const cli_lock_state *st, char *buf, size_t len)
 }
 
 /* Force-unlocks one name. Returns 0 or an exit status. */
-static int force_one(rlock_client *c, redisContext *ctx, const char *name)
+static int force_one(rlock_client *c, rlock_admin_conn *a, const char *name)
 {
     cli_lock_state st;
-    int code = cli_lock_read(ctx, name, &st);
+    int code = cli_lock_read(a, name, &st);
     if (code != 0)
         return code;
     char who[512];
@@ -142,19 +142,19 @@ int cli_cmd_unlock(int argc, char **argv, cli_common *cm)
 
     rlock_config *cfg = NULL;
     rlock_client *c = NULL;
-    redisContext *ctx = NULL;
+    rlock_admin_conn *a = NULL;
     st = cli_connect(cm, &cfg, &c);
     if (st == 0)
-        st = cli_redis_connect(cfg, true, &ctx);
+        st = cli_open(c, cfg, &a);
     int worst = st;
     for (size_t i = 0; st == 0 && i < n; i++) {
-        int one = force_one(c, ctx, names[i]);
+        int one = force_one(c, a, names[i]);
         if (one != 0 && worst == 0)
             worst = one;
         if (one != 0 && one != CLI_FAILURE)
             break; /* the connection or memory is gone: stop */
     }
-    redisFree(ctx);
+    rlock_admin_close(a);
     rlock_client_free(c);
     rlock_config_free(cfg);
     free(names);

@@ -19,14 +19,13 @@
  * so once on stderr and shows unlock events only, unless
  * --enable-notifications turned them on (CONFIG SET, server-wide).
  *
- * The subscriber connection is read with ppoll(), whose mask lets SIGINT
- * and SIGTERM in only while it waits, so a signal can never be lost
- * between checking the flag and blocking.
+ * The subscriber connection is read by rlock_admin_listen() (admin.h),
+ * whose ppoll() mask lets SIGINT and SIGTERM in only while it waits, so a
+ * signal can never be lost between checking the flag and blocking.
  */
 #include "cli.h"
 
 #include <errno.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -122,10 +121,13 @@ static bool watched_init(watched *w, const char *name, int db)
 {
     memset(w, 0, sizeof(*w));
     w->name = name;
-    w->lock_channel = rlock__channel_name(name);
-    w->rw_channel = rlock__prefixed_name("redisson_rwlock", name);
-    if (w->lock_channel == NULL || w->rw_channel == NULL)
+    rlock_admin_names names;
+    if (rlock_admin_names_of(name, &names) != 0)
         return false;
+    w->lock_channel = names.channel; /* kept; the rest is freed */
+    w->rw_channel = names.rw_channel;
+    names.channel = names.rw_channel = NULL;
+    rlock_admin_names_clear(&names);
     char *escaped = glob_escape(w->lock_channel);
     size_t n = (escaped ? strlen(escaped) : 0) + 3;
     w->fair_pattern = escaped ? malloc(n) : NULL;
@@ -187,7 +189,7 @@ static void print_start(const watched *w)
 
 /* Reads w's holders again and prints what changed. Returns 0 or an exit
  * status. */
-static int refresh(redisContext *query, watched *w)
+static int refresh(rlock_admin_conn *query, watched *w)
 {
     cli_lock_state now;
     int st = cli_lock_read(query, w->name, &now);
@@ -231,27 +233,20 @@ static void forget(watched *w)
     w->known.kind = CLI_KIND_FREE;
 }
 
+/* What the subscriber's messages are handled with. */
+typedef struct watch_ctx {
+    rlock_admin_conn *query;
+    watched *ws;
+    size_t n;
+    bool keyspace;
+    int status; /* an exit status that ended the watch, or 0 */
+} watch_ctx;
+
 /* Handles one message of the subscriber. Returns 0 or an exit status. */
-static int on_message(redisContext *query, watched *ws, size_t n,
-                      const redisReply *r, bool keyspace)
+static int on_message(rlock_admin_conn *query, watched *ws, size_t n,
+                      const char *pattern, const char *channel,
+                      const char *payload, bool keyspace)
 {
-    if (r->type != REDIS_REPLY_ARRAY || r->elements < 3)
-        return CLI_OK;
-    const char *kind = r->element[0]->str;
-    const char *channel, *payload, *pattern = NULL;
-    if (kind != NULL && strcmp(kind, "message") == 0) {
-        channel = r->element[1]->str;
-        payload = r->element[2]->str;
-    } else if (kind != NULL && strcmp(kind, "pmessage") == 0 &&
-               r->elements == 4) {
-        pattern = r->element[1]->str;
-        channel = r->element[2]->str;
-        payload = r->element[3]->str;
-    } else {
-        return CLI_OK; /* subscription confirmations */
-    }
-    if (channel == NULL || payload == NULL)
-        return CLI_OK;
     for (size_t i = 0; i < n; i++) {
         watched *w = &ws[i];
         if (pattern != NULL) {
@@ -303,20 +298,21 @@ static bool has_flags(const char *flags)
 
 /* Checks (and with enable, turns on) keyspace notifications. Returns true
  * when they are on. */
-static bool keyspace_on(redisContext *query, bool enable)
+static bool keyspace_on(rlock_admin_conn *query, bool enable)
 {
     const char *get[] = {"CONFIG", "GET", "notify-keyspace-events"};
-    redisReply *r = cli_command(query, 3, get);
+    rlock_admin_reply *r = NULL;
+    rlock_admin_command(query, 3, get, &r);
     char flags[64] = "";
-    bool ok = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-              r->element[1]->type == REDIS_REPLY_STRING;
+    bool ok = r != NULL && r->type == RLOCK_ADMIN_ARRAY && r->elements == 2 &&
+              r->element[1]->type == RLOCK_ADMIN_STRING;
     if (ok)
         snprintf(flags, sizeof(flags), "%s", r->element[1]->str);
     else
         cli_error("cannot read notify-keyspace-events (%s); showing "
                   "unlock events only",
-                  r && r->type == REDIS_REPLY_ERROR ? r->str : "no answer");
-    freeReplyObject(r);
+                  r && r->type == RLOCK_ADMIN_ERROR ? r->str : "no answer");
+    rlock_admin_reply_free(r);
     if (!ok)
         return false;
     if (has_flags(flags))
@@ -337,84 +333,72 @@ static bool keyspace_on(redisContext *query, bool enable)
             want[len] = '\0';
         }
     const char *set[] = {"CONFIG", "SET", "notify-keyspace-events", want};
-    r = cli_command(query, 4, set);
-    ok = r != NULL && r->type == REDIS_REPLY_STATUS;
+    r = NULL;
+    rlock_admin_command(query, 4, set, &r);
+    ok = r != NULL && r->type == RLOCK_ADMIN_STATUS;
     if (ok)
         cli_error("set notify-keyspace-events to \"%s\" (was \"%s\")", want,
                   flags);
     else
         cli_error("cannot turn on keyspace notifications (%s); showing "
                   "unlock events only",
-                  r && r->type == REDIS_REPLY_ERROR ? r->str : "no answer");
-    freeReplyObject(r);
+                  r && r->type == RLOCK_ADMIN_ERROR ? r->str : "no answer");
+    rlock_admin_reply_free(r);
     return ok;
 }
 
 /* Subscribes sub to every channel of ws. Returns 0 or an exit status. */
-static int subscribe_all(redisContext *sub, watched *ws, size_t n,
+static int subscribe_all(rlock_admin_conn *sub, watched *ws, size_t n,
                          bool keyspace)
 {
     size_t per = keyspace ? 3 : 2;
-    const char **argv = calloc(n * per + 1, sizeof(*argv));
-    const char **pargv = calloc(n + 1, sizeof(*pargv));
+    const char **channels = calloc(n * per, sizeof(*channels));
+    const char **patterns = calloc(n, sizeof(*patterns));
     int st = CLI_OK;
-    if (argv == NULL || pargv == NULL) {
+    if (channels == NULL || patterns == NULL) {
         cli_error("out of memory");
         st = CLI_SOFTWARE;
         goto out;
     }
-    argv[0] = "SUBSCRIBE";
-    pargv[0] = "PSUBSCRIBE";
-    size_t k = 1;
+    size_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        argv[k++] = ws[i].lock_channel;
-        argv[k++] = ws[i].rw_channel;
+        channels[k++] = ws[i].lock_channel;
+        channels[k++] = ws[i].rw_channel;
         if (keyspace)
-            argv[k++] = ws[i].keyspace;
-        pargv[i + 1] = ws[i].fair_pattern;
+            channels[k++] = ws[i].keyspace;
+        patterns[i] = ws[i].fair_pattern;
     }
-    redisAppendCommandArgv(sub, (int)k, argv, NULL);
-    redisAppendCommandArgv(sub, (int)n + 1, pargv, NULL);
-    /* one confirmation per channel and per pattern */
-    for (size_t i = 0; i < k - 1 + n; i++) {
-        redisReply *r;
-        if (redisGetReply(sub, (void **)&r) != REDIS_OK) {
-            cli_error("lost the connection to Redis: %s", sub->errstr);
-            st = CLI_UNAVAILABLE;
-            goto out;
-        }
-        bool refused = r->type == REDIS_REPLY_ERROR;
-        if (refused)
-            cli_error("Redis refused to subscribe: %s", r->str);
-        freeReplyObject(r);
-        if (refused) {
-            st = CLI_FAILURE;
-            goto out;
-        }
+    int rc = rlock_admin_subscribe(sub, k, channels, n, patterns);
+    if (rc == RLOCK_ESERVER) {
+        cli_error("Redis refused to subscribe: %s", rlock_admin_error(sub));
+        st = CLI_FAILURE;
+    } else if (rc != 0) {
+        st = cli_conn_lost(sub, rc);
     }
 out:
-    free(argv);
-    free(pargv);
+    free(channels);
+    free(patterns);
     return st;
 }
 
+/* rlock_admin_listen()'s callback: handles a message, and stops the
+ * listening (a positive return) when the watch must end. */
+static int on_listen(void *arg, const char *pattern, const char *channel,
+                     const char *payload)
+{
+    watch_ctx *wc = arg;
+    wc->status = on_message(wc->query, wc->ws, wc->n, pattern, channel,
+                            payload, wc->keyspace);
+    return wc->status != 0 || output_errno != 0 || stop_requested ? 1 : 0;
+}
+
 /* Reads and handles messages until a stop signal or an error. */
-static int watch_loop(redisContext *sub, redisContext *query, watched *ws,
-                      size_t n, bool keyspace, const sigset_t *wait_mask)
+static int watch_loop(rlock_admin_conn *sub, watch_ctx *wc,
+                      const sigset_t *wait_mask)
 {
     for (;;) {
-        void *reply = NULL;
-        if (redisGetReplyFromReader(sub, &reply) != REDIS_OK) {
-            cli_error("bad reply from Redis: %s", sub->errstr);
-            return CLI_UNAVAILABLE;
-        }
-        if (reply != NULL) {
-            int st = on_message(query, ws, n, reply, keyspace);
-            freeReplyObject(reply);
-            if (st != 0)
-                return st;
-            continue;
-        }
+        if (wc->status != 0)
+            return wc->status;
         if (output_errno == EPIPE)
             return CLI_OK; /* the reader went away, as with "| head -1" */
         if (output_errno != 0) {
@@ -424,33 +408,10 @@ static int watch_loop(redisContext *sub, redisContext *query, watched *ws,
         }
         if (stop_requested)
             return CLI_OK;
-        struct pollfd pfd = {.fd = sub->fd, .events = POLLIN};
-        int got = ppoll(&pfd, 1, NULL, wait_mask);
-        if (got < 0) {
-            if (errno == EINTR)
-                continue;
-            cli_error("poll: %s", strerror(errno));
-            return CLI_SOFTWARE;
-        }
-        if (redisBufferRead(sub) != REDIS_OK) {
-            cli_error("lost the connection to Redis: %s",
-                      sub->errstr[0] ? sub->errstr : "closed");
-            return CLI_UNAVAILABLE;
-        }
+        int rc = rlock_admin_listen(sub, wait_mask, on_listen, wc);
+        if (rc < 0)
+            return cli_conn_lost(sub, rc);
     }
-}
-
-/* Returns the database cfg's connections select. */
-static int database_of(const rlock_config *cfg)
-{
-    rlock__uri u;
-    if (cfg->database_set)
-        return cfg->database;
-    if (rlock__uri_parse(cfg->server, &u) != 0)
-        return 0;
-    int db = u.db;
-    rlock__uri_clear(&u);
-    return db;
 }
 
 int cli_cmd_watch(int argc, char **argv, cli_common *cm)
@@ -465,7 +426,7 @@ int cli_cmd_watch(int argc, char **argv, cli_common *cm)
     if (st != 0 || names == NULL)
         return st;
 
-    /* SIGINT/SIGTERM are let in only inside ppoll() */
+    /* SIGINT/SIGTERM are let in only inside rlock_admin_listen() */
     sigset_t stop_set, wait_mask;
     sigemptyset(&stop_set);
     sigaddset(&stop_set, SIGINT);
@@ -483,7 +444,8 @@ int cli_cmd_watch(int argc, char **argv, cli_common *cm)
     setvbuf(stdout, NULL, _IOLBF, 0);
 
     rlock_config *cfg = NULL;
-    redisContext *sub = NULL, *query = NULL;
+    rlock_client *c = NULL;
+    rlock_admin_conn *sub = NULL, *query = NULL;
     watched *ws = calloc(n, sizeof(*ws));
     size_t ready = 0;
     if (ws == NULL) {
@@ -491,12 +453,14 @@ int cli_cmd_watch(int argc, char **argv, cli_common *cm)
         st = CLI_SOFTWARE;
     }
     if (st == 0)
-        st = cli_make_config(cm, &cfg);
+        st = cli_connect(cm, &cfg, &c);
     if (st == 0)
-        st = cli_redis_connect(cfg, true, &query);
+        st = cli_open(c, cfg, &query);
     if (st == 0)
-        st = cli_redis_connect(cfg, false, &sub);
-    int db = st == 0 ? database_of(cfg) : 0;
+        st = cli_open(c, cfg, &sub);
+    rlock_admin_server srv;
+    int db = st == 0 && rlock_admin_server_of(cfg, &srv) == 0 ? srv.database
+                                                              : 0;
     for (; st == 0 && ready < n; ready++) {
         if (!watched_init(&ws[ready], names[ready], db)) {
             cli_error("out of memory");
@@ -511,14 +475,16 @@ int cli_cmd_watch(int argc, char **argv, cli_common *cm)
         if (st == 0)
             print_start(&ws[i]);
     }
+    watch_ctx wc = {query, ws, n, keyspace, CLI_OK};
     if (st == 0)
-        st = watch_loop(sub, query, ws, n, keyspace, &wait_mask);
+        st = watch_loop(sub, &wc, &wait_mask);
 
     for (size_t i = 0; i < ready; i++)
         watched_clear(&ws[i]);
     free(ws);
-    redisFree(sub);
-    redisFree(query);
+    rlock_admin_close(sub);
+    rlock_admin_close(query);
+    rlock_client_free(c);
     rlock_config_free(cfg);
     free(names);
     return st;

@@ -41,14 +41,14 @@ const char *cli_kind_word(cli_kind kind)
  * Returns false when the field is not an owner tag. */
 static bool parse_owner(const char *field, size_t len, cli_holder *h)
 {
-    if (len < RLOCK__UUID_LEN + 2 || field[RLOCK__UUID_LEN] != ':')
+    if (len < RLOCK_ADMIN_UUID_LEN + 2 || field[RLOCK_ADMIN_UUID_LEN] != ':')
         return false;
-    for (size_t i = 0; i < RLOCK__UUID_LEN; i++) {
+    for (size_t i = 0; i < RLOCK_ADMIN_UUID_LEN; i++) {
         bool dash = i == 8 || i == 13 || i == 18 || i == 23;
         if (dash ? field[i] != '-' : !isxdigit((unsigned char)field[i]))
             return false;
     }
-    const char *tid = field + RLOCK__UUID_LEN + 1;
+    const char *tid = field + RLOCK_ADMIN_UUID_LEN + 1;
     const char *end = field + len;
     size_t digits = 0;
     uint64_t n = 0;
@@ -67,16 +67,16 @@ static bool parse_owner(const char *field, size_t len, cli_holder *h)
         h->write = true;
     else
         return false;
-    memcpy(h->client, field, RLOCK__UUID_LEN);
-    h->client[RLOCK__UUID_LEN] = '\0';
+    memcpy(h->client, field, RLOCK_ADMIN_UUID_LEN);
+    h->client[RLOCK_ADMIN_UUID_LEN] = '\0';
     h->thread = n;
     return true;
 }
 
 /* Parses a decimal hold count. */
-static bool parse_count(const redisReply *v, long long *out)
+static bool parse_count(const rlock_admin_reply *v, long long *out)
 {
-    if (v->type != REDIS_REPLY_STRING || v->len == 0 || v->len > 18)
+    if (v->type != RLOCK_ADMIN_STRING || v->len == 0 || v->len > 18)
         return false;
     long long n = 0;
     for (size_t i = 0; i < v->len; i++) {
@@ -90,19 +90,19 @@ static bool parse_count(const redisReply *v, long long *out)
 
 /* Fills st's holders from an HGETALL reply; returns false when the hash is
  * not a lock's (a field is neither an owner tag nor "mode"). */
-static bool read_fields(const redisReply *all, cli_lock_state *st)
+static bool read_fields(const rlock_admin_reply *all, cli_lock_state *st)
 {
     bool has_mode = false;
-    if (all->type != REDIS_REPLY_ARRAY || all->elements % 2 != 0)
+    if (all->type != RLOCK_ADMIN_ARRAY || all->elements % 2 != 0)
         return false;
     st->holders = calloc(all->elements / 2 + 1, sizeof(*st->holders));
     if (st->holders == NULL)
         return false;
     for (size_t i = 0; i + 1 < all->elements; i += 2) {
-        const redisReply *f = all->element[i], *v = all->element[i + 1];
-        if (f->type != REDIS_REPLY_STRING)
+        const rlock_admin_reply *f = all->element[i], *v = all->element[i + 1];
+        if (f->type != RLOCK_ADMIN_STRING)
             return false;
-        if (strcmp(f->str, "mode") == 0 && v->type == REDIS_REPLY_STRING) {
+        if (strcmp(f->str, "mode") == 0 && v->type == RLOCK_ADMIN_STRING) {
             has_mode = true;
             snprintf(st->mode, sizeof(st->mode), "%s", v->str);
             continue;
@@ -124,9 +124,9 @@ static bool read_fields(const redisReply *all, cli_lock_state *st)
 }
 
 /* Returns an integer reply's value, or dflt for anything else. */
-static long long int_or(const redisReply *r, long long dflt)
+static long long int_or(const rlock_admin_reply *r, long long dflt)
 {
-    return r != NULL && r->type == REDIS_REPLY_INTEGER ? r->integer : dflt;
+    return r != NULL && r->type == RLOCK_ADMIN_INTEGER ? r->integer : dflt;
 }
 
 /* Frees what cli_lock_read() allocated in st. */
@@ -140,63 +140,54 @@ void cli_lock_clear(cli_lock_state *st)
 
 /* Reads the state of lock name. Returns 0, or an exit status after
  * printing why. */
-int cli_lock_read(redisContext *ctx, const char *name, cli_lock_state *st)
+int cli_lock_read(rlock_admin_conn *a, const char *name, cli_lock_state *st)
 {
-    char *queue = rlock__prefixed_name("redisson_lock_queue", name);
-    char *token = rlock__prefixed_name("redisson_lock_token", name);
-    char *channel = rlock__channel_name(name);
-    char *rw_channel = rlock__prefixed_name("redisson_rwlock", name);
-    redisReply *replies[8] = {NULL};
+    rlock_admin_names names;
+    rlock_admin_reply *replies[8] = {NULL};
     int st_code = CLI_OK;
 
     memset(st, 0, sizeof(*st));
     st->token = -1;
-    if (queue == NULL || token == NULL || channel == NULL ||
-        rw_channel == NULL) {
-        cli_error("out of memory");
-        st_code = CLI_SOFTWARE;
-        goto out;
+    int rc = rlock_admin_names_of(name, &names);
+    if (rc != 0) {
+        cli_error("cannot name the keys of lock '%s': %s", name,
+                  rlock_strerror(rc));
+        return cli_status_of(rc);
     }
     const char *multi[] = {"MULTI"};
     const char *type[] = {"TYPE", name};
     const char *hgetall[] = {"HGETALL", name};
     const char *pttl[] = {"PTTL", name};
-    const char *llen[] = {"LLEN", queue};
-    const char *get[] = {"GET", token};
-    const char *numsub[] = {"PUBSUB", "NUMSUB", channel, rw_channel};
+    const char *llen[] = {"LLEN", names.fair_queue};
+    const char *get[] = {"GET", names.fence_token};
+    const char *numsub[] = {"PUBSUB", "NUMSUB", names.channel,
+                            names.rw_channel};
     const char *exec[] = {"EXEC"};
-    redisAppendCommandArgv(ctx, 1, multi, NULL);
-    redisAppendCommandArgv(ctx, 2, type, NULL);
-    redisAppendCommandArgv(ctx, 2, hgetall, NULL);
-    redisAppendCommandArgv(ctx, 2, pttl, NULL);
-    redisAppendCommandArgv(ctx, 2, llen, NULL);
-    redisAppendCommandArgv(ctx, 2, get, NULL);
-    redisAppendCommandArgv(ctx, 4, numsub, NULL);
-    redisAppendCommandArgv(ctx, 1, exec, NULL);
-    for (int i = 0; i < 8; i++) {
-        if (redisGetReply(ctx, (void **)&replies[i]) != REDIS_OK) {
-            cli_error("lost the connection to Redis: %s", ctx->errstr);
-            st_code = CLI_UNAVAILABLE;
-            goto out;
-        }
+    const char *const *argv[8] = {multi, type,   hgetall, pttl,
+                                  llen,  get,    numsub,  exec};
+    const int argc[8] = {1, 2, 2, 2, 2, 2, 4, 1};
+    rc = rlock_admin_pipeline(a, 8, argc, argv, replies);
+    if (rc != 0) {
+        st_code = cli_conn_lost(a, rc);
+        goto out;
     }
-    const redisReply *r = replies[7];
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 6) {
+    const rlock_admin_reply *r = replies[7];
+    if (r->type != RLOCK_ADMIN_ARRAY || r->elements != 6) {
         cli_error("Redis refused to read lock '%s': %s", name,
-                  r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+                  r->type == RLOCK_ADMIN_ERROR ? r->str : "unexpected reply");
         st_code = CLI_FAILURE;
         goto out;
     }
-    const redisReply *t = r->element[0];
+    const rlock_admin_reply *t = r->element[0];
     snprintf(st->redis_type, sizeof(st->redis_type), "%s",
-             t->type == REDIS_REPLY_STATUS ? t->str : "?");
+             t->type == RLOCK_ADMIN_STATUS ? t->str : "?");
     st->ttl_ms = int_or(r->element[2], -2);
     st->queued = int_or(r->element[3], 0);
-    if (r->element[4]->type == REDIS_REPLY_STRING)
+    if (r->element[4]->type == RLOCK_ADMIN_STRING)
         st->token = strtoll(r->element[4]->str, NULL, 10);
-    const redisReply *subs = r->element[5];
+    const rlock_admin_reply *subs = r->element[5];
     long long lock_waiting = 0, rw_waiting = 0;
-    if (subs->type == REDIS_REPLY_ARRAY && subs->elements == 4) {
+    if (subs->type == RLOCK_ADMIN_ARRAY && subs->elements == 4) {
         lock_waiting = int_or(subs->element[1], 0);
         rw_waiting = int_or(subs->element[3], 0);
     }
@@ -224,10 +215,7 @@ int cli_lock_read(redisContext *ctx, const char *name, cli_lock_state *st)
     }
 out:
     for (int i = 0; i < 8; i++)
-        freeReplyObject(replies[i]);
-    free(queue);
-    free(token);
-    free(channel);
-    free(rw_channel);
+        rlock_admin_reply_free(replies[i]);
+    rlock_admin_names_clear(&names);
     return st_code;
 }

@@ -21,8 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/time.h>
 
 #define DEFAULT_URL "redis://127.0.0.1:6379"
 
@@ -218,15 +216,6 @@ int cli_parse_ms(const char *cmd, const char *opt, const char *text, int64_t lo,
 /* Settings and connections                                                 */
 /* ------------------------------------------------------------------------ */
 
-/* True when the URL spells out a database ("/N", "?db=N"). */
-static bool url_names_db(const char *url)
-{
-    if (strncasecmp(url, "unix://", 7) == 0)
-        return strstr(url, "?db=") != NULL;
-    const char *slash = strchr(url + 8, '/'); /* after "redis://" */
-    return slash != NULL && slash[1] != '\0';
-}
-
 /* Builds the config every subcommand connects with: the --config file (or
  * the defaults) and the server as the file header says. Returns 0, or an
  * exit status after printing why. */
@@ -250,7 +239,8 @@ int cli_make_config(const cli_common *cm, rlock_config **out)
 
     const char *url = cm->url, *source = "--url";
     const char *env = getenv("REDIS_URL");
-    if (url == NULL && cfg->server == NULL) {
+    rlock_admin_server srv;
+    if (url == NULL && rlock_admin_server_of(cfg, &srv) == RLOCK_EINVAL) {
         if (env != NULL && *env != '\0') {
             url = env;
             source = "REDIS_URL";
@@ -259,18 +249,8 @@ int cli_make_config(const cli_common *cm, rlock_config **out)
         }
     }
     if (url != NULL) {
-        rlock__uri u;
-        rc = rlock__uri_parse(url, &u);
-        if (rc == 0) {
-            /* what the URL spells out beats the file */
-            if (cm->config != NULL && u.password != NULL)
-                rc = rlock_config_set_credentials(cfg, u.user, u.password);
-            if (rc == 0 && cm->config != NULL && url_names_db(url))
-                rc = rlock_config_set_database(cfg, u.db);
-            if (rc == 0)
-                rc = rlock_config_set_server(cfg, url);
-            rlock__uri_clear(&u);
-        }
+        /* what the URL spells out beats the file */
+        rc = rlock_admin_config_set_url(cfg, url, cm->config != NULL);
         if (rc != 0) {
             rlock_config_free(cfg);
             if (rc == RLOCK_ENOMEM) {
@@ -286,28 +266,6 @@ int cli_make_config(const cli_common *cm, rlock_config **out)
     }
     *out = cfg;
     return CLI_OK;
-}
-
-/* Writes the server of cfg as a URL without its credentials, for
- * messages. */
-void cli_server_text(const rlock_config *cfg, char *buf, size_t len)
-{
-    rlock__uri u;
-    if (cfg->server == NULL || rlock__uri_parse(cfg->server, &u) != 0) {
-        snprintf(buf, len, "(no server)");
-        return;
-    }
-    int db = cfg->database_set ? cfg->database : u.db;
-    if (u.path != NULL)
-        snprintf(buf, len, "unix://%s%s", u.path, db ? "?db=" : "");
-    else
-        snprintf(buf, len, strchr(u.host, ':') ? "%s://[%s]:%d" : "%s://%s:%d",
-                 u.tls ? "rediss" : "redis", u.host, u.port);
-    if (db != 0) {
-        size_t n = strlen(buf);
-        snprintf(buf + n, len - n, u.path ? "%d" : "/%d", db);
-    }
-    rlock__uri_clear(&u);
 }
 
 /* Maps an RLOCK_E* code to an exit status. */
@@ -335,8 +293,9 @@ int cli_status_of(int rc)
 /* Prints why connecting to cfg's server failed with rc. */
 static void connect_failed(const rlock_config *cfg, int rc)
 {
-    char server[300];
-    cli_server_text(cfg, server, sizeof(server));
+    rlock_admin_server srv;
+    rlock_admin_server_of(cfg, &srv);
+    const char *server = srv.text;
     switch (rc) {
     case RLOCK_ECONN:
         cli_error("cannot reach Redis at %s", server);
@@ -345,6 +304,13 @@ static void connect_failed(const rlock_config *cfg, int rc)
         cli_error("Redis at %s did not answer in time", server);
         break;
     case RLOCK_EAUTH:
+        if (!srv.password) {
+            cli_error("Redis at %s needs a password, or refused the "
+                      "database (see the URL's user:password@ and /db, or "
+                      "the config file's username, password and database)",
+                      server);
+            break;
+        }
         cli_error("Redis at %s refused the password or the database "
                   "(see the URL's user:password@ and /db, or the config "
                   "file's username, password and database)",
@@ -445,108 +411,29 @@ int cli_parse_names(const char *cmd, int argc, char **argv, cli_common *cm,
     return CLI_OK;
 }
 
-/* Runs one command; argv strings are NUL-terminated. */
-redisReply *cli_command(redisContext *ctx, int argc, const char **argv)
+/* Opens an admin connection to c's server (cfg: c's config, for
+ * messages). Returns 0, or an exit status after printing why. */
+int cli_open(rlock_client *c, const rlock_config *cfg, rlock_admin_conn **out)
 {
-    return redisCommandArgv(ctx, argc, argv, NULL);
-}
-
-static struct timeval ms_timeval(int64_t ms)
-{
-    struct timeval tv = {.tv_sec = (time_t)(ms / 1000),
-                         .tv_usec = (suseconds_t)(ms % 1000) * 1000};
-    return tv;
-}
-
-/* Sends one handshake command; returns 0, or an exit status after printing
- * what the server said. */
-static int handshake(redisContext *ctx, const char *server, int argc,
-                     const char **argv, const char *what, int refused)
-{
-    redisReply *r = cli_command(ctx, argc, argv);
-    if (r == NULL) {
-        cli_error("lost the connection to Redis at %s: %s", server,
-                  ctx->errstr);
-        return CLI_UNAVAILABLE;
-    }
-    int st = CLI_OK;
-    if (r->type == REDIS_REPLY_ERROR) {
-        bool noauth = strncmp(r->str, "NOAUTH", 6) == 0;
-        cli_error("Redis at %s %s: %s", server,
-                  noauth ? "needs a password" : what, r->str);
-        st = noauth ? CLI_NOPERM : refused;
-    }
-    freeReplyObject(r);
-    return st;
-}
-
-/* Opens a plain hiredis connection to cfg's server with its credentials,
- * database and client name; with timeouts, replies are awaited at most the
- * command timeout (a subscriber passes false). Returns 0, or an exit
- * status after printing why. */
-int cli_redis_connect(const rlock_config *cfg, bool timeouts,
-                      redisContext **out)
-{
-    rlock__uri u;
-    char server[300];
-
-    *out = NULL;
-    cli_server_text(cfg, server, sizeof(server));
-    int rc = rlock__uri_parse(cfg->server, &u);
+    int rc = rlock_admin_open(c, out);
     if (rc == 0)
-        rc = rlock__config_apply_uri(cfg, &u);
-    if (rc != 0) {
-        rlock__uri_clear(&u);
-        cli_error(rc == RLOCK_ENOMEM ? "out of memory" : "bad server URL");
-        return rc == RLOCK_ENOMEM ? CLI_SOFTWARE : CLI_CONFIG;
-    }
-    if (u.tls) { /* never plain text to a TLS port */
-        rlock__uri_clear(&u);
-        cli_error("%s: TLS (rediss://) connections arrive with rlock's new "
-                  "transport; this build cannot make them yet",
-                  server);
-        return CLI_CONFIG;
-    }
-    struct timeval ctv = ms_timeval(cfg->connect_timeout_ms);
-    redisContext *ctx = u.path ? redisConnectUnixWithTimeout(u.path, ctv)
-                               : redisConnectWithTimeout(u.host, u.port, ctv);
-    int st = CLI_OK;
-    if (ctx == NULL || ctx->err != 0) {
-        cli_error("cannot reach Redis at %s: %s", server,
-                  ctx ? ctx->errstr : "out of memory");
-        st = ctx ? CLI_UNAVAILABLE : CLI_SOFTWARE;
-    }
-    if (st == 0 && timeouts)
-        redisSetTimeout(ctx, ms_timeval(cfg->command_timeout_ms));
-    if (st == 0 && u.password != NULL) {
-        const char *argv[3] = {"AUTH", u.user ? u.user : u.password,
-                               u.password};
-        st = handshake(ctx, server, u.user ? 3 : 2, argv,
-                       "refused the password", CLI_NOPERM);
-    }
-    if (st == 0 && u.db != 0) {
-        char db[16];
-        snprintf(db, sizeof(db), "%d", u.db);
-        const char *argv[2] = {"SELECT", db};
-        st =
-            handshake(ctx, server, 2, argv, "refused the database", CLI_NOPERM);
-    }
-    if (st == 0 && cfg->client_name != NULL) {
-        const char *argv[3] = {"CLIENT", "SETNAME", cfg->client_name};
-        st = handshake(ctx, server, 3, argv, "refused the client name",
-                       CLI_FAILURE);
-    }
-    if (st == 0) {
-        const char *argv[1] = {"PING"};
-        st = handshake(ctx, server, 1, argv, "refused PING", CLI_FAILURE);
-    }
-    rlock__uri_clear(&u);
-    if (st != 0) {
-        redisFree(ctx);
-        return st;
-    }
-    *out = ctx;
-    return CLI_OK;
+        return CLI_OK;
+    connect_failed(cfg, rc);
+    return rc == RLOCK_ENOTSUP ? CLI_CONFIG : cli_status_of(rc);
+}
+
+/* Prints why a command on a failed with rc; returns the exit status. */
+int cli_conn_lost(rlock_admin_conn *a, int rc)
+{
+    if (rc == RLOCK_ENOMEM)
+        cli_error("out of memory");
+    else if (rc == RLOCK_EPROTO)
+        cli_error("bad reply from Redis: %s", rlock_admin_error(a));
+    else
+        cli_error("lost the connection to Redis: %s",
+                  rlock_admin_error(a)[0] ? rlock_admin_error(a)
+                                          : rlock_strerror(rc));
+    return cli_status_of(rc);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -1,1 +1,1 @@
-/* api's private header (the admin header would sit here) */
+/* api's private header */

@@ -1,0 +1,1 @@
+/* the one header of the library the CLI may include besides include/ */
