@@ -7,7 +7,7 @@
  * never does. AUTH and SELECT are the first commands on every new context,
  * so nothing can overtake them. When a context dies, hiredis fails its
  * pending callbacks and we go back to DOWN; the next command reconnects.
- * The subscriber connection adds its own on_up/on_down hooks (pubsub.c).
+ * (The subscriber is not one of these: pubsub.c drives an rlock__link.)
  *
  * Everything here runs on the I/O thread.
  */
@@ -33,33 +33,21 @@ static void on_connect(const redisAsyncContext *ac, int status)
         return;
     if (status != REDIS_OK) {
         /* hiredis frees the context after this returns */
-        cn->refusal[0] = '\0';
         cn->ac = NULL;
         cn->state = RLOCK__CONN_DOWN;
-        if (cn->on_down != NULL)
-            cn->on_down(cn);
         return;
     }
     cn->state = RLOCK__CONN_UP;
-    if (cn->on_up != NULL)
-        cn->on_up(cn);
 }
 
 static void on_disconnect(const redisAsyncContext *ac, int status)
 {
     rlock__conn *cn = ac->data;
+    (void)status;
     if (cn == NULL)
         return;
-    /* hiredis 0.14 drops the connection when an error reply has no
-     * callback to go to (on a subscriber: a refused SUBSCRIBE), and leaves
-     * the reply's text in errstr with REDIS_ERR_OTHER */
-    cn->refusal[0] = '\0';
-    if (status != REDIS_OK && ac->err == REDIS_ERR_OTHER)
-        snprintf(cn->refusal, sizeof(cn->refusal), "%s", ac->errstr);
     cn->ac = NULL;
     cn->state = RLOCK__CONN_DOWN;
-    if (cn->on_down != NULL)
-        cn->on_down(cn);
 }
 
 /* Sends AUTH, SELECT and CLIENT SETNAME (when the config names the client)
@@ -123,13 +111,10 @@ int rlock__conn_ensure(rlock__conn *cn)
     return RLOCK_OK;
 }
 
-/* Closes the connection for good: pending commands fail with a NULL reply
- * and the hooks are not called. */
+/* Closes the connection for good: pending commands fail with a NULL reply. */
 void rlock__conn_close(rlock__conn *cn)
 {
     redisAsyncContext *ac = cn->ac;
-    cn->on_up = NULL;
-    cn->on_down = NULL;
     cn->ac = NULL;
     cn->state = RLOCK__CONN_DOWN;
     if (ac != NULL) {

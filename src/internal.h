@@ -128,6 +128,8 @@ void rlock__loop_submit(rlock__loop *loop, rlock__task *t);
 void rlock__loop_stop(rlock__loop *loop);
 void rlock__loop_free(rlock__loop *loop);
 bool rlock__loop_on_thread(const rlock__loop *loop);
+struct ev_loop;
+struct ev_loop *rlock__loop_ev(rlock__loop *loop);
 int rlock__loop_attach(rlock__loop *loop, struct redisAsyncContext *ac);
 
 rlock__timer *rlock__timer_new(rlock__loop *loop, void (*fn)(void *),
@@ -156,12 +158,6 @@ typedef struct rlock__conn {
     rlock_client *client;
     struct redisAsyncContext *ac; /* NULL while down */
     rlock__conn_state state;
-    void (*on_up)(struct rlock__conn *cn);   /* optional */
-    void (*on_down)(struct rlock__conn *cn); /* optional */
-    /* why the last context went down, for on_down: an error reply that
-     * hiredis could not hand to any callback (the server refused a
-     * SUBSCRIBE, say), else empty */
-    char refusal[128];
 } rlock__conn;
 
 void rlock__conn_init(rlock__conn *cn, rlock_client *c);

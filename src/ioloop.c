@@ -176,6 +176,13 @@ bool rlock__loop_on_thread(const rlock__loop *loop)
            pthread_equal(pthread_self(), loop->thread);
 }
 
+/* The libev loop, for the links (src/io/link.h) that run on it. Their
+ * functions are I/O thread only. */
+struct ev_loop *rlock__loop_ev(rlock__loop *loop)
+{
+    return loop->ev;
+}
+
 /* Attaches a hiredis async context to the loop. Returns 0 or RLOCK_ECONN.
  * Thread-safety: I/O thread only. */
 int rlock__loop_attach(rlock__loop *loop, redisAsyncContext *ac)

@@ -10,39 +10,43 @@
  * entry is joined, and unsubscribed when the last leaves. Everything here runs
  * on the I/O thread, so the channel table needs no lock.
  *
+ * The connection is a subscriber rlock__link (src/io/link.h) on the I/O
+ * thread's loop, opened when a channel is first wanted and kept while the
+ * server keeps it; its address was resolved once, at client creation, on
+ * the caller's thread. The link answers each SUBSCRIBE and UNSUBSCRIBE
+ * through its own callback, tells pushed messages from its confirmations,
+ * and survives an error reply. Redis answers in order, so a SUBSCRIBE may
+ * follow an UNSUBSCRIBE of the same channel at once: a channel's state is
+ * that of the last command sent for it, and only that command's answer
+ * (the one leaving `inflight` at zero) changes it. A channel lives while it
+ * has entries or answers owed.
+ *
  * A channel is IDLE (not subscribed, e.g. connection down), SUBSCRIBING,
- * SUBSCRIBED, UNSUBSCRIBING or REFUSED. A join during UNSUBSCRIBING waits
- * for the unsubscribe confirmation before subscribing again, so that the
- * channel's replies always come in the order its states expect.
+ * SUBSCRIBED, UNSUBSCRIBING or REFUSED.
  *
- * The subscriber holds lock channels only, so an ACL written for Redisson
- * (&redisson_lock__channel:*) is enough. hiredis 0.14.1 stays in
- * "subscribed mode" after an unsubscribe reply that counts zero channels
- * as long as a SUBSCRIBE it sent is still unanswered, so a SUBSCRIBE may
- * follow the last channel's UNSUBSCRIBE at once (test_pubsub_acl's
- * channels-coming-and-going test holds us to that); an idle subscriber
- * connection simply stays open, out of subscribed mode.
+ * Refusals. An error reply to a SUBSCRIBE (a Redis 7 ACL user without the
+ * channel, a renamed command) refuses that channel alone; the connection
+ * and the other channels stay. Its waiters stop waiting for a subscription
+ * and re-check at the configured interval, the log hook gets one warning
+ * per client, and no SUBSCRIBE for a channel the server has not accepted
+ * before goes out for a hold-off (10 s, doubling to 5 min), when the timer
+ * tries the refused channels again.
  *
- * Refusals. hiredis 0.14 cannot hand an error reply to a SUBSCRIBE to
- * anyone, so a refused SUBSCRIBE (a Redis 7 ACL user without the channel,
- * a renamed command) closes the connection, with the error as its reason
- * (conn.c). Replies come in order, so the refused one is the oldest
- * SUBSCRIBE still unanswered. That channel becomes REFUSED: its waiters
- * stop waiting for a subscription and re-check at the configured interval,
- * the log hook gets one warning per client, and no SUBSCRIBE for a channel
- * the server has not accepted before goes out for a hold-off (10 s,
- * doubling to 5 min), so that refusals cost a reconnect per hold-off at
- * most, never a loop. Channels the server accepted are subscribed again at
- * once. The reconnect back-off is reset by an accepted subscription, not
- * by a connection that merely opens.
+ * The server's own unsubscribe (a Redis Cluster failover sends one) ends
+ * the channel's subscription without our asking: messages may have been
+ * missed, so its waiters are woken to try at once, and it is subscribed
+ * again. A closed link (the server gone, killed, or silent for a command
+ * timeout while it owes a reply) is reopened with a back-off from at once
+ * to 1 s, reset by an accepted subscription; every wanted channel is
+ * subscribed again.
  *
  * Messages (facts sheet 1.4): "0" wakes one waiter per entry, "1" wakes all.
  * When the connection drops, messages published meanwhile are lost, so on
  * resubscription every waiter is woken to re-try its acquire.
  */
 #include "internal.h"
+#include "io/link.h"
 
-#include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,12 +64,12 @@ typedef enum {
 } channel_state;
 
 typedef struct channel {
+    struct rlock__pubsub *ps;
     char *name;
     channel_state state;
     bool missed;  /* subscription was interrupted: messages may be lost */
     bool allowed; /* the server accepted its SUBSCRIBE before */
-    bool pending; /* a SUBSCRIBE is out, unanswered */
-    uint64_t seq; /* that SUBSCRIBE's place in the send order */
+    int inflight; /* (UN)SUBSCRIBEs sent and not yet answered */
     int nentries;
     int cap;
     rlock__entry **entries;
@@ -73,9 +77,10 @@ typedef struct channel {
 
 struct rlock__pubsub {
     rlock_client *client;
-    rlock__conn conn;
+    rlock__link_addr addr; /* resolved at creation, on the caller's thread */
+    rlock__link *link;     /* NULL: not open */
+    bool stopping;
     rlock__map channels; /* name -> channel */
-    uint64_t next_seq;
     rlock__timer *retry;
     int64_t backoff_ms;
     bool retry_armed;
@@ -92,18 +97,24 @@ typedef struct membership_task {
 } membership_task;
 
 static void retry_subscriptions(void *arg);
-static void on_down(rlock__conn *cn);
 
-/* Makes the subscriber (not yet connected). Returns 0 or RLOCK_ENOMEM. */
+/* Makes the subscriber (not yet connected), resolving the server's address
+ * here, on the caller's thread, so that no reconnect on the I/O thread ever
+ * waits for a name server. Returns 0, RLOCK_ENOMEM, or what resolving
+ * returns (RLOCK_ECONN, RLOCK_EINVAL). */
 int rlock__pubsub_new(rlock__pubsub **out, rlock_client *c)
 {
     rlock__pubsub *ps = rlock__calloc(1, sizeof(*ps));
     if (ps == NULL)
         return RLOCK_ENOMEM;
+    int rc = rlock__link_resolve(c->uri.host, c->uri.port, c->uri.path,
+                                 &ps->addr);
+    if (rc != RLOCK_OK) {
+        free(ps);
+        return rc;
+    }
     ps->client = c;
     ps->holdoff_ms = RLOCK__REFUSAL_HOLDOFF_MS;
-    rlock__conn_init(&ps->conn, c);
-    ps->conn.on_down = on_down;
     ps->retry = rlock__timer_new(c->loop, retry_subscriptions, ps);
     if (ps->retry == NULL || rlock__map_init(&ps->channels) != 0) {
         rlock__timer_free(ps->retry);
@@ -150,12 +161,20 @@ static void free_channel(rlock__pubsub *ps, channel *ch)
     free(ch);
 }
 
-static void on_message(redisAsyncContext *ac, void *reply_, void *privdata);
+/* Frees ch if nothing needs it any more: no entry, no answer owed. Returns
+ * true if it did. */
+static bool drop_if_unused(rlock__pubsub *ps, channel *ch)
+{
+    if (ch->nentries > 0 || ch->inflight > 0)
+        return false;
+    free_channel(ps, ch);
+    return true;
+}
 
 /* Makes sure retry_subscriptions() runs within delay_ms. */
 static void arm_retry_in(rlock__pubsub *ps, int64_t delay_ms)
 {
-    if (atomic_load(&ps->client->closing))
+    if (atomic_load(&ps->client->closing) || ps->stopping)
         return;
     if (delay_ms < 0)
         delay_ms = 0;
@@ -191,38 +210,106 @@ static void refuse(rlock__pubsub *ps, channel *ch)
     arm_retry_in(ps, ps->refused_until_ms - rlock__now_ms());
 }
 
+/* The server refused ch's SUBSCRIBE with the error text why: starts (or
+ * lengthens) the hold-off and warns, once per client. */
+static void note_refusal(rlock__pubsub *ps, const channel *ch, const char *why)
+{
+    ps->refused_until_ms = rlock__now_ms() + ps->holdoff_ms;
+    int64_t holdoff = ps->holdoff_ms;
+    ps->holdoff_ms = holdoff * 2 > RLOCK__REFUSAL_HOLDOFF_MAX_MS
+                         ? RLOCK__REFUSAL_HOLDOFF_MAX_MS
+                         : holdoff * 2;
+    int level = ps->warned ? RLOCK_LOG_INFO : RLOCK_LOG_WARN;
+    ps->warned = true;
+    rlock__log(ps->client, level,
+               "SUBSCRIBE %s refused by the server (%s): waiters re-check "
+               "every %lld ms instead of being woken; new channels are "
+               "tried again in %lld ms (grant &redisson_lock__channel:* and "
+               "&redisson_rwlock:*, as the README's ACL section says)",
+               ch->name, why, (long long)ps->client->cfg.recheck_interval_ms,
+               (long long)holdoff);
+}
+
+static void on_push(rlock__link *l, const rlock__push *p, void *arg);
+static void on_closed(rlock__link *l, int status, void *arg);
+
+/* Opens the subscriber link if it is not open. Returns 0 or a negative
+ * code (the link could not even start: the caller retries later). */
+static int ensure_link(rlock__pubsub *ps)
+{
+    if (ps->link != NULL)
+        return RLOCK_OK;
+    rlock_client *c = ps->client;
+    if (atomic_load(&c->closing) || ps->stopping)
+        return RLOCK_ECLOSED;
+    rlock__link_opts o;
+    rlock__link_opts_init(&o);
+    o.addr = ps->addr;
+    o.host = c->uri.host;
+    o.user = c->uri.user;
+    o.password = c->uri.password;
+    o.db = c->uri.db; /* meaningless for pub/sub, but the server checks it */
+    o.client_name = c->cfg.client_name;
+    o.connect_timeout_ms = c->cfg.connect_timeout_ms;
+    /* a subscriber owes nothing while idle; one that has not answered a
+     * SUBSCRIBE in a command timeout is taken for gone */
+    o.stale_ms = c->cfg.command_timeout_ms;
+    /* o.tls stays NULL: a rediss:// server is refused at connect until the
+     * command connections carry TLS too (client.c) */
+    rlock__link_cbs cbs = {.on_closed = on_closed, .on_push = on_push,
+                           .arg = ps};
+    return rlock__link_open(rlock__loop_ev(c->loop), &o, &cbs, &ps->link);
+}
+
+static void on_subscribe_reply(rlock__link *l, int status,
+                               struct redisReply *reply, void *arg);
+static void on_unsubscribe_reply(rlock__link *l, int status,
+                                 struct redisReply *reply, void *arg);
+
+/* Sends (UN)SUBSCRIBE for ch on the link. Returns 0 or a negative code. */
+static int send_verb(rlock__pubsub *ps, channel *ch, const char *verb,
+                     rlock__link_reply_cb cb)
+{
+    int rc = ensure_link(ps);
+    if (rc == RLOCK_OK) {
+        const char *name = ch->name;
+        rc = rlock__link_subscribe(ps->link, verb, 1, &name, NULL,
+                                   ps->client->cfg.command_timeout_ms, cb, ch);
+    }
+    if (rc == RLOCK_OK)
+        ch->inflight++;
+    return rc;
+}
+
 /* Sends SUBSCRIBE for ch; or, in a refusal hold-off, refuses it without
- * asking; or, if the connection cannot be started, leaves it IDLE for the
- * retry timer. */
+ * asking; or, if the link cannot take it, leaves it IDLE for the retry
+ * timer. */
 static void subscribe(rlock__pubsub *ps, channel *ch)
 {
     if (!ch->allowed && rlock__now_ms() < ps->refused_until_ms) {
         refuse(ps, ch);
         return;
     }
-    if (rlock__conn_ensure(&ps->conn) == 0 && ps->conn.ac != NULL) {
-        const char *argv[2] = {"SUBSCRIBE", ch->name};
-        if (redisAsyncCommandArgv(ps->conn.ac, on_message, ps, 2, argv, NULL) ==
-            REDIS_OK) {
-            ch->pending = true;
-            ch->seq = ps->next_seq++;
-            ch->state = CH_SUBSCRIBING;
-            return;
-        }
+    if (send_verb(ps, ch, "SUBSCRIBE", on_subscribe_reply) == RLOCK_OK) {
+        ch->state = CH_SUBSCRIBING;
+        return;
     }
     ch->state = CH_IDLE;
     ch->missed = true;
     arm_retry(ps);
 }
 
+/* ch has no entry left: leaves the channel on the server if we are in it
+ * (or on our way), else forgets ch once nothing is owed. */
 static void unsubscribe(rlock__pubsub *ps, channel *ch)
 {
-    const char *argv[2] = {"UNSUBSCRIBE", ch->name};
-    if (ps->conn.ac != NULL && redisAsyncCommandArgv(ps->conn.ac, NULL, NULL, 2,
-                                                     argv, NULL) == REDIS_OK)
+    if ((ch->state == CH_SUBSCRIBED || ch->state == CH_SUBSCRIBING) &&
+        send_verb(ps, ch, "UNSUBSCRIBE", on_unsubscribe_reply) == RLOCK_OK) {
         ch->state = CH_UNSUBSCRIBING;
-    else
-        free_channel(ps, ch);
+        return;
+    }
+    ch->state = CH_IDLE;
+    drop_if_unused(ps, ch);
 }
 
 /* Tells a joined entry what its channel's state means for its waiters. */
@@ -246,13 +333,13 @@ static void join(rlock__pubsub *ps, rlock__entry *e)
             free(ch);
             return; /* waiters fall back to the re-check interval */
         }
+        ch->ps = ps;
     }
     if (ch->nentries == ch->cap) {
         int cap = ch->cap ? ch->cap * 2 : 2;
         rlock__entry **grown = rlock__realloc(ch->entries, sizeof(*grown) * cap);
         if (grown == NULL) {
-            if (ch->nentries == 0)
-                free_channel(ps, ch);
+            drop_if_unused(ps, ch);
             return;
         }
         ch->entries = grown;
@@ -261,7 +348,10 @@ static void join(rlock__pubsub *ps, rlock__entry *e)
     rlock__entry_ref(e);
     ch->entries[ch->nentries++] = e;
     e->joined = true;
-    if (ch->state == CH_IDLE && ch->nentries == 1)
+    /* an UNSUBSCRIBE in flight need not be waited for: the server answers
+     * in order, so the SUBSCRIBE's answer comes after it */
+    if (ch->nentries == 1 &&
+        (ch->state == CH_IDLE || ch->state == CH_UNSUBSCRIBING))
         subscribe(ps, ch);
     else
         show_state(ch, e);
@@ -281,12 +371,8 @@ static void leave(rlock__pubsub *ps, rlock__entry *e)
     }
     set_subscribed(e, false, false);
     rlock__entry_unref(e);
-    if (ch->nentries > 0)
-        return;
-    if (ch->state == CH_SUBSCRIBED || ch->state == CH_SUBSCRIBING)
+    if (ch->nentries == 0)
         unsubscribe(ps, ch);
-    else if (ch->state != CH_UNSUBSCRIBING)
-        free_channel(ps, ch);
 }
 
 /* Brings e's channel membership in line with its waiter count. Acting on
@@ -358,112 +444,159 @@ static channel **all_channels(rlock__pubsub *ps, size_t *n)
     return list;
 }
 
-static void on_message(redisAsyncContext *ac, void *reply_, void *privdata)
+/* The answer to ch's SUBSCRIBE: confirmed (reply NULL), refused (an error
+ * reply), or none (status: the link failed, or the deadline passed). */
+static void on_subscribe_reply(rlock__link *l, int status,
+                               struct redisReply *reply, void *arg)
 {
-    rlock__pubsub *ps = privdata;
-    redisReply *r = reply_;
-    (void)ac;
-    if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 3 ||
-        r->element[0]->type != REDIS_REPLY_STRING ||
-        r->element[1]->type != REDIS_REPLY_STRING)
-        return; /* NULL: the connection is going; on_down handles it */
-    const char *kind = r->element[0]->str;
-    channel *ch = rlock__map_get(&ps->channels, r->element[1]->str);
-    if (ch == NULL)
-        return;
-    if (strcmp(kind, "message") == 0) {
-        const redisReply *payload = r->element[2];
-        if (payload->type != REDIS_REPLY_STRING || ch->state != CH_SUBSCRIBED)
-            return;
-        bool all = strcmp(payload->str, "1") == 0;
-        if (!all && strcmp(payload->str, "0") != 0)
-            return; /* not a lock message: Redisson drops it too */
-        for (int i = 0; i < ch->nentries; i++)
-            rlock__entry_wake(ch->entries[i], all);
-    } else if (strcmp(kind, "subscribe") == 0) {
-        ch->pending = false;
-        if (ch->state != CH_SUBSCRIBING)
-            return;
+    channel *ch = arg;
+    rlock__pubsub *ps = ch->ps;
+    (void)l;
+    ch->inflight--;
+    if (ps->stopping || drop_if_unused(ps, ch) || ch->inflight > 0 ||
+        ch->state != CH_SUBSCRIBING)
+        return; /* a later command for ch decides its state */
+    if (status == RLOCK_OK && reply == NULL) {
         ch->state = CH_SUBSCRIBED;
         ch->allowed = true;
         ps->backoff_ms = 0; /* the connection works */
         for (int i = 0; i < ch->nentries; i++)
             set_subscribed(ch->entries[i], true, ch->missed);
         ch->missed = false;
-    } else if (strcmp(kind, "unsubscribe") == 0) {
-        if (ch->state != CH_UNSUBSCRIBING)
-            return;
-        if (ch->nentries > 0) {
-            ch->state = CH_IDLE;
-            subscribe(ps, ch);
-        } else {
-            free_channel(ps, ch);
-        }
+    } else if (status == RLOCK_OK) {
+        note_refusal(ps, ch, reply->str);
+        refuse(ps, ch);
+    } else {
+        /* a closed link is retried from on_closed, which comes next; a
+         * mere timeout keeps the link (its late answer is dropped) */
+        ch->state = CH_IDLE;
+        ch->missed = true;
+        if (status == RLOCK_ETIMEDOUT)
+            arm_retry(ps);
     }
 }
 
-/* Returns the channel whose SUBSCRIBE is the oldest unanswered one, or
- * NULL. */
-static channel *oldest_pending(channel **list, size_t n)
+static void on_unsubscribe_reply(rlock__link *l, int status,
+                                 struct redisReply *reply, void *arg)
 {
-    channel *oldest = NULL;
-    for (size_t i = 0; i < n; i++)
-        if (list[i]->pending && (oldest == NULL || list[i]->seq < oldest->seq))
-            oldest = list[i];
-    return oldest;
+    channel *ch = arg;
+    (void)l;
+    (void)status;
+    (void)reply;
+    ch->inflight--;
+    if (!ch->ps->stopping)
+        drop_if_unused(ch->ps, ch);
 }
 
-/* The server refused ch's SUBSCRIBE with the error text why: starts (or
- * lengthens) the hold-off and warns, once per client. */
-static void note_refusal(rlock__pubsub *ps, const channel *ch, const char *why)
+/* Finds the channel a push names (not NUL-terminated there). */
+static channel *find_channel(rlock__pubsub *ps, const rlock__push *p)
 {
-    ps->refused_until_ms = rlock__now_ms() + ps->holdoff_ms;
-    int64_t holdoff = ps->holdoff_ms;
-    ps->holdoff_ms = holdoff * 2 > RLOCK__REFUSAL_HOLDOFF_MAX_MS
-                         ? RLOCK__REFUSAL_HOLDOFF_MAX_MS
-                         : holdoff * 2;
-    int level = ps->warned ? RLOCK_LOG_INFO : RLOCK_LOG_WARN;
-    ps->warned = true;
-    rlock__log(ps->client, level,
-               "SUBSCRIBE %s refused by the server (%s): waiters re-check "
-               "every %lld ms instead of being woken; new channels are "
-               "tried again in %lld ms (grant &redisson_lock__channel:* and "
-               "&redisson_rwlock:*, as the README's ACL section says)",
-               ch->name, why, (long long)ps->client->cfg.recheck_interval_ms,
-               (long long)holdoff);
+    char small[256];
+    if (p->channel == NULL)
+        return NULL;
+    char *name = p->channel_len < sizeof(small)
+                     ? small
+                     : rlock__malloc(p->channel_len + 1);
+    if (name == NULL)
+        return NULL; /* the waiters' re-checks make up for it */
+    memcpy(name, p->channel, p->channel_len);
+    name[p->channel_len] = '\0';
+    channel *ch = rlock__map_get(&ps->channels, name);
+    if (name != small)
+        free(name);
+    return ch;
 }
 
-/* The subscriber connection dropped (or never connected): every channel
- * still wanted goes back to IDLE and is subscribed again by the timer,
- * except one whose SUBSCRIBE the server refused (see the design notes). */
-static void on_down(rlock__conn *cn)
+static void on_message(channel *ch, const rlock__push *p)
 {
-    rlock__pubsub *ps =
-        (rlock__pubsub *)((char *)cn - offsetof(rlock__pubsub, conn));
-    size_t n;
-    channel **list = all_channels(ps, &n);
-    channel *refused = cn->refusal[0] != '\0' ? oldest_pending(list, n) : NULL;
-    if (refused != NULL)
-        note_refusal(ps, refused, cn->refusal);
+    if (ch->state != CH_SUBSCRIBED || p->payload_len != 1)
+        return;
+    bool all = p->payload[0] == '1';
+    if (!all && p->payload[0] != '0')
+        return; /* not a lock message: Redisson drops it too */
+    for (int i = 0; i < ch->nentries; i++)
+        rlock__entry_wake(ch->entries[i], all);
+}
+
+/* The server ended ch's subscription on its own: an unlock message may
+ * have been missed meanwhile, so every waiter tries at once, and the
+ * channel is subscribed again (its confirmation wakes them once more, for
+ * what was published before it). An unsubscribe of a channel we are
+ * leaving, or not yet in, is nothing to us (link.h). */
+static void on_server_unsubscribe(rlock__pubsub *ps, channel *ch)
+{
+    if (ch->state != CH_SUBSCRIBED || ch->nentries == 0)
+        return;
+    rlock__log(ps->client, RLOCK_LOG_INFO,
+               "the server unsubscribed %s: subscribing again", ch->name);
+    ch->state = CH_IDLE;
+    ch->missed = true;
+    for (int i = 0; i < ch->nentries; i++) {
+        rlock__entry *e = ch->entries[i];
+        pthread_mutex_lock(&e->mu);
+        e->subscribed = false;
+        pthread_mutex_unlock(&e->mu);
+        rlock__entry_wake(e, true);
+    }
+    subscribe(ps, ch);
+}
+
+static void on_push(rlock__link *l, const rlock__push *p, void *arg)
+{
+    rlock__pubsub *ps = arg;
+    (void)l;
+    if (p->kind != RLOCK__PUSH_MESSAGE && p->kind != RLOCK__PUSH_UNSUBSCRIBED)
+        return; /* we use neither patterns nor shard channels */
+    channel *ch = find_channel(ps, p);
+    if (ch == NULL)
+        return;
+    if (p->kind == RLOCK__PUSH_MESSAGE)
+        on_message(ch, p);
+    else
+        on_server_unsubscribe(ps, ch);
+}
+
+/* The link failed: ch, unless refused, waits for the timer to subscribe
+ * it on a new link. Every answer owed was given (with the failure) before
+ * on_closed, so a channel without entries is already gone; nothing is
+ * freed here, which lets the table be walked. */
+static void reset_channel(const char *key, void *value, void *arg)
+{
+    channel *ch = value;
+    bool *wanted = arg;
+    (void)key;
+    if (ch->state == CH_REFUSED)
+        return;
+    ch->state = CH_IDLE;
+    if (ch->nentries == 0)
+        return;
+    ch->missed = true;
+    *wanted = true;
+    for (int k = 0; k < ch->nentries; k++)
+        set_subscribed(ch->entries[k], false, false);
+}
+
+static void on_closed(rlock__link *l, int status, void *arg)
+{
+    rlock__pubsub *ps = arg;
+    rlock__log(ps->client, RLOCK_LOG_INFO,
+               "subscriber connection closed (%s; %s): reconnecting",
+               rlock_strerror(status), rlock__link_error(l));
+    rlock__link_free(l);
+    ps->link = NULL;
     bool wanted = false;
-    for (size_t i = 0; i < n; i++) {
-        channel *ch = list[i];
-        ch->pending = false;
-        if (ch->nentries == 0) {
-            free_channel(ps, ch);
-        } else if (ch == refused || ch->state == CH_REFUSED) {
-            refuse(ps, ch);
-        } else {
-            ch->state = CH_IDLE;
-            ch->missed = true;
-            wanted = true;
-            for (int k = 0; k < ch->nentries; k++)
-                set_subscribed(ch->entries[k], false, false);
-        }
-    }
-    free(list);
+    rlock__map_foreach(&ps->channels, reset_channel, &wanted);
     if (wanted)
         arm_retry(ps);
+}
+
+static void retry_channel(const char *key, void *value, void *arg)
+{
+    channel *ch = value;
+    (void)key;
+    if ((ch->state == CH_IDLE || ch->state == CH_REFUSED) &&
+        ch->nentries > 0)
+        subscribe(arg, ch); /* never frees a channel */
 }
 
 /* Timer: subscribes every wanted channel that is IDLE, or REFUSED and due
@@ -471,14 +604,8 @@ static void on_down(rlock__conn *cn)
 static void retry_subscriptions(void *arg)
 {
     rlock__pubsub *ps = arg;
-    size_t n;
     ps->retry_armed = false;
-    channel **list = all_channels(ps, &n);
-    for (size_t i = 0; i < n; i++)
-        if ((list[i]->state == CH_IDLE || list[i]->state == CH_REFUSED) &&
-            list[i]->nentries > 0)
-            subscribe(ps, list[i]);
-    free(list);
+    rlock__map_foreach(&ps->channels, retry_channel, ps);
 }
 
 /* Connecting found that the server will refuse SUBSCRIBE on lock channels
@@ -494,8 +621,10 @@ void rlock__pubsub_assume_refused(rlock__pubsub *ps)
 /* Closes the subscriber and forgets every channel. I/O thread, at stop. */
 void rlock__pubsub_shutdown(rlock__pubsub *ps)
 {
+    ps->stopping = true;
     rlock__timer_stop(ps->retry);
-    rlock__conn_close(&ps->conn);
+    rlock__link_free(ps->link); /* answers what is owed, with ECLOSED */
+    ps->link = NULL;
     size_t n;
     channel **list = all_channels(ps, &n);
     for (size_t i = 0; i < n; i++) {

@@ -428,6 +428,74 @@ static long long numsub(rt_redis *r, const char *channel)
     return n;
 }
 
+/* The id of the one subscriber (pubsub) connection the server has, or -1
+ * when it has none or several. */
+static long long subscriber_id(rt_redis *r)
+{
+    char *list = rt_cmd_str(r, "CLIENT LIST TYPE pubsub");
+    long long id = -1;
+
+    assert_non_null(list);
+    const char *first = strstr(list, "id=");
+    if (first != NULL && strstr(first + 3, "id=") == NULL)
+        id = atoll(first + 3);
+    free(list);
+    return id;
+}
+
+/* A user allowed one lock's channel and not another's: the refused
+ * SUBSCRIBE of the second leaves the subscriber connection, and the first
+ * channel on it, as they were, and the first lock's waiter is still woken
+ * by its unlock message. */
+static void test_refused_subscribe_keeps_the_subscriber_connection(
+    void **state)
+{
+    lt_fixture *f = *state;
+    log_record lr = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    char name[128], forbidden[160], channel[256], rules[512];
+
+    LT_TEST_NAME(name);
+    snprintf(forbidden, sizeof(forbidden), "%s:forbidden", name);
+    lt_channel_of(channel, sizeof(channel), name);
+    snprintf(rules, sizeof(rules), "~* +@all -acl &%s", channel);
+    make_user(&f->redis, "onechan", rules);
+    rlock_client *c = connect_as(&f->redis, "onechan", SLOW_RECHECK_MS, &lr);
+    trylock_thread t = {.l = lt_get_lock(c, name), .wait_ms = 20000};
+    hold_by_peer(&f->redis, name);
+    assert_int_equal(pthread_create(&t.thread, NULL, trylock_main, &t), 0);
+    int64_t deadline = rt_now_ms() + 5000;
+    while (numsub(&f->redis, channel) != 1 && rt_now_ms() < deadline)
+        rt_sleep_ms(10);
+    assert_int_equal(numsub(&f->redis, channel), 1);
+    long long id = subscriber_id(&f->redis);
+    assert_true(id >= 0);
+
+    rlock *other = lt_get_lock(c, forbidden);
+    hold_by_peer(&f->redis, forbidden);
+    assert_int_equal(rlock_trylock(other, 1000, 60000), RLOCK_ETIMEDOUT);
+    assert_int_equal(warnings_about(&lr, "SUBSCRIBE", NULL), 1);
+    rt_sleep_ms(200); /* a reconnect, if one came, would be done by now */
+    print_message("subscriber id %lld, then %lld\n", id,
+                  subscriber_id(&f->redis));
+    assert_int_equal(subscriber_id(&f->redis), id);
+    assert_int_equal(numsub(&f->redis, channel), 1);
+
+    assert_int_equal(rt_cmd_int(&f->redis, "DEL %s", name), 1);
+    int64_t released = rt_now_ms();
+    assert_int_equal(rt_cmd_int(&f->redis, "PUBLISH %s 0", channel), 1);
+    pthread_join(t.thread, NULL);
+    int64_t took = rt_now_ms() - released;
+    print_message("woken %lld ms after the unlock message\n",
+                  (long long)took);
+    assert_true(took < WAKE_MARGIN_MS);
+    /* its unlock's PUBLISH is allowed: the channel is the user's */
+    assert_int_equal(t.rc, RLOCK_OK);
+    assert_int_equal(rt_cmd_int(&f->redis, "DEL %s", forbidden), 1);
+    rlock_free(other);
+    rlock_free(t.l);
+    rlock_client_free(c);
+}
+
 static void test_subscriber_subscribes_to_lock_channels_only(void **state)
 {
     lt_fixture *f = *state;
@@ -553,6 +621,8 @@ int main(void)
             test_no_channel_user_waits_by_rechecks_without_reconnecting),
         cmocka_unit_test(test_readme_acl_user_is_woken_by_unlock_messages),
         cmocka_unit_test(test_refused_subscribe_is_warned_once),
+        cmocka_unit_test(
+            test_refused_subscribe_keeps_the_subscriber_connection),
         cmocka_unit_test(test_wakeups_resume_after_the_acl_is_fixed),
         cmocka_unit_test(test_connect_names_refused_channels_once),
         cmocka_unit_test(test_connect_warns_of_refused_publish),
