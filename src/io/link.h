@@ -1,11 +1,11 @@
 /*
  * link.h: the transport rlock owns: one connection to one Redis server.
  *
- * NOT YET CALLED BY THE LIBRARY (issue 13). conn.c, pubsub.c, direct.c and
- * command.c still use hiredis 0.14's async and sync contexts; this module is
- * built and tested on its own (tests/integration/test_link.c) so that the
- * next step can move them onto it: conn.c and command.c onto rlock__link,
- * pubsub.c onto a subscriber rlock__link, direct.c onto rlock__link_sync.
+ * Moving the library onto it (issue 13): pubsub.c's subscriber is a
+ * subscriber rlock__link; conn.c, direct.c and command.c still use hiredis
+ * 0.14's async and sync contexts, the next steps being conn.c and command.c
+ * onto rlock__link and direct.c onto rlock__link_sync. The module's own
+ * tests are tests/integration/test_link.c.
  *
  * Two ways to drive a connection, sharing the connect, the handshake and the
  * byte stream (wire.c):

@@ -51,8 +51,8 @@
 #define SLOW_RECHECK_MS 20000
 #define WAKE_MARGIN_MS 1500
 /* Connections a client may open in one contended wait: the connect check,
- * two direct and two I/O-thread command connections, the subscriber and one
- * reconnect of it after the refusal, plus the test's own few. */
+ * two direct and two I/O-thread command connections, the subscriber (a
+ * refusal no longer reconnects it), plus the test's own few. */
 #define FEW_CONNECTIONS 20
 
 /* ------------------------------------------------------------- helpers */
@@ -532,10 +532,10 @@ static void test_subscriber_subscribes_to_lock_channels_only(void **state)
 /* Channels coming and going back to back: the last waiter of one lock
  * leaves and the first of another arrives in the same breath, so the new
  * channel's SUBSCRIBE goes out while the UNSUBSCRIBE that leaves the
- * subscriber with no channel is in flight. The subscriber holds no channel
- * of its own to keep it in subscribed mode meanwhile (pubsub.c's design
- * notes): a hiredis that left that mode on the zero count would abort on
- * the SUBSCRIBE's reply, or drop it. Real waiters cannot be timed that
+ * subscriber with no channel is in flight, and a channel may be joined
+ * again before its UNSUBSCRIBE is answered (pubsub.c sends the SUBSCRIBE at
+ * once): each confirmation must be matched to its own command, and a
+ * zero-count one must not end the subscriber. Real waiters cannot be timed that
  * finely, so this drives the waiter counts of two entries directly, as
  * lock.c does, and asks pubsub.c to follow them: every subscription must
  * be confirmed. */
@@ -594,6 +594,54 @@ static void test_subscriber_survives_channels_coming_and_going(void **state)
     rlock_client_free(c);
 }
 
+/* Waits until l's entry is no longer subscribed (its leave ran on the I/O
+ * thread), spinning so that what follows comes while the UNSUBSCRIBE that
+ * leave sent is still unanswered. */
+static bool spin_until_unsubscribed(rlock *l)
+{
+    int64_t deadline = rt_now_ms() + 5000;
+    bool subscribed = true;
+
+    while (subscribed && rt_now_ms() < deadline) {
+        pthread_mutex_lock(&l->entry->mu);
+        subscribed = l->entry->subscribed;
+        pthread_mutex_unlock(&l->entry->mu);
+    }
+    return !subscribed;
+}
+
+/* One lock's last waiter leaves and a new first waiter comes at once, over
+ * and over: the SUBSCRIBE goes out without waiting for the UNSUBSCRIBE
+ * before it (the link matches each answer to its command), and every
+ * subscription is confirmed and still carries unlock messages. */
+static void test_channel_rejoined_before_its_unsubscribe_is_answered(
+    void **state)
+{
+    lt_fixture *f = *state;
+    char name[128];
+
+    LT_TEST_NAME(name);
+    rlock_client *c = lt_connect(f->redis.url, NULL, 0);
+    rlock *l = lt_get_lock(c, name);
+    set_waiters(l, 1);
+    assert_int_equal(rlock__pubsub_sync(l->entry), RLOCK_OK);
+    assert_true(wait_entry_subscribed(l));
+    for (int i = 0; i < CHURN_ROUNDS; i++) {
+        set_waiters(l, 0);
+        assert_int_equal(rlock__pubsub_sync(l->entry), RLOCK_OK);
+        assert_true(spin_until_unsubscribed(l));
+        set_waiters(l, 1);
+        assert_int_equal(rlock__pubsub_sync(l->entry), RLOCK_OK);
+        assert_true(wait_entry_subscribed(l));
+    }
+    set_waiters(l, 0);
+    assert_int_equal(rlock__pubsub_sync(l->entry), RLOCK_OK);
+    rlock_free(l);
+    assert_true(contended_wait_ms(&f->redis, c, name) <
+                HOLD_MS + WAKE_MARGIN_MS);
+    rlock_client_free(c);
+}
+
 static void test_set_log_refuses_bad_arguments(void **state)
 {
     rlock_config *cfg = NULL;
@@ -630,6 +678,8 @@ int main(void)
         cmocka_unit_test(test_connect_refuses_a_user_who_may_not_run_evalsha),
         cmocka_unit_test(test_subscriber_subscribes_to_lock_channels_only),
         cmocka_unit_test(test_subscriber_survives_channels_coming_and_going),
+        cmocka_unit_test(
+            test_channel_rejoined_before_its_unsubscribe_is_answered),
         cmocka_unit_test(test_set_log_refuses_bad_arguments),
     };
 
