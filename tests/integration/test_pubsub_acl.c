@@ -594,9 +594,8 @@ static void test_subscriber_survives_channels_coming_and_going(void **state)
     rlock_client_free(c);
 }
 
-/* Waits until l's entry is no longer subscribed (its leave ran on the I/O
- * thread), spinning so that what follows comes while the UNSUBSCRIBE that
- * leave sent is still unanswered. */
+/* Waits (up to 5 s) until l's entry is no longer subscribed: its leave ran
+ * on the I/O thread. */
 static bool spin_until_unsubscribed(rlock *l)
 {
     int64_t deadline = rt_now_ms() + 5000;
@@ -610,30 +609,57 @@ static bool spin_until_unsubscribed(rlock *l)
     return !subscribed;
 }
 
-/* One lock's last waiter leaves and a new first waiter comes at once, over
- * and over: the SUBSCRIBE goes out without waiting for the UNSUBSCRIBE
- * before it (the link matches each answer to its command), and every
- * subscription is confirmed and still carries unlock messages. */
+/* A Lua script that keeps the server busy for BUSY_US: commands sent
+ * meanwhile wait, unanswered, until it ends. */
+#define BUSY_US "50000"
+#define BUSY_SCRIPT                                                          \
+    "local s = redis.call('TIME') while true do local n = redis.call('TIME') " \
+    "if (n[1] - s[1]) * 1000000 + (n[2] - s[2]) > " BUSY_US               \
+    " then return 1 end end"
+#define REJOIN_ROUNDS 20
+
+/* One lock's last waiter leaves and a new first waiter comes while the
+ * server, kept busy by a script, has not answered the UNSUBSCRIBE that the
+ * leave sent: the SUBSCRIBE goes out without waiting for it (the link
+ * matches each answer to its command), and every subscription is confirmed
+ * and still carries unlock messages. */
 static void test_channel_rejoined_before_its_unsubscribe_is_answered(
     void **state)
 {
     lt_fixture *f = *state;
     char name[128];
+    struct timeval tv = {5, 0};
 
     LT_TEST_NAME(name);
     rlock_client *c = lt_connect(f->redis.url, NULL, 0);
     rlock *l = lt_get_lock(c, name);
+    redisContext *busy = redisConnectWithTimeout("127.0.0.1", f->redis.port,
+                                                 tv);
+    assert_non_null(busy);
+    assert_int_equal(busy->err, 0);
+    redisSetTimeout(busy, tv);
     set_waiters(l, 1);
     assert_int_equal(rlock__pubsub_sync(l->entry), RLOCK_OK);
     assert_true(wait_entry_subscribed(l));
-    for (int i = 0; i < CHURN_ROUNDS; i++) {
+    for (int i = 0; i < REJOIN_ROUNDS; i++) {
+        int done = 0;
+        redisReply *rep = NULL;
+        assert_int_equal(redisAppendCommand(busy, "EVAL %s 0", BUSY_SCRIPT),
+                         REDIS_OK);
+        while (!done)
+            assert_int_equal(redisBufferWrite(busy, &done), REDIS_OK);
+        rt_sleep_ms(5); /* the script runs */
         set_waiters(l, 0);
         assert_int_equal(rlock__pubsub_sync(l->entry), RLOCK_OK);
         assert_true(spin_until_unsubscribed(l));
         set_waiters(l, 1);
         assert_int_equal(rlock__pubsub_sync(l->entry), RLOCK_OK);
+        assert_int_equal(redisGetReply(busy, (void **)&rep), REDIS_OK);
+        assert_int_equal(rep->type, REDIS_REPLY_INTEGER);
+        freeReplyObject(rep);
         assert_true(wait_entry_subscribed(l));
     }
+    redisFree(busy);
     set_waiters(l, 0);
     assert_int_equal(rlock__pubsub_sync(l->entry), RLOCK_OK);
     rlock_free(l);
