@@ -579,7 +579,10 @@ static void reset_channel(const char *key, void *value, void *arg)
 static void on_closed(rlock__link *l, int status, void *arg)
 {
     rlock__pubsub *ps = arg;
-    rlock__log(ps->client, RLOCK_LOG_INFO,
+    /* said once per outage: while the server stays away, every failed
+     * reconnect would repeat it */
+    rlock__log(ps->client, ps->backoff_ms == 0 ? RLOCK_LOG_INFO
+                                               : RLOCK_LOG_DEBUG,
                "subscriber connection closed (%s; %s): reconnecting",
                rlock_strerror(status), rlock__link_error(l));
     rlock__link_free(l);
