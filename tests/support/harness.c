@@ -117,6 +117,13 @@ static int find_redis_server(char *out, size_t outlen)
     return -1;
 }
 
+int rt_scaled(int n, int light)
+{
+    const char *env = getenv("RLOCK_TEST_LIGHT");
+
+    return env != NULL && strcmp(env, "1") == 0 ? light : n;
+}
+
 int rt_require_redis(void)
 {
     char path[512];

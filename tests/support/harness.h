@@ -17,6 +17,9 @@
  *   RLOCK_TEST_REQUIRE_REDIS=1   rt_require_redis() fails instead of skipping
  *   RLOCK_TEST_REDIS_SERVER=path redis-server binary to use instead of PATH
  *   RLOCK_TEST_KEEP_DIRS=1       keep each server's temp dir (and redis.log)
+ *   RLOCK_TEST_LIGHT=1           rt_scaled() cuts repetitions (the valgrind
+ *                                pass, where each costs 20-50 times more,
+ *                                and a forked child's exit seconds)
  *
  * Thread-safety: rt_cmd*, rt_sub_* and rt_now_ms may be called from any
  * thread.  rt_redis_start/stop/restart/pause/resume on one rt_redis must not
@@ -124,6 +127,11 @@ void rt_sleep_ms(int64_t ms);
 /* Returns 0 if redis-server can be run.  Otherwise exits: with status 1 and an
  * error if RLOCK_TEST_REQUIRE_REDIS=1, else with 77 (CTest "skipped"). */
 int rt_require_redis(void);
+
+/* Returns n, or light under RLOCK_TEST_LIGHT=1: for tests that repeat a
+ * race many times to catch it, where a slow checker such as valgrind needs
+ * only a few rounds to see each path. */
+int rt_scaled(int n, int light);
 
 #ifdef __cplusplus
 }
