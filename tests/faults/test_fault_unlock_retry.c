@@ -260,30 +260,6 @@ static void test_lost_inner_unlock_reply_takes_one_hold_off(void **state)
     setup_end(&s);
 }
 
-/* An async call's completion. */
-typedef struct completion {
-    atomic_int done;
-    atomic_int status;
-} completion;
-
-static void on_done(rlock *l, uint64_t owner, int status, void *arg)
-{
-    completion *c = arg;
-    (void)l;
-    (void)owner;
-    atomic_store(&c->status, status);
-    atomic_store(&c->done, 1);
-}
-
-static int await_completion(completion *c)
-{
-    int64_t until = rt_now_ms() + HANG_MS;
-    while (!atomic_load(&c->done) && rt_now_ms() < until)
-        rt_sleep_ms(5);
-    assert_true(atomic_load(&c->done));
-    return atomic_load(&c->status);
-}
-
 /* The same through rlock_unlock_async(): its retry leaves the latch too. */
 static void test_late_copy_of_a_retried_async_unlock_is_answered_by_the_latch(
     void **state)
@@ -301,16 +277,16 @@ static void test_late_copy_of_a_retried_async_unlock_is_answered_by_the_latch(
     snprintf(field, sizeof(field), "%s:%llu", rlock_client_id(c),
              (unsigned long long)owner);
     for (int i = 0; i < 2; i++) {
-        completion locked = {0};
+        lt_completion locked = {0};
         assert_int_equal(
-            rlock_lock_async(l, owner, 0, LEASE_MS, on_done, &locked), 0);
-        assert_int_equal(await_completion(&locked), RLOCK_OK);
+            rlock_lock_async(l, owner, 0, LEASE_MS, lt_on_done, &locked), 0);
+        assert_int_equal(lt_await_completion(&locked, HANG_MS), RLOCK_OK);
     }
     OK_CMD(&f->redis, "CLIENT PAUSE 1000 WRITE");
-    completion unlocked = {0};
+    lt_completion unlocked = {0};
     int64_t started = rt_now_ms();
-    assert_int_equal(rlock_unlock_async(l, owner, on_done, &unlocked), 0);
-    assert_int_equal(await_completion(&unlocked), RLOCK_OK);
+    assert_int_equal(rlock_unlock_async(l, owner, lt_on_done, &unlocked), 0);
+    assert_int_equal(lt_await_completion(&unlocked, HANG_MS), RLOCK_OK);
     assert_true(rt_now_ms() - started >= COMMAND_MS); /* a retry answered */
     rt_sleep_ms(300); /* a DEL sent after the reply would be in by now */
 
@@ -331,9 +307,9 @@ static void test_late_copy_of_a_retried_async_unlock_is_answered_by_the_latch(
     assert_non_null(count);
     assert_string_equal(count, "1");
     free(count);
-    completion last = {0};
-    assert_int_equal(rlock_unlock_async(l, owner, on_done, &last), 0);
-    assert_int_equal(await_completion(&last), RLOCK_OK);
+    lt_completion last = {0};
+    assert_int_equal(rlock_unlock_async(l, owner, lt_on_done, &last), 0);
+    assert_int_equal(lt_await_completion(&last, HANG_MS), RLOCK_OK);
     assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
     rlock_free(l);
     rlock_client_free(c);

@@ -307,37 +307,12 @@ static void test_refused_inner_unlock_keeps_both_holds(void **state)
     rlock_free(l);
 }
 
-/* An async call's completion: status once done is set. */
-typedef struct completion {
-    atomic_int done;
-    atomic_int status;
-} completion;
-
-static void on_done(rlock *l, uint64_t owner, int status, void *arg)
-{
-    completion *c = arg;
-    (void)l;
-    (void)owner;
-    atomic_store(&c->status, status);
-    atomic_store(&c->done, 1);
-}
-
-/* Waits for c (failing the test after SEEN_WITHIN_MS); returns its status. */
-static int await_completion(completion *c)
-{
-    int64_t until = rt_now_ms() + SEEN_WITHIN_MS;
-    while (!atomic_load(&c->done) && rt_now_ms() < until)
-        rt_sleep_ms(5);
-    assert_true(atomic_load(&c->done));
-    return atomic_load(&c->status);
-}
-
 /* Runs rlock_unlock_async() for owner and returns its status. */
 static int unlock_async_and_wait(rlock *l, uint64_t owner)
 {
-    completion c = {0};
-    int rc = rlock_unlock_async(l, owner, on_done, &c);
-    return rc != 0 ? rc : await_completion(&c);
+    lt_completion c = {0};
+    int rc = rlock_unlock_async(l, owner, lt_on_done, &c);
+    return rc != 0 ? rc : lt_await_completion(&c, SEEN_WITHIN_MS);
 }
 
 static void test_refused_async_unlock_keeps_the_hold(void **state)
@@ -347,12 +322,12 @@ static void test_refused_async_unlock_keeps_the_hold(void **state)
     LT_TEST_NAME(name);
     rlock *l = lt_get_lock(f->client, name);
     uint64_t owner = rlock_owner_new();
-    completion locked = {0};
+    lt_completion locked = {0};
 
     assert_int_equal(rlock_lock_async(l, owner, 0, RLOCK_LEASE_WATCHDOG,
-                                      on_done, &locked),
+                                      lt_on_done, &locked),
                      RLOCK_OK);
-    assert_int_equal(await_completion(&locked), RLOCK_OK);
+    assert_int_equal(lt_await_completion(&locked, SEEN_WITHIN_MS), RLOCK_OK);
     refuse_writes(f, true);
     int rc = unlock_async_and_wait(l, owner);
     refuse_writes(f, false);

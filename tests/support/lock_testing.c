@@ -74,6 +74,24 @@ int lt_group_setup_with_watchdog(void **state, int64_t ms)
     return rc;
 }
 
+void lt_on_done(rlock *l, uint64_t owner, int status, void *arg)
+{
+    lt_completion *c = arg;
+    (void)l;
+    (void)owner;
+    atomic_store(&c->status, status);
+    atomic_store(&c->done, 1);
+}
+
+int lt_await_completion(lt_completion *c, int64_t within_ms)
+{
+    int64_t until = rt_now_ms() + within_ms;
+    while (!atomic_load(&c->done) && rt_now_ms() < until)
+        rt_sleep_ms(5);
+    assert_true(atomic_load(&c->done));
+    return atomic_load(&c->status);
+}
+
 int lt_group_teardown(void **state)
 {
     lt_fixture *f = *state;

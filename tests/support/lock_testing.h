@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdatomic.h>
 #include <stdio.h>
 
 #include "harness.h"
@@ -40,6 +41,20 @@ int lt_start(rt_redis *r, rlock_client **client, const rlock_config *cfg);
 
 /* Frees client (NULL is fine) and stops the server. */
 void lt_stop(rt_redis *r, rlock_client *client);
+
+/* An async call's completion: status, once done is set. Zero it before
+ * passing lt_on_done and its address to an rlock_*_async() call. */
+typedef struct lt_completion {
+    atomic_int done;
+    atomic_int status;
+} lt_completion;
+
+/* An rlock_done_cb that records into the lt_completion arg. */
+void lt_on_done(rlock *l, uint64_t owner, int status, void *arg);
+
+/* Waits up to within_ms for c (failing the test after that); returns its
+ * status. */
+int lt_await_completion(lt_completion *c, int64_t within_ms);
 
 /* cmocka group setups that leave a calloc'd lt_fixture in *state. */
 int lt_group_setup(void **state);
