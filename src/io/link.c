@@ -45,6 +45,7 @@
  *     from the timer, never from inside that call.
  */
 #include "io/io.h"
+#include "proto/proto.h"
 
 #include "rlock.h"
 
@@ -433,7 +434,7 @@ int rlock__link_open(struct ev_loop *loop, const rlock__link_opts *o,
         o->connect_timeout_ms <= 0 || o->stale_ms < 0 ||
         (o->user != NULL && o->password == NULL))
         return RLOCK_EINVAL;
-    rlock__link *l = calloc(1, sizeof(*l));
+    rlock__link *l = rlock__calloc(1, sizeof(*l));
     if (l == NULL)
         return RLOCK_ENOMEM;
     l->loop = loop;
@@ -455,7 +456,7 @@ int rlock__link_open(struct ev_loop *loop, const rlock__link_opts *o,
     int kinds[3];
     int n = rc >= 0 ? rlock__wire_append_hello(&l->w, o, kinds) : 0;
     for (int i = 0; i < n; i++) {
-        req *r = calloc(1, sizeof(*r));
+        req *r = rlock__calloc(1, sizeof(*r));
         if (r == NULL) {
             n = RLOCK_ENOMEM;
             break;
@@ -526,7 +527,7 @@ int rlock__link_send(rlock__link *l, int argc, const char **argv,
     if (l == NULL || argc < 1 || argv == NULL || cb == NULL ||
         timeout_ms <= 0)
         return RLOCK_EINVAL;
-    req *r = calloc(1, sizeof(*r));
+    req *r = rlock__calloc(1, sizeof(*r));
     if (r == NULL)
         return RLOCK_ENOMEM;
     r->cb = cb;
@@ -555,17 +556,17 @@ int rlock__link_subscribe(rlock__link *l, const char *verb, int n,
         n > 1024 || channels == NULL || cb == NULL || timeout_ms <= 0 ||
         notice_of(verb) == NULL)
         return RLOCK_EINVAL;
-    req *r = calloc(1, sizeof(*r));
-    const char **argv = calloc((size_t)n + 1, sizeof(*argv));
-    size_t *argl = calloc((size_t)n + 1, sizeof(*argl));
+    req *r = rlock__calloc(1, sizeof(*r));
+    const char **argv = rlock__calloc((size_t)n + 1, sizeof(*argv));
+    size_t *argl = rlock__calloc((size_t)n + 1, sizeof(*argl));
     int rc = RLOCK_ENOMEM;
     if (r == NULL || argv == NULL || argl == NULL)
         goto out;
     r->cb = cb;
     r->arg = arg;
     r->notice = notice_of(verb);
-    r->chans = calloc((size_t)n, sizeof(*r->chans));
-    r->lens = calloc((size_t)n, sizeof(*r->lens));
+    r->chans = rlock__calloc((size_t)n, sizeof(*r->chans));
+    r->lens = rlock__calloc((size_t)n, sizeof(*r->lens));
     if (r->chans == NULL || r->lens == NULL)
         goto out;
     argv[0] = verb;
@@ -576,7 +577,7 @@ int rlock__link_subscribe(rlock__link *l, const char *verb, int n,
             goto out;
         }
         size_t len = lens != NULL ? lens[i] : strlen(channels[i]);
-        if ((r->chans[i] = malloc(len + 1)) == NULL)
+        if ((r->chans[i] = rlock__malloc(len + 1)) == NULL)
             goto out;
         r->nchan = i + 1;
         memcpy(r->chans[i], channels[i], len);

@@ -13,6 +13,7 @@
  * timeout leaves the link usable.
  */
 #include "io/io.h"
+#include "proto/proto.h"
 
 #include "rlock.h"
 
@@ -39,7 +40,7 @@ static int owe(rlock__link_sync *s, rlock__link_sync_late_cb late, void *arg)
 {
     if (s->owed_n == s->owed_cap) {
         size_t cap = s->owed_cap ? s->owed_cap * 2 : 8;
-        owed_reply *grown = malloc(cap * sizeof(*grown));
+        owed_reply *grown = rlock__malloc(cap * sizeof(*grown));
         if (grown == NULL)
             return RLOCK_ENOMEM;
         for (size_t i = 0; i < s->owed_n; i++)
@@ -171,7 +172,7 @@ int rlock__link_sync_open(const rlock__link_opts *o, rlock__link_sync **out,
     if (o == NULL || o->connect_timeout_ms <= 0 ||
         (o->user != NULL && o->password == NULL))
         return RLOCK_EINVAL;
-    rlock__link_sync *s = calloc(1, sizeof(*s));
+    rlock__link_sync *s = rlock__calloc(1, sizeof(*s));
     if (s == NULL)
         return RLOCK_ENOMEM;
     int rc = greet(s, o, rlock__io_now_ms() + o->connect_timeout_ms, err,

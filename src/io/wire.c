@@ -10,6 +10,7 @@
  * thread), so nothing here blocks.
  */
 #include "io/io.h"
+#include "proto/proto.h"
 #include "io/tls.h"
 
 #include "rlock.h"
@@ -122,7 +123,7 @@ static void plain_close(rlock__stream *s)
 
 static int plain_open(int fd, rlock__stream **out)
 {
-    plain_stream *p = calloc(1, sizeof(*p));
+    plain_stream *p = rlock__calloc(1, sizeof(*p));
     if (p == NULL)
         return RLOCK_ENOMEM;
     p->base.handshake = plain_handshake;
@@ -165,7 +166,7 @@ static void tls_close(rlock__stream *s)
 
 static int tls_open(rlock__wire *w)
 {
-    tls_stream *p = calloc(1, sizeof(*p));
+    tls_stream *p = rlock__calloc(1, sizeof(*p));
     if (p == NULL)
         return RLOCK_ENOMEM;
     int rc = rlock__tls_conn_new(w->tls, w->fd, w->host, &p->t);
@@ -294,7 +295,7 @@ int rlock__wire_append(rlock__wire *w, int argc, const char **argv,
         size_t cap = w->out_cap ? w->out_cap : 256;
         while (cap < need)
             cap *= 2;
-        char *grown = realloc(w->out, cap);
+        char *grown = rlock__realloc(w->out, cap);
         if (grown == NULL) {
             redisFreeCommand(cmd);
             return RLOCK_ENOMEM;
