@@ -634,6 +634,9 @@ int cli_cmd_exec(int argc, char **argv, cli_common *cm)
                   "release)",
                   a.name);
         st = CLI_LOST;
+    } else if (rc == RLOCK_ENOTIFY) {
+        /* released: only its waiters were not told, and they re-check */
+        cli_error("released lock '%s', but %s", a.name, rlock_strerror(rc));
     } else if (rc != 0) {
         cli_error("could not release lock '%s': %s (it expires on its own)",
                   a.name, rlock_strerror(rc));

@@ -752,6 +752,22 @@ else
 fi
 rcli config set notify-keyspace-events "" >/dev/null
 
+# ------------------------------------------- a release whose PUBLISH is refused
+
+# An ACL user without +publish: the release happens, only waiters are not
+# told (RLOCK_ENOTIFY); exec must say so and keep the command's status.
+rcli acl setuser nopub on '>pw' '~*' '&*' '+@all' '-publish' >/dev/null
+run exec --url "redis://nopub:pw@127.0.0.1:$PORT" np -- sh -c 'exit 3'
+expect_status 3 "exec keeps the command's status when the unlock message is refused"
+expect_text "$err" "released lock 'np', but" "exec says the lock was released"
+if [[ "$err" == *"could not release"* ]]; then
+    not_ok "exec reports a refused unlock message as a failed release" "stderr: $err"
+else
+    ok "exec does not call a released lock unreleased"
+fi
+check "the lock is free after exec" is_free np
+rcli acl deluser nopub >/dev/null
+
 # ------------------------------------------------------------------- total
 
 echo "# $checks checks, $failures failed"
