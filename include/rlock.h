@@ -219,10 +219,20 @@ RLOCK_API int rlock_config_set_tls_server_name(rlock_config *cfg,
                                                const char *name);
 RLOCK_API int rlock_config_set_tls_verify(rlock_config *cfg, int mode);
 
-/* Log hook. rlock prints nothing by itself; what deserves an operator's
- * attention (a refused SUBSCRIBE and the fall-back to re-checks, a missing
- * ACL permission found at connect time, ...) goes to cb, with one of these
- * levels (lower is more severe). */
+/* Log hook. rlock prints nothing by itself (nothing goes to stderr); what
+ * deserves an operator's attention goes to cb, with one of these levels
+ * (lower is more severe):
+ *   WARN   a missing ACL permission found at connect time; a refused
+ *          SUBSCRIBE (waiters fall back to re-checks) or PUBLISH (once per
+ *          client); a lock declared lost, with its reason; a renewal that
+ *          failed, or came back with less than a third of its lease left
+ *   INFO   a command, caller-thread or subscriber connection lost (with
+ *          the reason) and reconnected; a script loaded again after
+ *          NOSCRIPT (a restarted or flushed server); the server ending a
+ *          subscription
+ *   DEBUG  first connects, and each failed reconnect of an outage
+ * The wording of lines is not API; the counters of rlock_client_stats()
+ * are. */
 #define RLOCK_LOG_ERROR 1
 #define RLOCK_LOG_WARN 2
 #define RLOCK_LOG_INFO 3
@@ -247,6 +257,14 @@ typedef void (*rlock_log_cb)(int level, const char *message, void *arg);
  * this config exists. Thread-safety: as rlock_config_new(). */
 RLOCK_API int rlock_config_set_log(rlock_config *cfg, int level,
                                    rlock_log_cb cb, void *arg);
+
+/* Turns the client's counters and histograms (rlock_client_stats()) on,
+ * the default, or off (on = 0). Off, the lock calls skip even the clock
+ * reads that timing needs; on, they cost a few relaxed atomic additions per
+ * call (the README's Observability section has the measurement).
+ * Returns 0, or RLOCK_EINVAL (cfg NULL).
+ * Thread-safety: as rlock_config_new(). */
+RLOCK_API int rlock_config_set_stats(rlock_config *cfg, int on);
 
 /* Reads a Redisson JSON config file (the format of Config.fromJSON):
  * singleServerConfig's address, username, password, database,
@@ -536,6 +554,127 @@ RLOCK_API int rlock_client_on_lost(rlock_client *c, rlock_lost_cb cb,
  * earlier that had not been reported yet no longer call it (they still
  * call the client-wide one). Returns 0 or an error as above. */
 RLOCK_API int rlock_on_lost(rlock *l, rlock_lost_cb cb, void *arg);
+
+/* ------------------------------------------------------------------------ */
+/* Statistics                                                               */
+/* ------------------------------------------------------------------------ */
+
+/* Each client counts what its locks do: how acquisitions went and how long
+ * they waited, how long locks were held, unlock messages, renewals, losses,
+ * reconnects and Redis round trips. Counting is lock-free (relaxed atomic
+ * additions on the calling thread); rlock_client_stats() copies a
+ * snapshot, and rlock_stats_format() writes it as Prometheus text. Counters
+ * only grow, from 0 when the client connects; a snapshot is not one atomic
+ * moment (two counters read a few ns apart may disagree by a call in
+ * flight), but each counter and each histogram's buckets are exact.
+ *
+ * Histograms are of microseconds, in RLOCK_STATS_BUCKETS fixed buckets:
+ * bucket 0 holds 0; then four buckets per power of two, bucket i holding
+ * the values above rlock_stats_bucket_le_us(i - 1) up to and including
+ * rlock_stats_bucket_le_us(i) (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20,
+ * ... so a value is known within 25%), up to 2^36 us (about 19 hours); the
+ * last bucket holds everything longer. */
+#define RLOCK_STATS_BUCKETS 142
+
+typedef struct rlock_histogram {
+    uint64_t count;  /* values recorded: the sum of the buckets */
+    uint64_t sum_us; /* their sum */
+    uint64_t max_us; /* the largest (0 when none) */
+    uint64_t buckets[RLOCK_STATS_BUCKETS];
+} rlock_histogram;
+
+/* A snapshot of one client's statistics. The struct grows at its end only
+ * (fields are never removed or reordered): the caller sets size to
+ * sizeof(rlock_stats) as its header declares it (RLOCK_STATS_INIT does),
+ * and the library fills the fields that fit in both its and the caller's
+ * struct, zeroes the caller's fields it does not know, and sets size to
+ * what it filled. So a program built against an older rlock.h works with a
+ * newer library, and the reverse, as Linux's openat2() struct open_how. */
+typedef struct rlock_stats {
+    size_t size; /* in: sizeof(rlock_stats); out: the bytes filled */
+
+    /* acquire calls (blocking, async and each lock of a multi-lock)
+     * that ended: */
+    uint64_t acquired_immediately; /* held at the first attempt */
+    uint64_t acquired_after_wait;  /* held after one or more failed tries */
+    uint64_t acquire_timeouts;     /* RLOCK_ETIMEDOUT: the wait ran out */
+    uint64_t acquire_errors;       /* any other error, cancels included */
+    uint64_t releases;             /* unlocks that released a hold (0 or
+                                      RLOCK_ENOTIFY) */
+
+    /* waiting */
+    uint64_t unlock_messages;        /* heard on subscribed lock channels */
+    uint64_t unlock_messages_unused; /* ... that found nobody to wake */
+    uint64_t rechecks_found_free;    /* acquired by a re-check (the TTL or
+                                        the recheck interval ran out) and
+                                        not an unlock message: a lost
+                                        message, or a lease that expired */
+
+    /* the watchdog */
+    uint64_t renewals_sent;    /* holds renewed or tried */
+    uint64_t renewals_failed;  /* ... whose call failed (no answer) */
+    int64_t lease_margin_min_ms; /* the least lease left when a renewal
+                                    came back, -1 before the first */
+
+    /* holds found lost, by RLOCK_LOST_* reason */
+    uint64_t lost_gone;
+    uint64_t lost_taken;
+    uint64_t lost_expired;
+    uint64_t lost_abandoned;
+
+    /* connections and traffic */
+    uint64_t reconnects;     /* connections opened again after one was
+                                lost: command, caller-thread, subscriber */
+    uint64_t round_trips;    /* Redis replies to rlock's calls */
+    uint64_t script_reloads; /* scripts loaded again after NOSCRIPT */
+
+    /* time from an acquire call to holding the lock (acquisitions only) */
+    rlock_histogram wait;
+    /* time from taking a hold (reentry aside) to its final release; holds
+     * found lost are not timed */
+    rlock_histogram hold;
+} rlock_stats;
+
+#define RLOCK_STATS_INIT {.size = sizeof(rlock_stats)}
+
+/* Copies c's statistics into *out (out->size set by the caller: see
+ * rlock_stats). Takes no lock and sends nothing, so it is cheap enough to
+ * call per scrape, from any thread, callbacks included.
+ * Returns 0; RLOCK_EINVAL (c or out NULL, or out->size smaller than the
+ * size field itself); RLOCK_ENOTSUP (the client's config turned statistics
+ * off: *out is zeroed); RLOCK_EFORKED.
+ * Ownership: *out is the caller's. Thread-safety: any thread. */
+RLOCK_API int rlock_client_stats(rlock_client *c, rlock_stats *out);
+
+/* Returns the largest value (in us) bucket i of a histogram holds, or
+ * UINT64_MAX for the last bucket, or 0 when i is out of range. */
+RLOCK_API uint64_t rlock_stats_bucket_le_us(int i);
+
+/* Returns the q-quantile (0 <= q <= 1: 0.5 the median, 0.99 the p99) of h
+ * in us: the upper bound of the bucket holding it, at most h->max_us, so
+ * within 25% above the true value; q = 1 gives max_us exactly. Returns -1
+ * when h is empty, RLOCK_EINVAL for h NULL or q out of range.
+ * Thread-safety: any thread. */
+RLOCK_API int64_t rlock_stats_quantile(const rlock_histogram *h, double q);
+
+/* Writes s as Prometheus text exposition (format 0.0.4), NUL-terminated,
+ * into buf of len bytes, as snprintf does: returns the length the whole
+ * text has (without the NUL), so a return >= len means it was cut (buf NULL
+ * with len 0 just measures). Counters end in _total; the wait and hold
+ * histograms are rlock_wait_seconds and rlock_hold_seconds with le buckets
+ * at each power of two from 16 us; HELP and TYPE lines come first. Names:
+ *   rlock_acquires_total{result="immediate|after_wait|timeout|error"}
+ *   rlock_releases_total, rlock_unlock_messages_total,
+ *   rlock_unlock_messages_unused_total, rlock_rechecks_found_free_total,
+ *   rlock_renewals_total, rlock_renewals_failed_total,
+ *   rlock_lease_margin_min_seconds (NaN before a renewal),
+ *   rlock_locks_lost_total{reason="gone|taken|expired|abandoned"},
+ *   rlock_reconnects_total, rlock_round_trips_total,
+ *   rlock_script_reloads_total.
+ * Returns RLOCK_EINVAL when s is NULL or its size is too small, or buf is
+ * NULL with len > 0. Thread-safety: any thread. Ownership: buf is the
+ * caller's. */
+RLOCK_API int rlock_stats_format(const rlock_stats *s, char *buf, size_t len);
 
 /* ------------------------------------------------------------------------ */
 /* Asynchronous API (libev)                                                 */

@@ -127,6 +127,7 @@ static void destroy(rlock_client *c)
     pthread_condattr_destroy(&c->condattr);
     rlock__uri_clear(&c->uri);
     rlock__config_clear(&c->cfg);
+    rlock__stats_free(c->stats);
     free(c);
 }
 
@@ -168,6 +169,8 @@ int rlock_client_connect_with(rlock_client **out, const char *uri,
         rc = RLOCK_ENOTSUP;
     if (rc == 0) /* the config's credentials and database win */
         rc = rlock__config_apply_uri(&c->cfg, &c->uri);
+    if (rc == 0 && c->cfg.stats)
+        rc = rlock__stats_new(&c->stats);
     if (rc == 0)
         rc = rlock__uuid4(c->id);
     if (rc == 0)

@@ -40,6 +40,7 @@ void rlock__config_defaults(rlock_config *cfg)
     cfg->log_cb = NULL;
     cfg->log_arg = NULL;
     cfg->log_level = RLOCK_LOG_WARN;
+    cfg->stats = true;
 }
 
 /* Frees a string that may hold a secret, wiping it first. */
@@ -310,6 +311,14 @@ int rlock_config_set_log(rlock_config *cfg, int level, rlock_log_cb cb,
     cfg->log_cb = cb;
     cfg->log_arg = arg;
     cfg->log_level = level;
+    return RLOCK_OK;
+}
+
+int rlock_config_set_stats(rlock_config *cfg, int on)
+{
+    if (cfg == NULL)
+        return RLOCK_EINVAL;
+    cfg->stats = on != 0;
     return RLOCK_OK;
 }
 

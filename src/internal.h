@@ -23,6 +23,7 @@
 #define RLOCK_INTERNAL_H
 
 #include "rlock.h"
+#include "core/stats.h"
 #include "proto/proto.h"
 
 #include <pthread.h>
@@ -80,6 +81,7 @@ struct rlock_config {
     rlock_log_cb log_cb; /* NULL: no logging */
     void *log_arg;       /* borrowed */
     int log_level;       /* RLOCK_LOG_*: the least severe line passed on */
+    bool stats;          /* count (rlock_client_stats); default on */
 };
 
 void rlock__config_defaults(rlock_config *cfg);
@@ -465,6 +467,7 @@ struct rlock_client {
     rlock__direct *direct; /* connections used on the caller's thread */
 
     rlock__notifier *notifier;
+    rlock__stats *stats; /* NULL: statistics off (core/stats.h) */
     pthread_mutex_t done_mu; /* async completions for the user loop */
     struct rlock__user_loop *user_loop;
     struct done_item *done_head, *done_tail;
