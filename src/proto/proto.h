@@ -78,15 +78,29 @@ char *rlock__key_prefix(const char *name);
 
 /* ------------------------------------------------------------------ uri.c */
 
+/* One sentinel of a redis+sentinel:// URI. */
+typedef struct rlock__uri_node {
+    char *host;
+    int port;
+} rlock__uri_node;
+
 typedef struct rlock__uri {
-    char *host; /* NULL for a unix socket */
+    char *host; /* NULL for a unix socket, and in sentinel mode */
     int port;
     char *path;     /* unix socket path, or NULL */
     char *user;     /* NULL when absent */
     char *password; /* NULL when absent */
     int db;
-    bool tls; /* rediss:// */
+    bool tls; /* rediss://, rediss+sentinel:// */
+    /* redis+sentinel://: the master's name (NULL: not sentinel mode) and
+     * the sentinels to ask for its address, in the URI's order */
+    char *master;
+    rlock__uri_node *sentinels;
+    int nsentinels;
 } rlock__uri;
+
+/* The most sentinels one URI may list. */
+#define RLOCK__URI_SENTINELS_MAX 32
 
 int rlock__uri_parse(const char *text, rlock__uri *out);
 void rlock__uri_clear(rlock__uri *uri);

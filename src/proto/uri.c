@@ -4,6 +4,13 @@
  *   redis://[[user]:password@]host[:port][/db]
  *   rediss://...   the same over TLS
  *   unix:///path/to/socket[?db=N]
+ *   redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/master[/db]
+ *   rediss+sentinel://...   the same, TLS to the sentinels and the master
+ *
+ * The sentinel form is the one several Redis clients read (a comma list
+ * of sentinels, default port 26379, the master's name as the path): the
+ * userinfo and the database are the master's, as in redis://, so that
+ * moving a service from one server to Sentinel changes the address only.
  *
  * A rediss:// URI takes no query for its TLS files: a URI ends up in logs
  * and environment variables, paths would need percent-escaping, and the
@@ -115,60 +122,133 @@ static int parse_userinfo(const char *s, size_t n, rlock__uri *out)
     return RLOCK_OK;
 }
 
-static int parse_redis(const char *rest, rlock__uri *out)
+/* Parses "host[:port]" or "[ipv6][:port]" in s[0..n) into a malloc'd
+ * *host and *port (default_port when absent). Returns 0, RLOCK_EINVAL or
+ * RLOCK_ENOMEM (then *host is NULL). */
+static int parse_hostport(const char *s, size_t n, int default_port,
+                          char **host, int *port)
 {
-    const char *slash = strchr(rest, '/');
-    size_t alen = slash ? (size_t)(slash - rest) : strlen(rest);
-    const char *at = NULL;
-    for (size_t i = 0; i < alen; i++)
-        if (rest[i] == '@')
-            at = rest + i;
-    const char *host = rest;
-    int rc;
-    if (at != NULL) {
-        rc = parse_userinfo(rest, (size_t)(at - rest), out);
-        if (rc != 0)
-            return rc;
-        host = at + 1;
-    }
-    size_t hlen = alen - (size_t)(host - rest);
-    const char *port = NULL;
+    const char *port_at = NULL;
     size_t name_off = 0, name_len;
-    if (hlen > 0 && host[0] == '[') {
-        const char *close = memchr(host, ']', hlen);
-        if (close == NULL || close == host + 1)
+    *host = NULL;
+    if (n > 0 && s[0] == '[') {
+        const char *close = memchr(s, ']', n);
+        if (close == NULL || close == s + 1)
             return RLOCK_EINVAL;
         name_off = 1;
-        name_len = (size_t)(close - host) - 1;
-        if ((size_t)(close - host) + 1 < hlen) {
+        name_len = (size_t)(close - s) - 1;
+        if ((size_t)(close - s) + 1 < n) {
             if (close[1] != ':')
                 return RLOCK_EINVAL;
-            port = close + 2;
+            port_at = close + 2;
         }
     } else {
-        const char *colon = memchr(host, ':', hlen);
-        name_len = colon ? (size_t)(colon - host) : hlen;
+        const char *colon = memchr(s, ':', n);
+        name_len = colon ? (size_t)(colon - s) : n;
         if (colon != NULL)
-            port = colon + 1;
+            port_at = colon + 1;
         for (size_t i = 0; i < name_len; i++) {
-            unsigned char ch = (unsigned char)host[i];
+            unsigned char ch = (unsigned char)s[i];
             if (!isalnum(ch) && ch != '.' && ch != '-' && ch != '_')
                 return RLOCK_EINVAL;
         }
     }
     if (name_len == 0)
         return RLOCK_EINVAL;
-    out->port = 6379;
-    if (port != NULL && parse_number(port, hlen - (size_t)(port - host), 1,
-                                     65535, &out->port) != 0)
+    *port = default_port;
+    if (port_at != NULL &&
+        parse_number(port_at, n - (size_t)(port_at - s), 1, 65535, port) != 0)
         return RLOCK_EINVAL;
-    out->host = rlock__malloc(name_len + 1);
-    if (out->host == NULL)
+    *host = rlock__malloc(name_len + 1);
+    if (*host == NULL)
         return RLOCK_ENOMEM;
-    memcpy(out->host, host + name_off, name_len);
-    out->host[name_len] = '\0';
+    memcpy(*host, s + name_off, name_len);
+    (*host)[name_len] = '\0';
+    return RLOCK_OK;
+}
+
+/* Splits rest at its first '/' into the authority and what follows, and
+ * parses the authority's userinfo, if any. Sets *hosts and *hlen to the
+ * part after the userinfo and *slash to the '/' (or NULL). */
+static int parse_authority(const char *rest, rlock__uri *out,
+                           const char **hosts, size_t *hlen,
+                           const char **slash)
+{
+    *slash = strchr(rest, '/');
+    size_t alen = *slash ? (size_t)(*slash - rest) : strlen(rest);
+    const char *at = NULL;
+    for (size_t i = 0; i < alen; i++)
+        if (rest[i] == '@')
+            at = rest + i;
+    *hosts = rest;
+    if (at != NULL) {
+        int rc = parse_userinfo(rest, (size_t)(at - rest), out);
+        if (rc != 0)
+            return rc;
+        *hosts = at + 1;
+    }
+    *hlen = alen - (size_t)(*hosts - rest);
+    return RLOCK_OK;
+}
+
+static int parse_redis(const char *rest, rlock__uri *out)
+{
+    const char *hosts, *slash;
+    size_t hlen;
+    int rc = parse_authority(rest, out, &hosts, &hlen, &slash);
+    if (rc == 0)
+        rc = parse_hostport(hosts, hlen, 6379, &out->host, &out->port);
+    if (rc != 0)
+        return rc;
     if (slash != NULL && slash[1] != '\0' &&
         parse_number(slash + 1, strlen(slash + 1), 0, INT32_MAX, &out->db) != 0)
+        return RLOCK_EINVAL;
+    return RLOCK_OK;
+}
+
+/* redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/master[/db]
+ * The userinfo is the data nodes' (the master's), as in redis://: a
+ * sentinel's own credentials are a setting, not part of the URI. */
+static int parse_sentinel(const char *rest, rlock__uri *out)
+{
+    const char *hosts, *slash;
+    size_t hlen;
+    int rc = parse_authority(rest, out, &hosts, &hlen, &slash);
+    if (rc != 0)
+        return rc;
+    int n = 1;
+    for (size_t i = 0; i < hlen; i++)
+        n += hosts[i] == ',';
+    if (n > RLOCK__URI_SENTINELS_MAX)
+        return RLOCK_EINVAL;
+    out->sentinels = rlock__calloc((size_t)n, sizeof(*out->sentinels));
+    if (out->sentinels == NULL)
+        return RLOCK_ENOMEM;
+    const char *p = hosts, *end = hosts + hlen;
+    for (int i = 0; i < n; i++) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        size_t len = comma ? (size_t)(comma - p) : (size_t)(end - p);
+        rc = parse_hostport(p, len, 26379, &out->sentinels[i].host,
+                            &out->sentinels[i].port);
+        if (rc != 0)
+            return rc;
+        out->nsentinels = i + 1;
+        p += len + 1;
+    }
+    /* "/master" or "/master/db": the name may be escaped, never empty */
+    if (slash == NULL || slash[1] == '\0' || slash[1] == '/')
+        return RLOCK_EINVAL;
+    const char *name = slash + 1;
+    const char *db = strchr(name, '/');
+    size_t nlen = db ? (size_t)(db - name) : strlen(name);
+    /* '?' and '#' stay free for a query or fragment some day */
+    if (memchr(name, '?', nlen) != NULL || memchr(name, '#', nlen) != NULL)
+        return RLOCK_EINVAL;
+    out->master = decode(name, nlen, &rc);
+    if (out->master == NULL)
+        return rc;
+    if (db != NULL &&
+        parse_number(db + 1, strlen(db + 1), 0, INT32_MAX, &out->db) != 0)
         return RLOCK_EINVAL;
     return RLOCK_OK;
 }
@@ -189,6 +269,11 @@ int rlock__uri_parse(const char *text, rlock__uri *out)
     } else if (strncasecmp(text, "rediss://", 9) == 0) {
         out->tls = true;
         rc = parse_redis(text + 9, out);
+    } else if (strncasecmp(text, "redis+sentinel://", 17) == 0) {
+        rc = parse_sentinel(text + 17, out);
+    } else if (strncasecmp(text, "rediss+sentinel://", 18) == 0) {
+        out->tls = true;
+        rc = parse_sentinel(text + 18, out);
     } else if (strncasecmp(text, "unix://", 7) == 0) {
         rc = parse_unix(text + 7, out);
     } else {
@@ -206,5 +291,9 @@ void rlock__uri_clear(rlock__uri *uri)
     free(uri->path);
     free(uri->user);
     free(uri->password);
+    for (int i = 0; i < uri->nsentinels; i++)
+        free(uri->sentinels[i].host);
+    free(uri->sentinels);
+    free(uri->master);
     memset(uri, 0, sizeof(*uri));
 }

@@ -7,10 +7,12 @@
  *
  *   - it answers 0, RLOCK_EINVAL or RLOCK_ENOMEM, and on failure leaves
  *     nothing behind (every field zero);
- *   - a URI it accepts is printable ASCII and starts with one of its two
- *     schemes; the result names exactly one of a host and a socket path, a
- *     port in 1..65535 for a host, a socket path starting with '/', a
- *     database >= 0, no empty user or password, no user without password;
+ *   - a URI it accepts is printable ASCII and starts with one of its
+ *     schemes; the result names exactly one of a host, a socket path and a
+ *     master behind sentinels, a port in 1..65535 for a host and for each
+ *     of 1..RLOCK__URI_SENTINELS_MAX sentinels, a socket path starting
+ *     with '/', a database >= 0, no empty user, password or master name,
+ *     no user without password;
  *   - round trip: the result written back as a canonical URI (host in
  *     brackets, explicit port and database, user, password and socket path
  *     percent-encoded) parses to exactly the same result;
@@ -83,7 +85,8 @@ static bool same_string(const char *a, const char *b)
 static bool all_zero(const rlock__uri *u)
 {
     return u->host == NULL && u->path == NULL && u->user == NULL &&
-           u->password == NULL && u->port == 0 && u->db == 0;
+           u->password == NULL && u->port == 0 && u->db == 0 &&
+           u->master == NULL && u->sentinels == NULL && u->nsentinels == 0;
 }
 
 /* Checks the promises about an accepted URI's parts. */
@@ -91,12 +94,26 @@ static void check_parts(const char *text, const rlock__uri *u)
 {
     for (const unsigned char *p = (const unsigned char *)text; *p; p++)
         CHECK(*p > ' ' && *p < 0x7f);
-    CHECK((u->host == NULL) != (u->path == NULL));
+    CHECK((u->host != NULL) + (u->path != NULL) + (u->master != NULL) == 1);
     CHECK(u->db >= 0);
     CHECK(u->user == NULL || u->user[0] != '\0');
     CHECK(u->password == NULL || u->password[0] != '\0');
     CHECK(u->user == NULL || u->password != NULL);
-    if (u->host != NULL) {
+    CHECK((u->master == NULL) == (u->nsentinels == 0));
+    if (u->master != NULL) {
+        CHECK(strncasecmp(text,
+                          u->tls ? "rediss+sentinel://" : "redis+sentinel://",
+                          u->tls ? 18 : 17) == 0);
+        CHECK(u->master[0] != '\0');
+        CHECK(u->nsentinels >= 1 &&
+              u->nsentinels <= RLOCK__URI_SENTINELS_MAX);
+        for (int i = 0; i < u->nsentinels; i++) {
+            CHECK(u->sentinels[i].host != NULL);
+            CHECK(u->sentinels[i].host[0] != '\0');
+            CHECK(u->sentinels[i].port >= 1 && u->sentinels[i].port <= 65535);
+        }
+        CHECK(u->port == 0);
+    } else if (u->host != NULL) {
         /* rediss:// is the TLS form of redis:// */
         CHECK(strncasecmp(text, u->tls ? "rediss://" : "redis://",
                           u->tls ? 9 : 8) == 0);
@@ -114,7 +131,9 @@ static void check_parts(const char *text, const rlock__uri *u)
 static void check_round_trip(const rlock__uri *u)
 {
     size_t cap = 64 + 3 * (slen(u->host) + slen(u->path) + slen(u->user) +
-                           slen(u->password));
+                           slen(u->password) + slen(u->master));
+    for (int i = 0; i < u->nsentinels; i++)
+        cap += slen(u->sentinels[i].host) + 16;
     char *buf = malloc(cap), num[32];
     size_t len = 0;
     rlock__uri again;
@@ -122,7 +141,27 @@ static void check_round_trip(const rlock__uri *u)
 
     CHECK(buf != NULL);
     buf[0] = '\0';
-    if (u->host != NULL) {
+    if (u->master != NULL) {
+        append_raw(buf, &len,
+                   u->tls ? "rediss+sentinel://" : "redis+sentinel://");
+        if (u->password != NULL) {
+            if (u->user != NULL)
+                append_encoded(buf, &len, u->user, false);
+            append_raw(buf, &len, ":");
+            append_encoded(buf, &len, u->password, false);
+            append_raw(buf, &len, "@");
+        }
+        for (int i = 0; i < u->nsentinels; i++) {
+            append_raw(buf, &len, i ? ",[" : "[");
+            append_raw(buf, &len, u->sentinels[i].host);
+            snprintf(num, sizeof(num), "]:%d", u->sentinels[i].port);
+            append_raw(buf, &len, num);
+        }
+        append_raw(buf, &len, "/");
+        append_encoded(buf, &len, u->master, false);
+        snprintf(num, sizeof(num), "/%d", u->db);
+        append_raw(buf, &len, num);
+    } else if (u->host != NULL) {
         append_raw(buf, &len, u->tls ? "rediss://" : "redis://");
         if (u->password != NULL) {
             if (u->user != NULL)
@@ -158,6 +197,12 @@ static void check_round_trip(const rlock__uri *u)
     CHECK(u->db == again.db);
     CHECK(u->tls == again.tls);
     CHECK(u->host == NULL || u->port == again.port);
+    CHECK(same_string(u->master, again.master));
+    CHECK(u->nsentinels == again.nsentinels);
+    for (int i = 0; i < u->nsentinels; i++) {
+        CHECK(same_string(u->sentinels[i].host, again.sentinels[i].host));
+        CHECK(u->sentinels[i].port == again.sentinels[i].port);
+    }
     rlock__uri_clear(&again);
     free(buf);
 }

@@ -5,6 +5,8 @@
  *   redis://[[user]:password@]host[:port][/db]
  *   rediss://...   (the same, with TLS)
  *   unix:///path/to/redis.sock[?db=N]
+ *   redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/master[/db]
+ *   rediss+sentinel://...   (the same, with TLS)
  *
  * Each accepted URI is one named test that checks every field of the result;
  * each refused URI is one named test that checks RLOCK_EINVAL and an output
@@ -15,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -79,6 +82,83 @@ static void test_parses(void **state)
 /* clang-format on */
 
 /* ------------------------------------------------------------------------ */
+/* Sentinel URIs                                                            */
+/* ------------------------------------------------------------------------ */
+
+typedef struct sentinel_case {
+    const char *text;
+    const char *master;
+    int n;                /* sentinels */
+    const char *hosts[3]; /* the first n */
+    int ports[3];
+    const char *user;
+    const char *password;
+    int db;
+    bool tls;
+} sentinel_case;
+
+static void test_parses_sentinel(void **state)
+{
+    const sentinel_case *c = *state;
+    rlock__uri u;
+
+    memset(&u, 0xa5, sizeof(u));
+    assert_int_equal(rlock__uri_parse(c->text, &u), RLOCK_OK);
+    assert_field(u.master, c->master);
+    assert_int_equal(u.nsentinels, c->n);
+    for (int i = 0; i < c->n; i++) {
+        assert_field(u.sentinels[i].host, c->hosts[i]);
+        assert_int_equal(u.sentinels[i].port, c->ports[i]);
+    }
+    /* the master's address is a sentinel's to tell */
+    assert_null(u.host);
+    assert_int_equal(u.port, 0);
+    assert_null(u.path);
+    assert_field(u.user, c->user);
+    assert_field(u.password, c->password);
+    assert_int_equal(u.db, c->db);
+    assert_int_equal(u.tls, c->tls);
+    rlock__uri_clear(&u);
+    assert_null(u.master);
+    assert_null(u.sentinels);
+    assert_int_equal(u.nsentinels, 0);
+}
+
+/* clang-format off */
+#define PARSES_SENTINEL(name, ...)                                            \
+    {"parses_sentinel_" name, test_parses_sentinel, NULL, NULL,               \
+     (void *)&(sentinel_case){__VA_ARGS__}}
+/* clang-format on */
+
+/* The most sentinels a URI may list parse; one more is refused. */
+static void test_sentinel_count_limit(void **state)
+{
+    char text[1024] = "redis+sentinel://";
+    rlock__uri u;
+
+    (void)state;
+    for (int i = 0; i < RLOCK__URI_SENTINELS_MAX; i++) {
+        size_t n = strlen(text);
+        snprintf(text + n, sizeof(text) - n, "%ss%d:%d", i ? "," : "", i,
+                 26379 + i);
+    }
+    size_t n = strlen(text);
+    snprintf(text + n, sizeof(text) - n, "/m");
+    assert_int_equal(rlock__uri_parse(text, &u), RLOCK_OK);
+    assert_int_equal(u.nsentinels, RLOCK__URI_SENTINELS_MAX);
+    assert_string_equal(u.sentinels[RLOCK__URI_SENTINELS_MAX - 1].host,
+                        "s31");
+    rlock__uri_clear(&u);
+
+    char *slash = strrchr(text, '/');
+    memmove(slash + 6, slash, strlen(slash) + 1);
+    memcpy(slash, ",s99:1", 6);
+    assert_int_equal(rlock__uri_parse(text, &u), RLOCK_EINVAL);
+    assert_null(u.sentinels);
+    assert_int_equal(u.nsentinels, 0);
+}
+
+/* ------------------------------------------------------------------------ */
 /* Refused URIs                                                             */
 /* ------------------------------------------------------------------------ */
 
@@ -96,6 +176,9 @@ static void assert_rejected(const char *text)
     assert_int_equal(u.port, 0);
     assert_int_equal(u.db, 0);
     assert_false(u.tls);
+    assert_null(u.master);
+    assert_null(u.sentinels);
+    assert_int_equal(u.nsentinels, 0);
 }
 
 static void test_rejects(void **state)
@@ -194,6 +277,29 @@ int main(void)
         PARSES_TLS("tls_scheme_case_insensitively", "REDISS://h", "h", 6379, NULL,
                NULL, NULL, 0),
 
+        /* text, master, n, hosts, ports, user, password, db, tls */
+        PARSES_SENTINEL("one_with_default_port", "redis+sentinel://s1/mymaster",
+                        "mymaster", 1, {"s1"}, {26379}, NULL, NULL, 0, false),
+        PARSES_SENTINEL("three_in_order", "redis+sentinel://a:1,b,c:3/m",
+                        "m", 3, {"a", "b", "c"}, {1, 26379, 3}, NULL, NULL, 0,
+                        false),
+        PARSES_SENTINEL("userinfo_is_the_masters_and_db",
+                        "redis+sentinel://app:pw@10.0.0.1:5000/m/7", "m", 1,
+                        {"10.0.0.1"}, {5000}, "app", "pw", 7, false),
+        PARSES_SENTINEL("password_only", "redis+sentinel://:pw@h/m", "m", 1,
+                        {"h"}, {26379}, NULL, "pw", 0, false),
+        PARSES_SENTINEL("ipv6_sentinels", "redis+sentinel://[::1]:5,[fe80::2]/m",
+                        "m", 2, {"::1", "fe80::2"}, {5, 26379}, NULL, NULL, 0,
+                        false),
+        PARSES_SENTINEL("escaped_master_name",
+                        "redis+sentinel://h/my%20master%2F1", "my master/1", 1,
+                        {"h"}, {26379}, NULL, NULL, 0, false),
+        PARSES_SENTINEL("tls", "rediss+sentinel://h:7/m/1", "m", 1, {"h"},
+                        {7}, NULL, NULL, 1, true),
+        PARSES_SENTINEL("scheme_case_insensitively", "Redis+Sentinel://h/m",
+                        "m", 1, {"h"}, {26379}, NULL, NULL, 0, false),
+        cmocka_unit_test(test_sentinel_count_limit),
+
         cmocka_unit_test(test_rejects_null_text),
         cmocka_unit_test(test_rejects_null_out),
         REJECTS("empty", ""),
@@ -245,6 +351,29 @@ int main(void)
         REJECTS("bad_password_after_user", "redis://u:p%4@h"),
         REJECTS("bad_port_after_userinfo", "redis://u:pw@h:0"),
         REJECTS("bad_db_after_host", "redis://u:pw@h:1/x"),
+        REJECTS("sentinel_without_master", "redis+sentinel://h"),
+        REJECTS("sentinel_empty_master", "redis+sentinel://h/"),
+        REJECTS("sentinel_master_empty_before_db", "redis+sentinel://h//1"),
+        REJECTS("sentinel_without_hosts", "redis+sentinel:///m"),
+        REJECTS("sentinel_userinfo_without_hosts", "redis+sentinel://:pw@/m"),
+        REJECTS("sentinel_empty_host_in_list", "redis+sentinel://a,,b/m"),
+        REJECTS("sentinel_trailing_comma", "redis+sentinel://a,/m"),
+        REJECTS("sentinel_leading_comma", "redis+sentinel://,a/m"),
+        REJECTS("sentinel_bad_port_in_list", "redis+sentinel://a:1,b:0/m"),
+        REJECTS("sentinel_db_not_a_number", "redis+sentinel://h/m/x"),
+        REJECTS("sentinel_db_with_trailing_path", "redis+sentinel://h/m/1/2"),
+        REJECTS("sentinel_query", "redis+sentinel://h/m?db=1"),
+        REJECTS("sentinel_fragment", "redis+sentinel://h/m#x"),
+        REJECTS("sentinel_nul_escape_in_master", "redis+sentinel://h/m%00"),
+        REJECTS("sentinel_bad_escape_in_master", "redis+sentinel://h/m%4"),
+        REJECTS("sentinel_user_without_password", "redis+sentinel://u@h/m"),
+        REJECTS("sentinel_unix_socket", "redis+sentinel:///tmp/s.sock"),
+        REJECTS("sentinel_plus_other_word", "redis+cluster://h/m"),
+        /* after the sentinels and the userinfo were allocated */
+        REJECTS("sentinel_bad_db_after_hosts",
+                "redis+sentinel://u:pw@a,b,c/m/-1"),
+        REJECTS("sentinel_bad_second_host_after_first",
+                "redis+sentinel://a,b!/m"),
         cmocka_unit_test(test_out_reusable_after_rejection),
     };
 
