@@ -177,6 +177,31 @@ RLOCK_API int rlock_config_set_database(rlock_config *cfg, int db);
 RLOCK_API int rlock_config_set_client_name(rlock_config *cfg,
                                            const char *name);
 
+/* Sentinel settings, used when the server is a redis+sentinel:// URI
+ * (ignored otherwise):
+ *   sentinel_credentials  the user (NULL: none) and password sent to a
+ *               sentinel that asks for them (it answers NOAUTH), as
+ *               Redisson's sentinelUsername and sentinelPassword are.
+ *               Without them such a sentinel gets the data nodes'
+ *               credentials (the URI's, or rlock_config_set_credentials()).
+ *               A sentinel that does not ask is sent no AUTH. Same rules
+ *               as rlock_config_set_credentials(): a user needs a
+ *               password, "" is RLOCK_EINVAL; NULL, NULL sends a
+ *               sentinel no credentials at all
+ *   sentinel_scan_interval  how often a sentinel is asked where the
+ *               master is, besides listening for its +switch-master
+ *               messages: [1, 2^31) ms, default 1000 (Redisson's
+ *               scanInterval, its only way of following a failover)
+ * Strings are copied. Return 0, or RLOCK_EINVAL (the config unchanged) or
+ * RLOCK_ENOMEM. Thread-safety: as rlock_config_new().
+ * Redisson: SentinelServersConfig.setSentinelUsername(),
+ * setSentinelPassword(), setScanInterval(). */
+RLOCK_API int rlock_config_set_sentinel_credentials(rlock_config *cfg,
+                                                    const char *user,
+                                                    const char *password);
+RLOCK_API int rlock_config_set_sentinel_scan_interval(rlock_config *cfg,
+                                                      int64_t ms);
+
 /* TLS, used when the server is a rediss:// URI (ignored for redis:// and
  * unix://, as Redisson ignores its ssl settings there):
  *   ca_file      a PEM file of the CA certificates to trust
@@ -272,7 +297,10 @@ RLOCK_API int rlock_config_set_stats(rlock_config *cfg, int on);
  * connectionPoolSize, subscriptionsPerConnection, the ssl* keys that have
  * a PEM equivalent (sslTruststore and sslKeystore naming .pem, .crt or
  * .key files, sslEnableEndpointIdentification, sslVerificationMode) and the
- * top-level lockWatchdogTimeout. Java key stores (JKS, PKCS#12), their
+ * top-level lockWatchdogTimeout; or, instead of singleServerConfig,
+ * sentinelServersConfig's sentinelAddresses and masterName (a
+ * redis+sentinel:// server), scanInterval, sentinelUsername,
+ * sentinelPassword, masterConnectionPoolSize and the same keys as above. Java key stores (JKS, PKCS#12), their
  * passwords, sslProtocols and sslCiphers are refused by name. See the
  * README for what each key does here.
  * Anything malformed or unsupported is rejected, and errbuf (if not NULL)
@@ -298,8 +326,15 @@ typedef struct rlock_client rlock_client;
  *   rediss://...   the same with TLS (rlock_config_set_tls_ca_file() and
  *                  the other TLS settings); for now RLOCK_ENOTSUP
  *   unix:///path/to/redis.sock[?db=N]
- * Percent-escapes (%40 etc.) are decoded in user and password. IPv6 hosts go
- * in brackets: redis://[::1]:6380.
+ *   redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/master[/db]
+ *                  a master behind Redis Sentinel: the sentinels (port
+ *                  26379 default) and the master's name; the user,
+ *                  password and db are the master's (the sentinels' own
+ *                  are rlock_config_set_sentinel_credentials()); for now
+ *                  RLOCK_ENOTSUP
+ *   rediss+sentinel://...   the same, with TLS to sentinels and master
+ * Percent-escapes (%40 etc.) are decoded in user, password and master name.
+ * IPv6 hosts go in brackets: redis://[::1]:6380.
  * The connection, AUTH and SELECT are checked before this returns, and so
  * are the user's ACL permissions: SCRIPT LOAD and EVALSHA must be allowed
  * (rlock never sends EVAL); a missing PUBLISH or SUBSCRIBE permission on
@@ -309,8 +344,8 @@ typedef struct rlock_client rlock_client;
  * RLOCK_ECONN (unreachable); RLOCK_EAUTH (AUTH or SELECT refused, or
  * SCRIPT LOAD or EVALSHA refused by the user's ACL);
  * RLOCK_EPROTO (the server does not speak Redis); RLOCK_ETIMEDOUT;
- * RLOCK_ENOTSUP (a rediss:// URI: TLS connections arrive with rlock's new
- * transport); RLOCK_ENOMEM. On failure *out is set to NULL.
+ * RLOCK_ENOTSUP (a rediss:// or redis+sentinel:// URI: they arrive with
+ * rlock's new transport); RLOCK_ENOMEM. On failure *out is set to NULL.
  * Ownership: the caller frees the client with rlock_client_free().
  * Thread-safety: any thread.
  * Redisson: Redisson.create(config). */

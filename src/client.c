@@ -167,6 +167,10 @@ int rlock_client_connect_with(rlock_client **out, const char *uri,
      * text to a TLS port. The new transport (issue 13) lifts this. */
     if (rc == 0 && c->uri.tls)
         rc = RLOCK_ENOTSUP;
+    /* redis+sentinel:// parses and has its settings; following a master
+     * needs the connections on the new transport (issue 15) */
+    if (rc == 0 && c->uri.master != NULL)
+        rc = RLOCK_ENOTSUP;
     if (rc == 0) /* the config's credentials and database win */
         rc = rlock__config_apply_uri(&c->cfg, &c->uri);
     if (rc == 0 && c->cfg.stats)

@@ -1,7 +1,7 @@
 /*
  * config.c: the client's settings with Redisson's defaults, and validation.
  * A config is plain data plus a few owned strings (server, credentials,
- * client name, TLS files): the client deep-copies it at connect time
+ * the sentinels' credentials, client name, TLS files): the client deep-copies it at connect time
  * (rlock__config_copy), so the caller may free its own right away.
  * Reading Redisson's JSON files is config_file.c's job.
  */
@@ -31,6 +31,10 @@ void rlock__config_defaults(rlock_config *cfg)
     cfg->database = 0;
     cfg->database_set = false;
     cfg->client_name = NULL;
+    cfg->sentinel_user = NULL;
+    cfg->sentinel_password = NULL;
+    cfg->sentinel_credentials_set = false;
+    cfg->sentinel_scan_interval_ms = 1000;
     cfg->tls_ca_file = NULL;
     cfg->tls_ca_dir = NULL;
     cfg->tls_cert_file = NULL;
@@ -59,6 +63,8 @@ void rlock__config_clear(rlock_config *cfg)
     free(cfg->user);
     free_secret(cfg->password);
     free(cfg->client_name);
+    free(cfg->sentinel_user);
+    free_secret(cfg->sentinel_password);
     free(cfg->tls_ca_file);
     free(cfg->tls_ca_dir);
     free(cfg->tls_cert_file);
@@ -68,6 +74,8 @@ void rlock__config_clear(rlock_config *cfg)
     cfg->user = NULL;
     cfg->password = NULL;
     cfg->client_name = NULL;
+    cfg->sentinel_user = cfg->sentinel_password = NULL;
+    cfg->sentinel_credentials_set = false;
     cfg->tls_ca_file = cfg->tls_ca_dir = NULL;
     cfg->tls_cert_file = cfg->tls_key_file = NULL;
     cfg->tls_server_name = NULL;
@@ -91,12 +99,15 @@ int rlock__config_copy(rlock_config *dst, const rlock_config *src)
 {
     *dst = *src;
     dst->server = dst->user = dst->password = dst->client_name = NULL;
+    dst->sentinel_user = dst->sentinel_password = NULL;
     dst->tls_ca_file = dst->tls_ca_dir = NULL;
     dst->tls_cert_file = dst->tls_key_file = dst->tls_server_name = NULL;
     if (copy_string(&dst->server, src->server) != 0 ||
         copy_string(&dst->user, src->user) != 0 ||
         copy_string(&dst->password, src->password) != 0 ||
         copy_string(&dst->client_name, src->client_name) != 0 ||
+        copy_string(&dst->sentinel_user, src->sentinel_user) != 0 ||
+        copy_string(&dst->sentinel_password, src->sentinel_password) != 0 ||
         copy_string(&dst->tls_ca_file, src->tls_ca_file) != 0 ||
         copy_string(&dst->tls_ca_dir, src->tls_ca_dir) != 0 ||
         copy_string(&dst->tls_cert_file, src->tls_cert_file) != 0 ||
@@ -267,8 +278,11 @@ int rlock_config_set_server(rlock_config *cfg, const char *uri)
     return replace_string(&cfg->server, uri);
 }
 
-int rlock_config_set_credentials(rlock_config *cfg, const char *user,
-                                 const char *password)
+/* Replaces *user_field and *password_field with copies of a user and
+ * password pair (a user needs a password; neither may be ""). */
+static int set_pair(rlock_config *cfg, char **user_field,
+                    char **password_field, bool *set_flag, const char *user,
+                    const char *password)
 {
     if (cfg == NULL || (user != NULL && password == NULL) ||
         (user != NULL && *user == '\0') ||
@@ -279,12 +293,34 @@ int rlock_config_set_credentials(rlock_config *cfg, const char *user,
         free(u);
         return RLOCK_ENOMEM;
     }
-    free(cfg->user);
-    free_secret(cfg->password);
-    cfg->user = u;
-    cfg->password = p;
-    cfg->credentials_set = true;
+    free(*user_field);
+    free_secret(*password_field);
+    *user_field = u;
+    *password_field = p;
+    *set_flag = true;
     return RLOCK_OK;
+}
+
+int rlock_config_set_credentials(rlock_config *cfg, const char *user,
+                                 const char *password)
+{
+    return cfg ? set_pair(cfg, &cfg->user, &cfg->password,
+                          &cfg->credentials_set, user, password)
+               : RLOCK_EINVAL;
+}
+
+int rlock_config_set_sentinel_credentials(rlock_config *cfg,
+                                          const char *user,
+                                          const char *password)
+{
+    return cfg ? set_pair(cfg, &cfg->sentinel_user, &cfg->sentinel_password,
+                          &cfg->sentinel_credentials_set, user, password)
+               : RLOCK_EINVAL;
+}
+
+int rlock_config_set_sentinel_scan_interval(rlock_config *cfg, int64_t ms)
+{
+    return set_ms(cfg, cfg ? &cfg->sentinel_scan_interval_ms : NULL, ms, 1);
 }
 
 int rlock_config_set_database(rlock_config *cfg, int db)

@@ -70,6 +70,12 @@ struct rlock_config {
     bool database_set; /* database replaces the URI's /db */
     char *client_name; /* CLIENT SETNAME on every connection */
 
+    /* Sentinel mode (a redis+sentinel:// server) */
+    char *sentinel_user;     /* with sentinel_credentials_set */
+    char *sentinel_password; /* with sentinel_credentials_set */
+    bool sentinel_credentials_set; /* else the data nodes' are used */
+    int64_t sentinel_scan_interval_ms; /* the poll of the master's address */
+
     /* TLS, for a rediss:// server; every string is owned (NULL: not set) */
     char *tls_ca_file;
     char *tls_ca_dir;

@@ -82,6 +82,22 @@ void rlock_admin_names_clear(rlock_admin_names *names)
 
 /* ----------------------------------------------------------------- config */
 
+/* Writes "redis+sentinel://h1:p1,h2:p2/master" (no credentials) into
+ * buf, cut short if it must be. */
+static void describe_sentinels(const rlock__uri *u, char *buf, size_t len)
+{
+    size_t at = (size_t)snprintf(buf, len, "%s://",
+                                 u->tls ? "rediss+sentinel" : "redis+sentinel");
+    for (int i = 0; i < u->nsentinels && at < len; i++)
+        at += (size_t)snprintf(buf + at, len - at,
+                               strchr(u->sentinels[i].host, ':') ? "%s[%s]:%d"
+                                                                 : "%s%s:%d",
+                               i ? "," : "", u->sentinels[i].host,
+                               u->sentinels[i].port);
+    if (at < len)
+        snprintf(buf + at, len - at, "/%s", u->master);
+}
+
 int rlock_admin_server_of(const rlock_config *cfg, rlock_admin_server *out)
 {
     rlock__uri u;
@@ -98,7 +114,9 @@ int rlock_admin_server_of(const rlock_config *cfg, rlock_admin_server *out)
         return rc;
     }
     int db = u.db;
-    if (u.path != NULL)
+    if (u.master != NULL)
+        describe_sentinels(&u, out->text, sizeof(out->text));
+    else if (u.path != NULL)
         snprintf(out->text, sizeof(out->text), "unix://%s%s", u.path,
                  db ? "?db=" : "");
     else
@@ -125,6 +143,8 @@ static bool url_names_db(const char *url)
         return strstr(url, "?db=") != NULL;
     const char *scheme_end = strstr(url, "://");
     const char *slash = scheme_end ? strchr(scheme_end + 3, '/') : NULL;
+    if (slash != NULL && strstr(url, "+sentinel://") != NULL)
+        slash = strchr(slash + 1, '/'); /* past "/master" */
     return slash != NULL && slash[1] != '\0';
 }
 

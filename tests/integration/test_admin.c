@@ -152,6 +152,32 @@ static void test_server_text_leaves_out_the_credentials(void **state)
     rlock_config_free(cfg);
 }
 
+/* A sentinel server reads as its sentinels and the master's name, and
+ * only a "/db" after the name counts as a database. */
+static void test_server_text_of_a_sentinel_url(void **state)
+{
+    rlock_config *cfg = NULL;
+    rlock_admin_server s;
+    (void)state;
+    assert_int_equal(rlock_config_new(&cfg), RLOCK_OK);
+    assert_int_equal(rlock_config_set_database(cfg, 2), RLOCK_OK);
+    assert_int_equal(rlock_admin_config_set_url(
+                         cfg, "rediss+sentinel://:pw@a:1,[::1]/my%20m", true),
+                     RLOCK_OK);
+    assert_int_equal(rlock_admin_server_of(cfg, &s), RLOCK_OK);
+    assert_string_equal(s.text, "rediss+sentinel://a:1,[::1]:26379/my m/2");
+    assert_int_equal(s.database, 2);
+    assert_true(s.password);
+    assert_true(s.tls);
+    assert_int_equal(
+        rlock_admin_config_set_url(cfg, "redis+sentinel://a/m/5", true),
+        RLOCK_OK);
+    assert_int_equal(rlock_admin_server_of(cfg, &s), RLOCK_OK);
+    assert_int_equal(s.database, 5);
+    assert_string_equal(s.text, "redis+sentinel://a:26379/m/5");
+    rlock_config_free(cfg);
+}
+
 static void test_server_of_a_config_without_one_is_einval(void **state)
 {
     rlock_config *cfg = NULL;
@@ -444,6 +470,7 @@ int main(void)
         cmocka_unit_test(test_names_keep_a_name_that_has_a_brace),
         cmocka_unit_test(test_names_of_an_empty_or_missing_name_are_einval),
         cmocka_unit_test(test_server_text_leaves_out_the_credentials),
+        cmocka_unit_test(test_server_text_of_a_sentinel_url),
         cmocka_unit_test(test_server_of_a_config_without_one_is_einval),
         cmocka_unit_test(test_url_beats_the_configs_password_and_database),
         cmocka_unit_test(test_url_without_a_database_keeps_the_configs),

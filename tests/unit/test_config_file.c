@@ -210,6 +210,190 @@ static void test_valkey_scheme(void **state)
     rlock_config_free(cfg);
 }
 
+/* ---- Sentinel ----------------------------------------------------------- */
+
+/* sentinelServersConfig becomes a redis+sentinel:// server: the sentinels
+ * in order (valkey:// read as redis://, IPv6 in brackets), the master's
+ * name percent-encoded; the data nodes' and the sentinels' credentials
+ * apart. */
+static void test_sentinel_every_honoured_key(void **state)
+{
+    (void)state;
+    rlock_config *cfg = load_ok(
+        "{\n"
+        "  \"sentinelServersConfig\": {\n"
+        "    \"sentinelAddresses\": [\"redis://10.0.0.1:26379\",\n"
+        "        \"redis://[::1]:26380\", \"valkey://s3:5000\"],\n"
+        "    \"masterName\": \"my master\",\n"
+        "    \"scanInterval\": 250,\n"
+        "    \"username\": \"app\", \"password\": \"s3cret\",\n"
+        "    \"sentinelUsername\": \"watch\",\n"
+        "    \"sentinelPassword\": \"eyes\",\n"
+        "    \"database\": 3,\n"
+        "    \"masterConnectionPoolSize\": 8,\n"
+        "    \"timeout\": 2345, \"clientName\": \"billing\",\n"
+        "    \"readMode\": \"MASTER\", \"subscriptionMode\": \"SLAVE\"\n"
+        "  }\n"
+        "}\n");
+    assert_string_equal(cfg->server, "redis+sentinel://10.0.0.1:26379,"
+                                     "[::1]:26380,s3:5000/my%20master");
+    assert_true(cfg->credentials_set);
+    assert_string_equal(cfg->user, "app");
+    assert_string_equal(cfg->password, "s3cret");
+    assert_true(cfg->sentinel_credentials_set);
+    assert_string_equal(cfg->sentinel_user, "watch");
+    assert_string_equal(cfg->sentinel_password, "eyes");
+    assert_int_equal(cfg->sentinel_scan_interval_ms, 250);
+    assert_true(cfg->database_set);
+    assert_int_equal(cfg->database, 3);
+    assert_int_equal(cfg->connections, 8);
+    assert_int_equal(cfg->command_timeout_ms, 2345);
+    assert_string_equal(cfg->client_name, "billing");
+    rlock__uri u;
+    assert_int_equal(rlock__uri_parse(cfg->server, &u), 0);
+    assert_string_equal(u.master, "my master");
+    assert_int_equal(u.nsentinels, 3);
+    assert_string_equal(u.sentinels[1].host, "::1");
+    assert_int_equal(u.sentinels[2].port, 5000);
+    rlock__uri_clear(&u);
+    rlock_config_free(cfg);
+}
+
+/* What Redisson 3.52's Config.toJSON writes for a sentinel config, as it
+ * writes it: every Java-side key is accepted and changes nothing. */
+static void test_sentinel_redisson_to_json_output(void **state)
+{
+    (void)state;
+    rlock_config *cfg = load_ok(
+        "{\"sentinelServersConfig\":{\"idleConnectionTimeout\":10000,"
+        "\"connectTimeout\":10000,\"timeout\":3000,"
+        "\"subscriptionTimeout\":7500,\"retryAttempts\":4,"
+        "\"retryInterval\":1500,\"retryDelay\":{\"class\":"
+        "\"org.redisson.config.EqualJitterDelay\"},\"reconnectionDelay\":"
+        "{\"class\":\"org.redisson.config.EqualJitterDelay\"},"
+        "\"credentialsResolver\":{\"class\":"
+        "\"org.redisson.client.DefaultCredentialsResolver\"},"
+        "\"subscriptionsPerConnection\":5,\"sslVerificationMode\":"
+        "\"STRICT\",\"sslProvider\":\"JDK\",\"pingConnectionInterval\":"
+        "30000,\"keepAlive\":false,\"tcpKeepAliveCount\":0,"
+        "\"tcpKeepAliveIdle\":0,\"tcpKeepAliveInterval\":0,"
+        "\"tcpUserTimeout\":0,\"tcpNoDelay\":true,\"nameMapper\":"
+        "{\"class\":\"org.redisson.api.DefaultNameMapper\"},"
+        "\"commandMapper\":{\"class\":"
+        "\"org.redisson.config.DefaultCommandMapper\"},\"loadBalancer\":"
+        "{\"class\":"
+        "\"org.redisson.connection.balancer.RoundRobinLoadBalancer\"},"
+        "\"slaveConnectionMinimumIdleSize\":24,\"slaveConnectionPoolSize\":"
+        "64,\"failedSlaveReconnectionInterval\":3000,"
+        "\"failedSlaveCheckInterval\":180000,"
+        "\"masterConnectionMinimumIdleSize\":24,"
+        "\"masterConnectionPoolSize\":64,\"readMode\":\"SLAVE\","
+        "\"subscriptionMode\":\"MASTER\","
+        "\"subscriptionConnectionMinimumIdleSize\":1,"
+        "\"subscriptionConnectionPoolSize\":50,\"dnsMonitoringInterval\":"
+        "5000,\"failedSlaveNodeDetector\":{\"class\":"
+        "\"org.redisson.client.FailedConnectionDetector\"},"
+        "\"sentinelAddresses\":[\"redis://127.0.0.1:26379\","
+        "\"redis://127.0.0.1:26380\"],\"natMapper\":{\"class\":"
+        "\"org.redisson.api.DefaultNatMapper\"},\"masterName\":"
+        "\"mymaster\",\"database\":0,\"scanInterval\":1000,"
+        "\"checkSentinelsList\":true,\"checkSlaveStatusWithSyncing\":true,"
+        "\"sentinelsDiscovery\":true,\"sslEnableEndpointIdentification\":"
+        "true},\"threads\":16,\"nettyThreads\":32,\"referenceEnabled\":"
+        "true,\"transportMode\":\"NIO\",\"lockWatchdogTimeout\":30000,"
+        "\"lockWatchdogBatchSize\":100,\"fairLockWaitTimeout\":300000,"
+        "\"checkLockSyncedSlaves\":true,\"slavesSyncTimeout\":1000,"
+        "\"reliableTopicWatchdogTimeout\":600000,\"keepPubSubOrder\":true,"
+        "\"useScriptCache\":true,\"minCleanUpDelay\":5,"
+        "\"maxCleanUpDelay\":1800,\"cleanUpKeysAmount\":100,"
+        "\"nettyHook\":{\"class\":\"org.redisson.client.DefaultNettyHook\"},"
+        "\"useThreadClassLoader\":true,\"addressResolverGroupFactory\":"
+        "{\"class\":"
+        "\"org.redisson.connection.SequentialDnsAddressResolverFactory\"},"
+        "\"lazyInitialization\":false,\"protocol\":\"RESP2\","
+        "\"valkeyCapabilities\":[]}");
+    assert_string_equal(cfg->server,
+                        "redis+sentinel://127.0.0.1:26379,127.0.0.1:26380/"
+                        "mymaster");
+    assert_false(cfg->credentials_set);
+    assert_false(cfg->sentinel_credentials_set);
+    assert_int_equal(cfg->sentinel_scan_interval_ms, 1000);
+    assert_int_equal(cfg->connections, 64);
+    assert_int_equal(cfg->retry_attempts, 4);
+    assert_int_equal(cfg->fair_wait_timeout_ms, 300000);
+    rlock_config_free(cfg);
+}
+
+/* rediss:// sentinels make a rediss+sentinel:// server: TLS to the
+ * sentinels and to the master, as Redisson takes the sentinels' scheme
+ * for the master's. */
+static void test_sentinel_tls_scheme(void **state)
+{
+    (void)state;
+    rlock_config *cfg = load_ok(
+        "{\"sentinelServersConfig\": {\"masterName\": \"m\",\n"
+        "  \"sentinelAddresses\": [\"rediss://a:1\", \"valkeys://b:2\"],\n"
+        "  \"sslTruststore\": \"/etc/redis/ca.pem\"}}");
+    assert_string_equal(cfg->server, "rediss+sentinel://a:1,b:2/m");
+    assert_string_equal(cfg->tls_ca_file, "/etc/redis/ca.pem");
+    rlock_config_free(cfg);
+}
+
+/* "" and null passwords mean none, for the sentinels too. */
+static void test_sentinel_empty_passwords_mean_none(void **state)
+{
+    (void)state;
+    rlock_config *cfg = load_ok(
+        "{\"sentinelServersConfig\": {\"masterName\": \"m\",\n"
+        "  \"sentinelAddresses\": [\"redis://a:1\"],\n"
+        "  \"password\": \"\", \"sentinelPassword\": null,\n"
+        "  \"sentinelUsername\": null}}");
+    assert_false(cfg->credentials_set);
+    assert_false(cfg->sentinel_credentials_set);
+    rlock_config_free(cfg);
+}
+
+static void test_sentinel_setters(void **state)
+{
+    (void)state;
+    rlock_config *cfg;
+    assert_int_equal(rlock_config_new(&cfg), 0);
+    assert_int_equal(cfg->sentinel_scan_interval_ms, 1000);
+    assert_false(cfg->sentinel_credentials_set);
+    assert_int_equal(rlock_config_set_server(cfg, "redis+sentinel://a,b/m/2"),
+                     0);
+
+    assert_int_equal(rlock_config_set_sentinel_credentials(cfg, "u", NULL),
+                     RLOCK_EINVAL);
+    assert_int_equal(rlock_config_set_sentinel_credentials(cfg, "", "pw"),
+                     RLOCK_EINVAL);
+    assert_int_equal(rlock_config_set_sentinel_credentials(NULL, NULL, "pw"),
+                     RLOCK_EINVAL);
+    assert_false(cfg->sentinel_credentials_set);
+    char pw[] = "eyes";
+    assert_int_equal(rlock_config_set_sentinel_credentials(cfg, "w", pw), 0);
+    pw[0] = 'X'; /* copied */
+    assert_string_equal(cfg->sentinel_password, "eyes");
+    assert_false(cfg->credentials_set); /* the data nodes' stay apart */
+
+    assert_int_equal(rlock_config_set_sentinel_scan_interval(cfg, 0),
+                     RLOCK_EINVAL);
+    assert_int_equal(rlock_config_set_sentinel_scan_interval(cfg, 1), 0);
+    assert_int_equal(rlock_config_set_sentinel_scan_interval(NULL, 5),
+                     RLOCK_EINVAL);
+
+    rlock_config copy;
+    assert_int_equal(rlock__config_copy(&copy, cfg), 0);
+    rlock_config_free(cfg);
+    assert_string_equal(copy.sentinel_user, "w");
+    assert_string_equal(copy.sentinel_password, "eyes");
+    assert_int_equal(copy.sentinel_scan_interval_ms, 1);
+    rlock__config_clear(&copy);
+    assert_null(copy.sentinel_user);
+    assert_null(copy.sentinel_password);
+    assert_false(copy.sentinel_credentials_set);
+}
+
 /* ---- TLS ---------------------------------------------------------------- */
 
 /* rediss:// with PEM files in Redisson's keys: a truststore is the CA file,
@@ -545,23 +729,15 @@ static void test_copy_and_apply(void **state)
     assert_null(copy.server);
 }
 
-/* Every allocation of a load failing in turn: RLOCK_ENOMEM, nothing
- * returned, nothing leaked (LSan), until the load succeeds. */
-static void test_out_of_memory(void **state)
+/* Every allocation of a load of text failing in turn: RLOCK_ENOMEM,
+ * nothing returned, nothing leaked (LSan), until the load succeeds with
+ * server want; then the same for the client's copy. */
+static void out_of_memory_loop(const char *text, const char *want)
 {
-    (void)state;
     char err[256];
     int failures = 0;
 
-    write_file("{\n"
-               "  \"singleServerConfig\": {\n"
-               "    \"address\": \"valkey://10.1.2.3:6390\",\n"
-               "    \"username\": \"app\", \"password\": \"pw\",\n"
-               "    \"database\": 7, \"clientName\": \"n\"\n"
-               "  },\n"
-               "  \"codec\": null,\n"
-               "  \"lockWatchdogTimeout\": 45000\n"
-               "}\n");
+    write_file(text);
     for (long n = 0;; n++) {
         rlock_config *cfg = (rlock_config *)&cfg;
         rlock__alloc_fail_after(n);
@@ -569,7 +745,7 @@ static void test_out_of_memory(void **state)
         rlock__alloc_fail_after(-1);
         if (rc == RLOCK_OK) {
             rlock_config copy;
-            assert_string_equal(cfg->server, "redis://10.1.2.3:6390");
+            assert_string_equal(cfg->server, want);
             for (long m = 0;; m++) {
                 rlock__alloc_fail_after(m);
                 rc = rlock__config_copy(&copy, cfg);
@@ -593,6 +769,33 @@ static void test_out_of_memory(void **state)
     assert_true(failures >= 5); /* the loop did reach the allocations */
 }
 
+static void test_out_of_memory(void **state)
+{
+    (void)state;
+    out_of_memory_loop("{\n"
+                       "  \"singleServerConfig\": {\n"
+                       "    \"address\": \"valkey://10.1.2.3:6390\",\n"
+                       "    \"username\": \"app\", \"password\": \"pw\",\n"
+                       "    \"database\": 7, \"clientName\": \"n\"\n"
+                       "  },\n"
+                       "  \"codec\": null,\n"
+                       "  \"lockWatchdogTimeout\": 45000\n"
+                       "}\n",
+                       "redis://10.1.2.3:6390");
+}
+
+static void test_out_of_memory_sentinel(void **state)
+{
+    (void)state;
+    out_of_memory_loop("{\"sentinelServersConfig\": {\n"
+                       "  \"sentinelAddresses\": [\"redis://a:1\",\n"
+                       "      \"valkey://[::1]:2\"],\n"
+                       "  \"masterName\": \"m 1\", \"clientName\": \"n\",\n"
+                       "  \"password\": \"pw\", \"sentinelPassword\": \"s\"\n"
+                       "}}\n",
+                       "redis+sentinel://a:1,[::1]:2/m%201");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -604,6 +807,11 @@ int main(void)
         cmocka_unit_test(test_empty_strings_mean_none),
         cmocka_unit_test(test_valkey_scheme),
         cmocka_unit_test(test_escaped_key),
+        cmocka_unit_test(test_sentinel_every_honoured_key),
+        cmocka_unit_test(test_sentinel_redisson_to_json_output),
+        cmocka_unit_test(test_sentinel_tls_scheme),
+        cmocka_unit_test(test_sentinel_empty_passwords_mean_none),
+        cmocka_unit_test(test_sentinel_setters),
         cmocka_unit_test(test_tls_pem_stores),
         cmocka_unit_test(test_tls_file_url_with_localhost),
         cmocka_unit_test(test_tls_valkeys_scheme),
@@ -747,9 +955,71 @@ int main(void)
         REFUSES("cluster", "{\n\"clusterServersConfig\": "
                 "{\"nodeAddresses\": [\"redis://h:7000\"]}}", 2,
                 "clusterServersConfig: ", "not supported yet"),
-        REFUSES("sentinel", "{\n\"sentinelServersConfig\": "
+        REFUSES("sentinel_without_addresses", "{\n\"sentinelServersConfig\": "
                 "{\"masterName\": \"m\"}}", 2,
-                "sentinelServersConfig: ", "not supported yet"),
+                "sentinelServersConfig: ", "needs sentinelAddresses"),
+        REFUSES("sentinel_empty_addresses", "{\"sentinelServersConfig\": "
+                "{\"masterName\": \"m\", \"sentinelAddresses\": []}}", 1,
+                "sentinelServersConfig: ", "needs sentinelAddresses"),
+        REFUSES("sentinel_without_master_name", "{\"sentinelServersConfig\": "
+                "{\"sentinelAddresses\": [\"redis://h:26379\"]}}", 1,
+                "sentinelServersConfig: ", "needs masterName"),
+        REFUSES("sentinel_empty_master_name", "{\"sentinelServersConfig\": "
+                "{\n\"masterName\": \"\"}}", 2,
+                "sentinelServersConfig.masterName: ", "must not be empty"),
+        REFUSES("sentinel_addresses_not_array", "{\"sentinelServersConfig\": "
+                "{\"sentinelAddresses\": \"redis://h:26379\"}}", 1,
+                "sentinelServersConfig.sentinelAddresses: ",
+                "must be an array"),
+        REFUSES("sentinel_address_not_string", "{\"sentinelServersConfig\": "
+                "{\"masterName\": \"m\",\n\"sentinelAddresses\": "
+                "[\"redis://a:1\", 26379]}}", 2,
+                "sentinelServersConfig.sentinelAddresses[1]: ",
+                "string or null"),
+        REFUSES("sentinel_address_without_scheme",
+                "{\"sentinelServersConfig\": {\"masterName\": \"m\", "
+                "\"sentinelAddresses\": [\"h:26379\"]}}", 1,
+                "sentinelServersConfig.sentinelAddresses[0]: ",
+                "must be an address such as"),
+        REFUSES("sentinel_address_unparsable",
+                "{\"sentinelServersConfig\": {\"masterName\": \"m\", "
+                "\"sentinelAddresses\": [\"redis://h:0\"]}}", 1,
+                "sentinelServersConfig.sentinelAddresses[0]: ",
+                "is not a redis[s]://host[:port] address"),
+        REFUSES("sentinel_address_with_password",
+                "{\"sentinelServersConfig\": {\"masterName\": \"m\", "
+                "\"sentinelAddresses\": [\"redis://:pw@h:26379\"]}}", 1,
+                "sentinelServersConfig.sentinelAddresses[0]: ",
+                "use sentinelPassword"),
+        REFUSES("sentinel_mixed_schemes",
+                "{\"sentinelServersConfig\": {\"masterName\": \"m\", "
+                "\"sentinelAddresses\": [\"redis://a:1\", "
+                "\"rediss://b:2\"]}}", 1,
+                "sentinelServersConfig.sentinelAddresses[1]: ",
+                "mixes redis:// and rediss://"),
+        REFUSES("sentinel_username_without_password",
+                "{\"sentinelServersConfig\": {\"masterName\": \"m\", "
+                "\"sentinelAddresses\": [\"redis://a:1\"],\n"
+                "\"sentinelUsername\": \"watcher\"}}", 2,
+                "sentinelServersConfig.sentinelUsername: ",
+                "needs a password (sentinelServersConfig.sentinelPassword)"),
+        REFUSES("sentinel_scan_interval_zero",
+                "{\"sentinelServersConfig\": {\"scanInterval\": 0}}", 1,
+                "sentinelServersConfig.scanInterval: ", "from 1"),
+        REFUSES("sentinel_nat_mapper",
+                "{\"sentinelServersConfig\": {\"natMapper\": "
+                "{\"class\": \"org.redisson.api.HostPortNatMapper\"}}}", 1,
+                "sentinelServersConfig.natMapper: ",
+                "connects to the addresses the sentinels give"),
+        REFUSES("sentinel_single_server_key",
+                "{\"sentinelServersConfig\": {\"address\": "
+                "\"redis://h\"}}", 1,
+                "sentinelServersConfig.address: ", "unknown key"),
+        REFUSES("single_and_sentinel",
+                "{\"singleServerConfig\": {\"address\": \"redis://h\"},\n"
+                "\"sentinelServersConfig\": {\"masterName\": \"m\"}}", 2,
+                "sentinelServersConfig: ",
+                "cannot be given with singleServerConfig"),
         REFUSES("master_slave", "{\"masterSlaveServersConfig\": {}}", 1,
                 "masterSlaveServersConfig: ", "not supported yet"),
         REFUSES("replicated", "{\"replicatedServersConfig\": {}}", 1,
@@ -761,6 +1031,7 @@ int main(void)
         cmocka_unit_test(test_server_setters),
         cmocka_unit_test(test_copy_and_apply),
         cmocka_unit_test(test_out_of_memory),
+        cmocka_unit_test(test_out_of_memory_sentinel),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -1,0 +1,669 @@
+/*
+ * config_keys.c: what each key of Redisson's JSON config becomes here
+ * (config_file.c reads the file and runs these rules).
+ *
+ * Every key is in exactly one of three sets (README, "Redisson config
+ * files"): honoured (mapped onto an rlock_config setter), accepted and
+ * ignored (Java-side settings that change nothing a lock writes to Redis),
+ * or refused. Refused are unknown keys, wrong types, out-of-range values,
+ * Java key stores and the TLS settings with no PEM or OpenSSL equivalent,
+ * name, command and NAT mappers, the cluster, master/slave and replicated
+ * server configs, and two server configs in one file.
+ *
+ * Server configs. singleServerConfig gives one address;
+ * sentinelServersConfig gives the sentinels and the master's name, which
+ * become a redis+sentinel:// URI (proto/uri.c), so that a file and a URI
+ * reach the same client. Both share Redisson's BaseConfig keys (base_rules).
+ */
+#include "config_file.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* ------------------------------------------------------------------------ */
+/* Settings                                                                 */
+/* ------------------------------------------------------------------------ */
+
+static int apply_watchdog(loader *ld, const char *path, const json_t *v)
+{
+    int64_t ms = 0;
+    int rc = rlock__cf_get_int(ld, path, v, 30, RLOCK__CF_MS_MAX, &ms);
+    return rc ? rc
+              : rlock__cf_setter(
+                    ld, path, rlock_config_set_watchdog_timeout(ld->cfg, ms));
+}
+
+static int apply_fair_wait(loader *ld, const char *path, const json_t *v)
+{
+    int64_t ms = 0;
+    int rc = rlock__cf_get_int(ld, path, v, 1, RLOCK__CF_MS_MAX, &ms);
+    return rc ? rc
+              : rlock__cf_setter(
+                    ld, path, rlock_config_set_fair_wait_timeout(ld->cfg, ms));
+}
+
+static int apply_connect_timeout(loader *ld, const char *path, const json_t *v)
+{
+    int64_t ms = 0;
+    int rc = rlock__cf_get_int(ld, path, v, 1, RLOCK__CF_MS_MAX, &ms);
+    return rc ? rc
+              : rlock__cf_setter(ld, path,
+                                 rlock_config_set_connect_timeout(ld->cfg, ms));
+}
+
+static int apply_timeout(loader *ld, const char *path, const json_t *v)
+{
+    int64_t ms = 0;
+    int rc = rlock__cf_get_int(ld, path, v, 1, RLOCK__CF_MS_MAX, &ms);
+    return rc ? rc
+              : rlock__cf_setter(ld, path,
+                                 rlock_config_set_command_timeout(ld->cfg, ms));
+}
+
+static int apply_retry_attempts(loader *ld, const char *path, const json_t *v)
+{
+    int64_t n = 0;
+    int rc = rlock__cf_get_int(ld, path, v, 0, 100, &n);
+    return rc ? rc
+              : rlock__cf_setter(
+                    ld, path, rlock_config_set_retry_attempts(ld->cfg, (int)n));
+}
+
+static int apply_retry_interval(loader *ld, const char *path, const json_t *v)
+{
+    int64_t ms = 0;
+    int rc = rlock__cf_get_int(ld, path, v, 0, RLOCK__CF_MS_MAX, &ms);
+    return rc ? rc
+              : rlock__cf_setter(ld, path,
+                                 rlock_config_set_retry_interval(ld->cfg, ms));
+}
+
+/* connectionPoolSize is Redisson's upper bound on command connections
+ * (default 64); rlock keeps a fixed set, opened as they are first used, of
+ * at most 64, so larger pools are capped there. */
+static int apply_pool_size(loader *ld, const char *path, const json_t *v)
+{
+    int64_t n = 0;
+    int rc = rlock__cf_get_int(ld, path, v, 1, INT32_MAX, &n);
+    if (rc == 0 && n > 64)
+        n = 64;
+    return rc ? rc
+              : rlock__cf_setter(ld, path,
+                                 rlock_config_set_connections(ld->cfg, (int)n));
+}
+
+static int apply_database(loader *ld, const char *path, const json_t *v)
+{
+    int64_t db = 0;
+    int rc = rlock__cf_get_int(ld, path, v, 0, INT32_MAX, &db);
+    return rc ? rc
+              : rlock__cf_setter(ld, path,
+                                 rlock_config_set_database(ld->cfg, (int)db));
+}
+
+/* address: "redis://host:port" as Redisson writes it. Redisson itself
+ * refuses an address without a scheme, and so do we; "valkey://" and
+ * "valkeys://" are its other spellings of "redis://" and "rediss://". */
+static int apply_address(loader *ld, const char *path, const json_t *v)
+{
+    const char *s = NULL;
+    int rc = rlock__cf_get_string(ld, path, v, &s);
+    if (rc != 0 || s == NULL)
+        return rc;
+    if (strstr(s, "://") == NULL)
+        return rlock__cf_fail(
+            ld, path, "\"%s\" needs a scheme, as in \"redis://%s\"", s, s);
+    char *uri = NULL;
+    bool valkeys = strncasecmp(s, "valkeys://", 10) == 0;
+    if (valkeys || strncasecmp(s, "valkey://", 9) == 0) {
+        size_t n = strlen(s) + 1;
+        uri = rlock__malloc(n);
+        if (uri == NULL)
+            return rlock__cf_fail_file(ld, RLOCK_ENOMEM, "out of memory");
+        snprintf(uri, n, "%s%s", valkeys ? "rediss://" : "redis://",
+                 s + (valkeys ? 10 : 9));
+    }
+    rc = rlock_config_set_server(ld->cfg, uri ? uri : s);
+    free(uri);
+    if (rc == RLOCK_EINVAL)
+        return rlock__cf_fail(
+            ld, path,
+            "\"%s\" is not a redis[s]://[[user]:password@]host[:port]"
+            "[/db] or unix:///path address",
+            s);
+    return rlock__cf_setter(ld, path, rc);
+}
+
+/* ---- TLS: Redisson names Java key stores; rlock reads PEM files ---------- */
+
+/* Returns the file a key store setting names, or NULL after failing: a
+ * plain path or a "file:" URL (how Redisson writes a java.net.URL) whose
+ * name ends in .pem, .crt, .cer or .key. Other URLs (classpath:, http:)
+ * and Java key stores (.jks, .p12, .pfx, anything else) are refused by
+ * name. *out is borrowed from s. */
+static int key_store_path(loader *ld, const char *path, const char *s,
+                          const char **out)
+{
+    static const char *const pem[] = {".pem", ".crt", ".cer", ".key"};
+    const char *file = s;
+    if (strncasecmp(file, "file://", 7) == 0) {
+        file += 7;
+        if (strncasecmp(file, "localhost/", 10) == 0)
+            file += 9;
+    } else if (strncasecmp(file, "file:", 5) == 0) {
+        file += 5;
+    } else if (strstr(file, ":") != NULL && file[0] != '/') {
+        return rlock__cf_fail(
+            ld, path,
+            "\"%s\" is not supported: rlock reads a file path or a "
+            "file: URL, not a Java resource",
+            s);
+    }
+    if (*file == '\0')
+        return rlock__cf_fail(ld, path, "must name a file");
+    const char *dot = strrchr(file, '.');
+    for (size_t i = 0; dot != NULL && i < sizeof(pem) / sizeof(pem[0]); i++)
+        if (strcasecmp(dot, pem[i]) == 0) {
+            *out = file;
+            return RLOCK_OK;
+        }
+    return rlock__cf_fail(
+        ld, path,
+        "\"%s\" is not supported: rlock reads PEM files (.pem, .crt, "
+        ".cer or .key), not Java key stores (JKS, PKCS#12); convert "
+        "it with keytool and openssl",
+        s);
+}
+
+static int apply_truststore(loader *ld, const char *path, const json_t *v)
+{
+    const char *s = NULL, *file = NULL;
+    int rc = rlock__cf_get_string(ld, path, v, &s);
+    if (rc != 0 || s == NULL)
+        return rc;
+    rc = key_store_path(ld, path, s, &file);
+    return rc ? rc
+              : rlock__cf_setter(ld, path,
+                                 rlock_config_set_tls_ca_file(ld->cfg, file));
+}
+
+/* sslKeystore: one PEM file holding the client certificate and its key, as
+ * a Java key store holds both. */
+static int apply_keystore(loader *ld, const char *path, const json_t *v)
+{
+    const char *s = NULL, *file = NULL;
+    int rc = rlock__cf_get_string(ld, path, v, &s);
+    if (rc != 0 || s == NULL)
+        return rc;
+    rc = key_store_path(ld, path, s, &file);
+    return rc ? rc
+              : rlock__cf_setter(
+                    ld, path,
+                    rlock_config_set_tls_client_cert(ld->cfg, file, file));
+}
+
+/* A key store password: PEM trust files have none, and rlock reads only
+ * unencrypted keys, so null (or "") is all that fits. */
+static int apply_store_password(loader *ld, const char *path, const json_t *v)
+{
+    const char *s = NULL;
+    int rc = rlock__cf_get_string(ld, path, v, &s);
+    if (rc != 0 || s == NULL || *s == '\0')
+        return rc;
+    return rlock__cf_fail(
+        ld, path,
+        "is not supported: rlock reads PEM files, which take no "
+        "password (decrypt the key with openssl; leave it out or "
+        "null)");
+}
+
+/* Redisson 3.x: false checks the CA but not the host name. */
+static int apply_endpoint_identification(loader *ld, const char *path,
+                                         const json_t *v)
+{
+    if (!json_is_boolean(v))
+        return rlock__cf_fail(ld, path, "must be true or false (got %s)",
+                              rlock__cf_type_word(v));
+    return rlock__cf_setter(
+        ld, path,
+        rlock_config_set_tls_verify(ld->cfg, json_is_true(v)
+                                                 ? RLOCK_TLS_VERIFY_FULL
+                                                 : RLOCK_TLS_VERIFY_CA_ONLY));
+}
+
+/* Newer Redisson: STRICT, CA_ONLY or NONE (SslVerificationMode). */
+static int apply_verification_mode(loader *ld, const char *path,
+                                   const json_t *v)
+{
+    static const struct {
+        const char *name;
+        int mode;
+    } modes[] = {{"STRICT", RLOCK_TLS_VERIFY_FULL},
+                 {"CA_ONLY", RLOCK_TLS_VERIFY_CA_ONLY},
+                 {"NONE", RLOCK_TLS_VERIFY_NONE_INSECURE}};
+    const char *s = NULL;
+    int rc = rlock__cf_get_string(ld, path, v, &s);
+    if (rc != 0 || s == NULL)
+        return rc;
+    for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+        if (strcmp(s, modes[i].name) == 0)
+            return rlock__cf_setter(
+                ld, path, rlock_config_set_tls_verify(ld->cfg, modes[i].mode));
+    return rlock__cf_fail(ld, path,
+                          "must be STRICT, CA_ONLY or NONE (got \"%s\")", s);
+}
+
+/* sslProvider picks Java's TLS engine; rlock always uses OpenSSL, so both
+ * of Redisson's values (toJSON writes "JDK") mean the same here. */
+static int apply_ssl_provider(loader *ld, const char *path, const json_t *v)
+{
+    const char *s = NULL;
+    int rc = rlock__cf_get_string(ld, path, v, &s);
+    if (rc != 0 || s == NULL || strcmp(s, "JDK") == 0 ||
+        strcmp(s, "OPENSSL") == 0)
+        return rc;
+    return rlock__cf_fail(ld, path, "must be JDK or OPENSSL (got \"%s\")", s);
+}
+
+/* What has no PEM or OpenSSL equivalent here: null only. */
+static int apply_tls_null_only(loader *ld, const char *path, const json_t *v)
+{
+    if (json_is_null(v))
+        return RLOCK_OK;
+    return rlock__cf_fail(
+        ld, path,
+        "is not supported: rlock uses OpenSSL's TLS 1.2 and 1.3 with "
+        "its default ciphers, and PEM files (leave it out or null)");
+}
+
+static int apply_username(loader *ld, const char *path, const json_t *v)
+{
+    return rlock__cf_get_string(ld, path, v, &ld->username);
+}
+
+static int apply_password(loader *ld, const char *path, const json_t *v)
+{
+    return rlock__cf_get_string(ld, path, v, &ld->password);
+}
+
+static int apply_client_name(loader *ld, const char *path, const json_t *v)
+{
+    const char *name = NULL;
+    int rc = rlock__cf_get_string(ld, path, v, &name);
+    if (rc != 0 || name == NULL || *name == '\0')
+        return rc; /* null or "": no CLIENT SETNAME, as in Redisson */
+    rc = rlock_config_set_client_name(ld->cfg, name);
+    if (rc == RLOCK_EINVAL)
+        return rlock__cf_fail(
+            ld, path,
+            "must be printable ASCII without spaces (Redis refuses "
+            "other client names)");
+    return rlock__cf_setter(ld, path, rc);
+}
+
+/* ---- sentinelServersConfig --------------------------------------------- */
+
+static int apply_master_name(loader *ld, const char *path, const json_t *v)
+{
+    int rc = rlock__cf_get_string(ld, path, v, &ld->master_name);
+    if (rc == 0 && ld->master_name != NULL && *ld->master_name == '\0')
+        return rlock__cf_fail(ld, path, "must not be empty");
+    return rc;
+}
+
+/* sentinelAddresses: checked here, turned into the URI once the master's
+ * name is known too (apply_sentinel_server_uri). */
+static int apply_sentinel_addresses(loader *ld, const char *path,
+                                    const json_t *v)
+{
+    if (!json_is_array(v))
+        return rlock__cf_fail(ld, path,
+                              "must be an array of \"redis://host:port\" "
+                              "strings (got %s)",
+                              rlock__cf_type_word(v));
+    if (json_array_size(v) > RLOCK__URI_SENTINELS_MAX)
+        return rlock__cf_fail(ld, path, "lists more than %d sentinels",
+                              RLOCK__URI_SENTINELS_MAX);
+    ld->sentinel_addresses = v;
+    return RLOCK_OK;
+}
+
+static int apply_scan_interval(loader *ld, const char *path, const json_t *v)
+{
+    int64_t ms = 0;
+    int rc = rlock__cf_get_int(ld, path, v, 1, RLOCK__CF_MS_MAX, &ms);
+    return rc ? rc
+              : rlock__cf_setter(
+                    ld, path,
+                    rlock_config_set_sentinel_scan_interval(ld->cfg, ms));
+}
+
+static int apply_sentinel_username(loader *ld, const char *path,
+                                   const json_t *v)
+{
+    return rlock__cf_get_string(ld, path, v, &ld->sentinel_username);
+}
+
+static int apply_sentinel_password(loader *ld, const char *path,
+                                   const json_t *v)
+{
+    return rlock__cf_get_string(ld, path, v, &ld->sentinel_password);
+}
+
+/* A NAT mapper rewrites the addresses sentinels give; rlock connects to
+ * them as given. */
+static int apply_nat_mapper(loader *ld, const char *path, const json_t *v)
+{
+    if (rlock__cf_is_default_class(v))
+        return RLOCK_OK;
+    return rlock__cf_fail(
+        ld, path,
+        "is not supported: rlock connects to the "
+        "addresses the sentinels give (leave it out or null)");
+}
+
+/* Appends the canonical "host:port" of one sentinel address to buf (grown
+ * as needed), checking that it is a plain redis:// or rediss:// address
+ * like the others (*tls: -1 until the first one says). */
+static int append_sentinel(loader *ld, const char *path, const json_t *v,
+                           int *tls, char **buf, size_t *len)
+{
+    const char *s = NULL;
+    int rc = rlock__cf_get_string(ld, path, v, &s);
+    if (rc != 0)
+        return rc;
+    if (s == NULL || strstr(s, "://") == NULL)
+        return rlock__cf_fail(ld, path,
+                              "must be an address such as "
+                              "\"redis://host:26379\"");
+    bool valkey = strncasecmp(s, "valkey", 6) == 0;
+    char *text = NULL;
+    if (valkey) { /* Redisson's other spelling of redis[s]:// */
+        size_t n = strlen(s);
+        text = rlock__malloc(n);
+        if (text == NULL)
+            return rlock__cf_fail_file(ld, RLOCK_ENOMEM, "out of memory");
+        snprintf(text, n, "redis%s", s + 6);
+    }
+    rlock__uri u;
+    rc = rlock__uri_parse(text ? text : s, &u);
+    free(text);
+    if (rc == RLOCK_ENOMEM)
+        return rlock__cf_fail_file(ld, RLOCK_ENOMEM, "out of memory");
+    if (rc != 0 || u.host == NULL)
+        rc = rlock__cf_fail(
+            ld, path, "\"%s\" is not a redis[s]://host[:port] address", s);
+    else if (u.password != NULL || u.db != 0)
+        rc = rlock__cf_fail(ld, path,
+                            "\"%s\": a sentinel address takes no password "
+                            "or database (use sentinelPassword and database)",
+                            s);
+    else if (*tls >= 0 && *tls != u.tls)
+        rc = rlock__cf_fail(ld, path,
+                            "\"%s\" mixes redis:// and rediss:// sentinels", s);
+    if (rc == 0) {
+        *tls = u.tls;
+        size_t need = *len + strlen(u.host) + 16;
+        char *grown = rlock__realloc(*buf, need);
+        if (grown == NULL) {
+            rc = rlock__cf_fail_file(ld, RLOCK_ENOMEM, "out of memory");
+        } else {
+            *buf = grown;
+            *len +=
+                (size_t)snprintf(grown + *len, need - *len,
+                                 strchr(u.host, ':') ? "%s[%s]:%d" : "%s%s:%d",
+                                 *len ? "," : "", u.host, u.port);
+        }
+    }
+    rlock__uri_clear(&u);
+    return rc;
+}
+
+/* Sets the server to the redis+sentinel:// URI that sentinelAddresses and
+ * masterName make, the name percent-encoded. */
+static int apply_sentinel_server_uri(loader *ld, const char *path)
+{
+    if (ld->sentinel_addresses == NULL ||
+        json_array_size(ld->sentinel_addresses) == 0)
+        return rlock__cf_fail(ld, path, "needs sentinelAddresses");
+    if (ld->master_name == NULL)
+        return rlock__cf_fail(ld, path, "needs masterName");
+    char *hosts = NULL, *uri = NULL;
+    size_t len = 0;
+    int tls = -1, rc = RLOCK_OK;
+    for (size_t i = 0; rc == 0 && i < json_array_size(ld->sentinel_addresses);
+         i++) {
+        char item[64];
+        snprintf(item, sizeof(item), "%s.sentinelAddresses[%zu]", path, i);
+        rc =
+            append_sentinel(ld, item, json_array_get(ld->sentinel_addresses, i),
+                            &tls, &hosts, &len);
+    }
+    size_t n = len + 3 * strlen(ld->master_name) + 32;
+    if (rc == 0 && (uri = rlock__malloc(n)) == NULL)
+        rc = rlock__cf_fail_file(ld, RLOCK_ENOMEM, "out of memory");
+    if (rc == 0) {
+        size_t at = (size_t)snprintf(
+            uri, n, "%s://%s/", tls == 1 ? "rediss+sentinel" : "redis+sentinel",
+            hosts);
+        for (const unsigned char *p = (const unsigned char *)ld->master_name;
+             *p; p++)
+            at += (size_t)snprintf(
+                uri + at, n - at,
+                isalnum(*p) || strchr("-._~", *p) ? "%c" : "%%%02X", *p);
+        rc = rlock_config_set_server(ld->cfg, uri);
+        if (rc == RLOCK_EINVAL)
+            rc = rlock__cf_fail(ld, path, "masterName \"%s\" cannot be used",
+                                ld->master_name);
+        else
+            rc = rlock__cf_setter(ld, path, rc);
+    }
+    free(hosts);
+    free(uri);
+    return rc;
+}
+
+static int apply_single_server(loader *ld, const char *path, const json_t *v);
+static int apply_sentinel_servers(loader *ld, const char *path,
+                                  const json_t *v);
+
+/* Redisson's Config: the top level of the file. */
+static const key_rule top_own_rules[] = {
+    {"singleServerConfig", HONOURED, apply_single_server},
+    {"sentinelServersConfig", HONOURED, apply_sentinel_servers},
+    {"lockWatchdogTimeout", HONOURED, apply_watchdog},
+    {"clusterServersConfig", NOT_SUPPORTED, NULL},
+    {"masterSlaveServersConfig", NOT_SUPPORTED, NULL},
+    {"replicatedServersConfig", NOT_SUPPORTED, NULL},
+    {"threads", IGNORE_INT, NULL},
+    {"nettyThreads", IGNORE_INT, NULL},
+    {"codec", IGNORE_ANY, NULL},
+    {"transportMode", IGNORE_STRING, NULL},
+    {"referenceEnabled", IGNORE_BOOL, NULL},
+    {"checkLockSyncedSlaves", IGNORE_BOOL, NULL},
+    {"slavesSyncTimeout", IGNORE_INT, NULL},
+    {"reliableTopicWatchdogTimeout", IGNORE_INT, NULL},
+    {"keepPubSubOrder", IGNORE_BOOL, NULL},
+    {"useScriptCache", IGNORE_BOOL, NULL},
+    {"minCleanUpDelay", IGNORE_INT, NULL},
+    {"maxCleanUpDelay", IGNORE_INT, NULL},
+    {"cleanUpKeysAmount", IGNORE_INT, NULL},
+    {"useThreadClassLoader", IGNORE_BOOL, NULL},
+    {"lazyInitialization", IGNORE_BOOL, NULL},
+    {"protocol", IGNORE_STRING, NULL},
+    {"lockWatchdogBatchSize", IGNORE_INT, NULL},
+    {"fairLockWaitTimeout", HONOURED, apply_fair_wait},
+    {"nettyHook", IGNORE_ANY, NULL},
+    {"connectionListener", IGNORE_ANY, NULL},
+    {"addressResolverGroupFactory", IGNORE_ANY, NULL},
+    {"nettyExecutor", IGNORE_ANY, NULL},
+    {"executor", IGNORE_ANY, NULL},
+    {"eventLoopGroup", IGNORE_ANY, NULL},
+    {"valkeyCapabilities", IGNORE_ANY, NULL},
+    {NULL, HONOURED, NULL},
+};
+const key_rule *const rlock__cf_top_rules[] = {top_own_rules, NULL};
+
+/* Redisson's BaseConfig: what every server config has. */
+static const key_rule base_rules[] = {
+    {"username", HONOURED, apply_username},
+    {"password", HONOURED, apply_password},
+    {"connectTimeout", HONOURED, apply_connect_timeout},
+    {"timeout", HONOURED, apply_timeout},
+    {"retryAttempts", HONOURED, apply_retry_attempts},
+    {"retryInterval", HONOURED, apply_retry_interval},
+    {"clientName", HONOURED, apply_client_name},
+    {"subscriptionsPerConnection", IGNORE_INT, NULL},
+    {"idleConnectionTimeout", IGNORE_INT, NULL},
+    {"pingConnectionInterval", IGNORE_INT, NULL},
+    {"pingTimeout", IGNORE_INT, NULL},
+    {"subscriptionTimeout", IGNORE_INT, NULL},
+    {"reconnectionTimeout", IGNORE_INT, NULL},
+    {"failedAttempts", IGNORE_INT, NULL},
+    {"tcpKeepAliveCount", IGNORE_INT, NULL},
+    {"tcpKeepAliveIdle", IGNORE_INT, NULL},
+    {"tcpKeepAliveInterval", IGNORE_INT, NULL},
+    {"tcpUserTimeout", IGNORE_INT, NULL},
+    {"keepAlive", IGNORE_BOOL, NULL},
+    {"tcpNoDelay", IGNORE_BOOL, NULL},
+    {"sslEnableEndpointIdentification", HONOURED,
+     apply_endpoint_identification},
+    {"sslVerificationMode", HONOURED, apply_verification_mode},
+    {"sslProvider", HONOURED, apply_ssl_provider},
+    {"sslTruststore", HONOURED, apply_truststore},
+    {"sslTruststorePassword", HONOURED, apply_store_password},
+    {"sslKeystore", HONOURED, apply_keystore},
+    {"sslKeystorePassword", HONOURED, apply_store_password},
+    {"sslKeystoreType", IGNORE_STRING, NULL}, /* the file says its type */
+    {"tlsVersion", IGNORE_STRING, NULL},
+    {"sslProtocols", HONOURED, apply_tls_null_only},
+    {"sslCiphers", HONOURED, apply_tls_null_only},
+    {"sslTrustManagerFactory", HONOURED, apply_tls_null_only},
+    {"sslKeyManagerFactory", HONOURED, apply_tls_null_only},
+    {"retryDelay", IGNORE_ANY, NULL},
+    {"reconnectionDelay", IGNORE_ANY, NULL},
+    {"nameMapper", DEFAULT_ONLY, NULL},
+    {"commandMapper", DEFAULT_ONLY, NULL},
+    {"credentialsResolver", DEFAULT_ONLY, NULL},
+    {NULL, HONOURED, NULL},
+};
+
+/* Redisson's SingleServerConfig, beside the BaseConfig keys. */
+static const key_rule single_own_rules[] = {
+    {"address", HONOURED, apply_address},
+    {"database", HONOURED, apply_database},
+    {"connectionPoolSize", HONOURED, apply_pool_size},
+    {"subscriptionConnectionPoolSize", IGNORE_INT, NULL},
+    {"subscriptionConnectionMinimumIdleSize", IGNORE_INT, NULL},
+    {"connectionMinimumIdleSize", IGNORE_INT, NULL},
+    {"dnsMonitoringInterval", IGNORE_INT, NULL},
+    {NULL, HONOURED, NULL},
+};
+static const key_rule *const single_rules[] = {single_own_rules, base_rules,
+                                               NULL};
+
+/* Redisson's SentinelServersConfig and BaseMasterSlaveServersConfig,
+ * beside the BaseConfig keys. Replicas are Java's business here (rlock
+ * reads and writes on the master only), and so is the choice of sentinels
+ * beyond the listed ones. */
+static const key_rule sentinel_own_rules[] = {
+    {"sentinelAddresses", HONOURED, apply_sentinel_addresses},
+    {"masterName", HONOURED, apply_master_name},
+    {"database", HONOURED, apply_database},
+    {"scanInterval", HONOURED, apply_scan_interval},
+    {"sentinelUsername", HONOURED, apply_sentinel_username},
+    {"sentinelPassword", HONOURED, apply_sentinel_password},
+    {"masterConnectionPoolSize", HONOURED, apply_pool_size},
+    {"natMapper", HONOURED, apply_nat_mapper},
+    {"masterConnectionMinimumIdleSize", IGNORE_INT, NULL},
+    {"slaveConnectionPoolSize", IGNORE_INT, NULL},
+    {"slaveConnectionMinimumIdleSize", IGNORE_INT, NULL},
+    {"subscriptionConnectionPoolSize", IGNORE_INT, NULL},
+    {"subscriptionConnectionMinimumIdleSize", IGNORE_INT, NULL},
+    {"failedSlaveReconnectionInterval", IGNORE_INT, NULL},
+    {"failedSlaveCheckInterval", IGNORE_INT, NULL},
+    {"dnsMonitoringInterval", IGNORE_INT, NULL},
+    {"readMode", IGNORE_STRING, NULL},
+    {"subscriptionMode", IGNORE_STRING, NULL},
+    {"checkSentinelsList", IGNORE_BOOL, NULL},
+    {"checkSlaveStatusWithSyncing", IGNORE_BOOL, NULL},
+    {"sentinelsDiscovery", IGNORE_BOOL, NULL},
+    {"loadBalancer", IGNORE_ANY, NULL},
+    {"failedSlaveNodeDetector", IGNORE_ANY, NULL},
+    {NULL, HONOURED, NULL},
+};
+static const key_rule *const sentinel_rules[] = {sentinel_own_rules, base_rules,
+                                                 NULL};
+
+/* Applies a user and password pair read from the keys user_key and
+ * password_key of the server config at path: Redisson sends AUTH only with
+ * a password, and "" counts as none. */
+static int apply_pair(loader *ld, const char *path, const char *user_key,
+                      const char *password_key, const char *user,
+                      const char *password,
+                      int (*set)(rlock_config *, const char *, const char *))
+{
+    char user_path[96], password_path[96];
+    snprintf(user_path, sizeof(user_path), "%s.%s", path, user_key);
+    snprintf(password_path, sizeof(password_path), "%s.%s", path, password_key);
+    user = user && *user ? user : NULL;
+    password = password && *password ? password : NULL;
+    if (password == NULL) {
+        if (user != NULL)
+            return rlock__cf_fail(ld, user_path, "needs a password (%s)",
+                                  password_path);
+        return RLOCK_OK;
+    }
+    return rlock__cf_setter(ld, password_path, set(ld->cfg, user, password));
+}
+
+/* Checks that v is a server config object and that no other was given. */
+static int open_server_config(loader *ld, const char *path, const json_t *v)
+{
+    if (!json_is_object(v))
+        return rlock__cf_fail(ld, path, "must be an object (got %s)",
+                              rlock__cf_type_word(v));
+    if (ld->server_config != NULL)
+        return rlock__cf_fail(ld, path,
+                              "cannot be given with %s: one server config "
+                              "per file",
+                              ld->server_config);
+    ld->server_config = strcmp(path, "singleServerConfig") == 0
+                            ? "singleServerConfig"
+                            : "sentinelServersConfig";
+    return RLOCK_OK;
+}
+
+static int apply_single_server(loader *ld, const char *path, const json_t *v)
+{
+    if (json_is_null(v))
+        return RLOCK_OK;
+    int rc = open_server_config(ld, path, v);
+    if (rc == 0)
+        rc = rlock__cf_apply_object(ld, single_rules, path, v);
+    return rc ? rc
+              : apply_pair(ld, path, "username", "password", ld->username,
+                           ld->password, rlock_config_set_credentials);
+}
+
+static int apply_sentinel_servers(loader *ld, const char *path, const json_t *v)
+{
+    if (json_is_null(v))
+        return RLOCK_OK;
+    int rc = open_server_config(ld, path, v);
+    if (rc == 0)
+        rc = rlock__cf_apply_object(ld, sentinel_rules, path, v);
+    if (rc == 0)
+        rc = apply_sentinel_server_uri(ld, path);
+    if (rc == 0)
+        rc = apply_pair(ld, path, "username", "password", ld->username,
+                        ld->password, rlock_config_set_credentials);
+    if (rc == 0)
+        rc = apply_pair(ld, path, "sentinelUsername", "sentinelPassword",
+                        ld->sentinel_username, ld->sentinel_password,
+                        rlock_config_set_sentinel_credentials);
+    return rc;
+}
