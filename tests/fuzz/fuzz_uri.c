@@ -70,6 +70,18 @@ static void append_raw(char *buf, size_t *len, const char *s)
     *len += n;
 }
 
+/* Appends "[user]:password@" when u has a password. */
+static void append_userinfo(char *buf, size_t *len, const rlock__uri *u)
+{
+    if (u->password == NULL)
+        return;
+    if (u->user != NULL)
+        append_encoded(buf, len, u->user, false);
+    append_raw(buf, len, ":");
+    append_encoded(buf, len, u->password, false);
+    append_raw(buf, len, "@");
+}
+
 static size_t slen(const char *s)
 {
     return s ? strlen(s) : 0;
@@ -144,13 +156,7 @@ static void check_round_trip(const rlock__uri *u)
     if (u->master != NULL) {
         append_raw(buf, &len,
                    u->tls ? "rediss+sentinel://" : "redis+sentinel://");
-        if (u->password != NULL) {
-            if (u->user != NULL)
-                append_encoded(buf, &len, u->user, false);
-            append_raw(buf, &len, ":");
-            append_encoded(buf, &len, u->password, false);
-            append_raw(buf, &len, "@");
-        }
+        append_userinfo(buf, &len, u);
         for (int i = 0; i < u->nsentinels; i++) {
             append_raw(buf, &len, i ? ",[" : "[");
             append_raw(buf, &len, u->sentinels[i].host);
@@ -163,13 +169,7 @@ static void check_round_trip(const rlock__uri *u)
         append_raw(buf, &len, num);
     } else if (u->host != NULL) {
         append_raw(buf, &len, u->tls ? "rediss://" : "redis://");
-        if (u->password != NULL) {
-            if (u->user != NULL)
-                append_encoded(buf, &len, u->user, false);
-            append_raw(buf, &len, ":");
-            append_encoded(buf, &len, u->password, false);
-            append_raw(buf, &len, "@");
-        }
+        append_userinfo(buf, &len, u);
         append_raw(buf, &len, "[");
         append_raw(buf, &len, u->host);
         snprintf(num, sizeof(num), "]:%d/%d", u->port, u->db);
