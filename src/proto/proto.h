@@ -8,12 +8,13 @@
  * owned tree of admin_reply.h for the rlock tool), Redisson's key and
  * channel names (keys.c), the connection URI (uri.c), each lock kind's
  * script calls (kinds.c), the embedded scripts (scripts.h and the generated table), the
- * text forms of ids (ids.c), a string map (map.c) and the allocation
- * wrappers every layer uses (alloc.c). It does no I/O, starts and waits for
- * no threads, and reads no clock: whatever depends on time, the network or
- * a client is passed in (rlock__lock_desc carries the wall clock as a
- * function). So every function here is tested by tests/unit and the fuzz
- * targets without a server, and proto's unit tests are linked from proto's
+ * text forms of ids (ids.c), a string map (map.c), the allocation
+ * wrappers every layer uses (alloc.c), and Redis Cluster's slots (cluster.h).
+ * It does no I/O, starts and waits for no threads, and reads no clock:
+ * whatever depends on time, the network or a client is passed in
+ * (rlock__lock_desc carries the wall clock as a function). So every
+ * function here is tested by tests/unit and the fuzz targets without a
+ * server, and proto's unit tests are linked from proto's
  * sources alone (RLOCK_PROTO_SOURCES), which fails if proto calls upwards.
  *
  * A proto file includes this header, scripts.h, include/rlock.h (for the
