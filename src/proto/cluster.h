@@ -8,6 +8,8 @@
  *   slots.c       CRC16 and the hash-tag rule (key -> slot), and whether
  *                 every key and channel of a lock kind shares its name's
  *                 slot, which a cluster needs for one EVAL to name them all
+ *   redirect.c    MOVED, ASK, TRYAGAIN, CLUSTERDOWN, ... as a kind, a slot
+ *                 and an address (CLUSTER-SENTINEL.md section 6.3's table)
  * The rule is Redis's (CLUSTER-SENTINEL.md 1.1), not Redisson's: the server
  * decides where a key lives, and the two differ only for names with a '}'
  * before their first '{'.
@@ -23,6 +25,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+struct redisReply;
 
 /* ---------------------------------------------------------------- slots.c */
 
@@ -46,5 +50,37 @@ typedef struct rlock__lock_keys {
 int rlock__lock_keys_make(int kind, const char *name, rlock__lock_keys *k);
 void rlock__lock_keys_clear(rlock__lock_keys *k);
 int rlock__lock_slot(int kind, const char *name, int *slot);
+
+/* ------------------------------------------------------------- redirect.c */
+
+/* What an error reply means to a cluster client (none of them ran). */
+typedef enum {
+    RLOCK__REDIR_NONE = 0,    /* not an error reply (or no reply at all) */
+    RLOCK__REDIR_OTHER,       /* an error with no cluster meaning */
+    RLOCK__REDIR_MOVED,       /* the slot is served at host:port now */
+    RLOCK__REDIR_ASK,         /* ask host:port this once, after ASKING */
+    RLOCK__REDIR_TRYAGAIN,    /* a multi-key call while its slot moves */
+    RLOCK__REDIR_CLUSTERDOWN, /* the cluster cannot serve the slot now */
+    RLOCK__REDIR_MASTERDOWN,  /* a replica lost its master */
+    RLOCK__REDIR_LOADING,     /* the node is loading its data set */
+    RLOCK__REDIR_READONLY,    /* a write reached a replica */
+    RLOCK__REDIR_NOSCRIPT,    /* this node lacks the script: send EVAL */
+    RLOCK__REDIR_CROSSSLOT,   /* keys of several slots in one call */
+} rlock__redir_kind;
+
+/* The longest host a redirection may name (a DNS name is at most 253). */
+#define RLOCK__HOST_MAX 256
+
+typedef struct rlock__redirect {
+    rlock__redir_kind kind;
+    int slot;                   /* MOVED and ASK; else -1 */
+    char host[RLOCK__HOST_MAX]; /* MOVED and ASK; "" also means "the host
+                                   this reply came from" (Redis 7) */
+    int port;                   /* MOVED and ASK; else 0 */
+} rlock__redirect;
+
+int rlock__redirect_parse(const struct redisReply *r, rlock__redirect *out);
+const char *rlock__redirect_name(rlock__redir_kind kind);
+bool rlock__host_is_valid(const char *host, size_t len);
 
 #endif
