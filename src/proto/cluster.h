@@ -10,6 +10,8 @@
  *                 slot, which a cluster needs for one EVAL to name them all
  *   redirect.c    MOVED, ASK, TRYAGAIN, CLUSTERDOWN, ... as a kind, a slot
  *                 and an address (CLUSTER-SENTINEL.md section 6.3's table)
+ *   slot_table.c  the slot -> node table from CLUSTER SLOTS or CLUSTER
+ *                 SHARDS, as hiredis's reader built the reply
  * The rule is Redis's (CLUSTER-SENTINEL.md 1.1), not Redisson's: the server
  * decides where a key lives, and the two differ only for names with a '}'
  * before their first '{'.
@@ -82,5 +84,49 @@ typedef struct rlock__redirect {
 int rlock__redirect_parse(const struct redisReply *r, rlock__redirect *out);
 const char *rlock__redirect_name(rlock__redir_kind kind);
 bool rlock__host_is_valid(const char *host, size_t len);
+
+/* ----------------------------------------------------------- slot_table.c */
+
+typedef enum {
+    RLOCK__NODE_MASTER = 0,
+    RLOCK__NODE_REPLICA = 1,
+} rlock__node_role;
+
+/* One node of the table. A node is known by host and port; no two nodes of
+ * a table share both. */
+typedef struct rlock__cluster_node {
+    char *host;   /* owned; the host asked when the reply named none */
+    int port;     /* the port the reply gave, or its tls-port alone */
+    int tls_port; /* CLUSTER SHARDS's tls-port, 0 when it gave none */
+    char id[41];  /* the node id, "" when the reply gave none */
+    rlock__node_role role;
+    int master;  /* a replica's master (a node index); -1 for a master */
+    bool online; /* SHARDS: health "online"; SLOTS lists usable nodes only */
+} rlock__cluster_node;
+
+/* No node serves the slot. */
+#define RLOCK__SLOT_UNSERVED UINT16_MAX
+
+/* The cluster as one node described it: slot -> the index of the master
+ * serving it, and the nodes (masters and replicas). */
+typedef struct rlock__slot_table {
+    uint16_t owner[RLOCK__SLOT_COUNT]; /* node index or RLOCK__SLOT_UNSERVED */
+    rlock__cluster_node *nodes;
+    size_t count;
+    size_t cap;
+} rlock__slot_table;
+
+int rlock__slot_table_from_slots(const struct redisReply *r,
+                                 const char *asked_host,
+                                 rlock__slot_table **out);
+int rlock__slot_table_from_shards(const struct redisReply *r,
+                                  const char *asked_host,
+                                  rlock__slot_table **out);
+void rlock__slot_table_free(rlock__slot_table *t);
+const rlock__cluster_node *
+rlock__slot_table_master(const rlock__slot_table *t, int slot);
+int rlock__slot_table_find(const rlock__slot_table *t, const char *host,
+                           int port);
+bool rlock__slot_table_covers_all(const rlock__slot_table *t);
 
 #endif

@@ -9,14 +9,14 @@
  * channel names (keys.c), the connection URI (uri.c), each lock kind's
  * script calls (kinds.c), the embedded scripts (scripts.h and the generated table), the
  * text forms of ids (ids.c), a string map (map.c), the allocation
- * wrappers every layer uses (alloc.c), and Redis Cluster's slots
- * and redirections (cluster.h).
- * It does no I/O, starts and waits for no threads, and reads no clock:
- * whatever depends on time, the network or a client is passed in
- * (rlock__lock_desc carries the wall clock as a function). So every
- * function here is tested by tests/unit and the fuzz targets without a
- * server, and proto's unit tests are linked from proto's
- * sources alone (RLOCK_PROTO_SOURCES), which fails if proto calls upwards.
+ * wrappers every layer uses (alloc.c), and Redis Cluster's slots,
+ * redirections and slot table (cluster.h). It does no I/O, starts and
+ * waits for no threads, and reads no clock: whatever depends on time, the
+ * network or a client is passed in (rlock__lock_desc carries the wall
+ * clock as a function). So every function here is tested by tests/unit and
+ * the fuzz targets without a server, and proto's unit tests are linked from
+ * proto's sources alone (RLOCK_PROTO_SOURCES), which fails if proto calls
+ * upwards.
  *
  * A proto file includes this header, scripts.h, include/rlock.h (for the
  * RLOCK_E* codes and kinds) and the C library, nothing else.
@@ -25,7 +25,7 @@
  * the RESP codec's data type (STYLE.md 5.3). hiredis 0.14 defines that
  * struct in <hiredis/hiredis.h>, not in <hiredis/read.h> (which has only
  * the REDIS_REPLY_* types and the reader), so the files that read replies
- * (reply.c, and cluster.h's redirect.c) alone include
+ * (reply.c, and cluster.h's redirect.c and slot_table.c) alone include
  * hiredis.h, for the type: proto calls no hiredis function, and
  * scripts/check-layers refuses any other hiredis header in proto and any
  * call of a redis* function. This header only names struct redisReply.

@@ -39,6 +39,7 @@ expect PASS src/core/old.c '#include "internal.h"'
 expect PASS src/proto/note.c '/* #include "io/io.h" is not included */'
 expect PASS src/somefile.c '#include <ev.h>'
 expect PASS src/cli/tool.c $'#include "api/admin.h"\n#include "rlock.h"'
+expect PASS src/proto/slot_table.c '#include <hiredis/hiredis.h>'
 
 expect FAIL src/proto/up.c '#include "io/io.h"' \
     'src/proto/up.c:1: includes "io/io.h": src/io/io.h belongs to io, above proto'
