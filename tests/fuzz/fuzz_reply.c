@@ -25,15 +25,13 @@
  *               equal to the integer (0 and 1 always accepted); never a
  *               write past renewed[n)
  *
- * hiredis's reader refuses array lengths beyond its own range, but accepts
- * any count it can allocate: a 2^30-element header would make the fuzzer
- * report an out-of-memory "crash" in hiredis. The reader's array
- * constructor is therefore wrapped to refuse more than MAX_ELEMENTS (the
- * reader then fails as on a real allocation failure); everything else is
- * hiredis's own code, unchanged.
+ * The RESP goes through hiredis's reader with its array sizes capped
+ * (capped_reader.h), so that a huge array header is not an out-of-memory
+ * "crash" in hiredis.
  *
  * A failed check calls abort(), which libFuzzer reports with its input.
  */
+#include "capped_reader.h"
 #include "proto/proto.h"
 
 #include <hiredis/hiredis.h>
@@ -45,7 +43,6 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define MAX_ELEMENTS 4096
 #define TTL_UNSET    INT64_C(0x5a5a5a5a5a5a5a5a)
 
 #define CHECK(cond)                                                            \
@@ -56,32 +53,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
             abort();                                                           \
         }                                                                      \
     } while (0)
-
-static redisReplyObjectFunctions capped_functions;
-static void *(*default_create_array)(const redisReadTask *, int);
-
-static void *create_array_capped(const redisReadTask *task, int elements)
-{
-    if (elements > MAX_ELEMENTS)
-        return NULL;
-    return default_create_array(task, elements);
-}
-
-/* A reader with hiredis's default reply constructors, arrays capped. */
-static redisReader *reader_new(void)
-{
-    redisReader *rd = redisReaderCreate();
-
-    if (rd == NULL)
-        return NULL;
-    if (default_create_array == NULL) {
-        capped_functions = *rd->fn;
-        default_create_array = capped_functions.createArray;
-        capped_functions.createArray = create_array_capped;
-    }
-    rd->fn = &capped_functions;
-    return rd;
-}
 
 static bool has_prefix(const redisReply *r, const char *word)
 {
@@ -329,7 +300,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(v == TTL_UNSET && renewed == 0xee);
     }
 
-    rd = reader_new();
+    rd = rt_fuzz_reader_new();
     if (rd == NULL)
         return 0;
     if (redisReaderFeed(rd, (const char *)data, size) == REDIS_OK) {
