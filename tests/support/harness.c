@@ -305,8 +305,7 @@ static int make_dir(rt_redis *r)
     return 0;
 }
 
-/* Returns a loopback port that was free a moment ago (never 6379), or -1. */
-static int pick_port(void)
+int rt_free_port(void)
 {
     int attempt;
 
@@ -593,10 +592,10 @@ int rt_redis_start_tls(rt_redis *r, const char *const *tls_args,
     for (attempt = 0; attempt < RT_START_ATTEMPTS; attempt++) {
         int rc;
 
-        r->port = pick_port();
+        r->port = rt_free_port();
         if (tls_args != NULL) {
             do
-                r->tls_port = pick_port();
+                r->tls_port = rt_free_port();
             while (r->tls_port == r->port);
         }
         if (r->port < 0 || r->tls_port < 0) {

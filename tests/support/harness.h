@@ -118,6 +118,10 @@ const char *rt_sub_message(rt_sub *s, int i);
 /* Unsubscribes, joins the thread and frees everything.  NULL is a no-op. */
 void rt_sub_stop(rt_sub *s);
 
+/* Returns a loopback port that was free a moment ago (never 6379), or -1:
+ * for a port a server needs besides its own (a cluster bus). */
+int rt_free_port(void);
+
 /* CLOCK_MONOTONIC in milliseconds. */
 int64_t rt_now_ms(void);
 
