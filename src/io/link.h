@@ -48,6 +48,13 @@ typedef struct rlock__link_addr {
 int rlock__link_resolve(const char *host, int port, const char *path,
                         rlock__link_addr *out);
 
+/* As rlock__link_resolve() for an IP address only: never blocks, so the
+ * I/O thread may call it (a sentinel names a new master by address).
+ * Returns 0, RLOCK_EINVAL (host is a name, or a bad port) or
+ * RLOCK_ECONN. Thread-safe. */
+int rlock__link_resolve_numeric(const char *host, int port,
+                                rlock__link_addr *out);
+
 /* How to reach and greet a server. Strings are borrowed for the call that
  * takes the options only (the link copies what it needs later). */
 typedef struct rlock__link_opts {

@@ -41,6 +41,31 @@ void rlock__link_opts_init(rlock__link_opts *o)
     o->connect_timeout_ms = 5000;
 }
 
+/* getaddrinfo for host:port with flags; the first address only. */
+static int lookup(const char *host, int port, int flags,
+                  rlock__link_addr *out)
+{
+    if (host == NULL || port <= 0 || port > 65535)
+        return RLOCK_EINVAL;
+    char service[8];
+    snprintf(service, sizeof(service), "%d", port);
+    struct addrinfo hints, *res = NULL;
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = flags | AI_NUMERICSERV;
+    int rc = getaddrinfo(host, service, &hints, &res);
+    if (rc != 0 || res == NULL)
+        return rc == EAI_NONAME && (flags & AI_NUMERICHOST) ? RLOCK_EINVAL
+                                                            : RLOCK_ECONN;
+    /* the first address only: a server behind several is a job for the
+     * caller (Sentinel, Cluster), not for one link */
+    memcpy(&out->sa, res->ai_addr, res->ai_addrlen);
+    out->len = res->ai_addrlen;
+    freeaddrinfo(res);
+    return RLOCK_OK;
+}
+
 int rlock__link_resolve(const char *host, int port, const char *path,
                         rlock__link_addr *out)
 {
@@ -55,22 +80,14 @@ int rlock__link_resolve(const char *host, int port, const char *path,
         out->len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + 1);
         return RLOCK_OK;
     }
-    if (host == NULL || port <= 0 || port > 65535)
-        return RLOCK_EINVAL;
-    char service[8];
-    snprintf(service, sizeof(service), "%d", port);
-    struct addrinfo hints, *res = NULL;
-    memset(&hints, 0, sizeof(hints));
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    if (getaddrinfo(host, service, &hints, &res) != 0 || res == NULL)
-        return RLOCK_ECONN;
-    /* the first address only: a server behind several is a job for the
-     * caller (Sentinel, Cluster), not for one link */
-    memcpy(&out->sa, res->ai_addr, res->ai_addrlen);
-    out->len = res->ai_addrlen;
-    freeaddrinfo(res);
-    return RLOCK_OK;
+    return lookup(host, port, 0, out);
+}
+
+int rlock__link_resolve_numeric(const char *host, int port,
+                                rlock__link_addr *out)
+{
+    memset(out, 0, sizeof(*out));
+    return lookup(host, port, AI_NUMERICHOST, out);
 }
 
 /* ------------------------------------------------------- plain stream */

@@ -356,6 +356,7 @@ static pid_t spawn(rt_redis *r, const char *server)
     char port[16];
     char tls_port[16];
     char logfile[300];
+    char conf[300];
     int argc = 0;
     int devnull;
     pid_t parent = getpid();
@@ -364,7 +365,21 @@ static pid_t spawn(rt_redis *r, const char *server)
 
     snprintf(port, sizeof(port), "%d", r->port);
     snprintf(logfile, sizeof(logfile), "%s/redis.log", r->dir);
+    snprintf(conf, sizeof(conf), "%s/sentinel.conf", r->dir);
     argv[argc++] = server;
+    if (r->conf_text != NULL) {
+        FILE *f = fopen(conf, "w");
+        int bad = f == NULL || fputs(r->conf_text, f) < 0;
+        if (f != NULL && fclose(f) != 0)
+            bad = 1;
+        if (bad) {
+            fprintf(stderr, "harness: cannot write %s\n", conf);
+            return -1;
+        }
+        argv[argc++] = conf;
+        if (r->sentinel)
+            argv[argc++] = "--sentinel";
+    }
     argv[argc++] = "--port";
     argv[argc++] = port;
     argv[argc++] = "--bind";
@@ -488,6 +503,12 @@ static int probe(const rt_redis *r, pid_t pid)
     if (c->err != 0)
         goto out_free;
     redisSetTimeout(c, ms_to_timeval(1000));
+    if (r->password != NULL) {
+        reply = redisCommand(c, "AUTH %s", r->password);
+        if (reply == NULL)
+            goto out_free;
+        freeReplyObject(reply);
+    }
     reply = redisCommand(c, "PING");
     if (reply == NULL)
         goto out_free;
@@ -576,6 +597,13 @@ int rt_redis_start_args(rt_redis *r, const char *const *extra_args)
 int rt_redis_start_tls(rt_redis *r, const char *const *tls_args,
                        const char *const *extra_args)
 {
+    return rt_redis_start_conf(r, NULL, 0, NULL, tls_args, extra_args);
+}
+
+int rt_redis_start_conf(rt_redis *r, const char *conf_text, int sentinel,
+                        const char *password, const char *const *tls_args,
+                        const char *const *extra_args)
+{
     char server[512];
     int attempt;
 
@@ -583,6 +611,9 @@ int rt_redis_start_tls(rt_redis *r, const char *const *tls_args,
     memset(r, 0, sizeof(*r));
     r->extra_args = extra_args;
     r->tls_args = tls_args;
+    r->conf_text = conf_text;
+    r->sentinel = sentinel;
+    r->password = password;
     if (find_redis_server(server, sizeof(server)) != 0) {
         fprintf(stderr, "harness: redis-server not found\n");
         return -1;
@@ -716,6 +747,14 @@ static redisContext *connect_to(const rt_redis *r, int io_timeout_ms)
     }
     if (io_timeout_ms > 0)
         redisSetTimeout(c, ms_to_timeval(io_timeout_ms));
+    if (r->password != NULL) {
+        redisReply *reply = redisCommand(c, "AUTH %s", r->password);
+        if (reply == NULL) {
+            redisFree(c);
+            return NULL;
+        }
+        freeReplyObject(reply);
+    }
     return c;
 }
 

@@ -49,6 +49,9 @@ typedef struct rt_redis {
     int paused;                    /* 1 between rt_redis_pause and _resume */
     int tls_port;                  /* loopback TLS port, 0 without TLS */
     const char *const *tls_args;   /* borrowed, as extra_args */
+    const char *conf_text;         /* borrowed: a config file's text */
+    int sentinel;                  /* 1: started with --sentinel */
+    const char *password;          /* borrowed: what AUTH sends */
 } rt_redis;
 
 /* Starts a server on a free port.  Returns 0 once it answers PING (within
@@ -68,6 +71,19 @@ int rt_redis_start_args(rt_redis *r, const char *const *extra_args);
  */
 int rt_redis_start_tls(rt_redis *r, const char *const *tls_args,
                        const char *const *extra_args);
+
+/* As rt_redis_start_tls(), with two more settings (each may be NULL):
+ *   conf_text  a config file's text, written into the server's temp dir
+ *              and named first on its command line; with sentinel, it is
+ *              started as a sentinel (redis-server CONF --sentinel), which
+ *              rewrites that file, so each sentinel gets its own
+ *   password   what the server requires (requirepass in conf_text or in
+ *              extra_args): the start probe and rt_cmd*() send AUTH with it
+ * Both are borrowed like extra_args; a restart writes the file afresh.
+ * Returns 0 once the server answers PING, or -1. */
+int rt_redis_start_conf(rt_redis *r, const char *conf_text, int sentinel,
+                        const char *password, const char *const *tls_args,
+                        const char *const *extra_args);
 
 /* Starts the server again on the same port (and with the same extra args)
  * after rt_redis_stop(); stops it first if it is still running.  The data set
