@@ -365,7 +365,7 @@ static pid_t spawn(rt_redis *r, const char *server)
 
     snprintf(port, sizeof(port), "%d", r->port);
     snprintf(logfile, sizeof(logfile), "%s/redis.log", r->dir);
-    snprintf(conf, sizeof(conf), "%s/sentinel.conf", r->dir);
+    snprintf(conf, sizeof(conf), "%s/server.conf", r->dir);
     argv[argc++] = server;
     if (r->conf_text != NULL) {
         FILE *f = fopen(conf, "w");
