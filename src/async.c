@@ -200,6 +200,9 @@ struct rlock__aop {
     bool unknown;   /* a lost attempt may have taken the lock */
     bool canceled;
     bool finished;
+    bool waited;    /* acquire: a try found the lock taken (statistics) */
+    bool by_timer;  /* acquire: this try is a re-check, not a message's */
+    int64_t started_us; /* acquire: rlock__stats_clock() at the call */
     rlock__holder *spare; /* acquire: the hold's record, allocated early */
     /* unlock */
     uint64_t epoch;
@@ -290,6 +293,9 @@ static void finish(rlock__aop *op, int status)
     if (op->kind == OP_ACQUIRE && status != RLOCK_OK && !op->finished &&
         op->entry->kind == RLOCK_KIND_FAIR && status != RLOCK_ECLOSED)
         fair_give_up(op);
+    if (op->kind == OP_ACQUIRE && !op->finished)
+        rlock__stats_acquire_done(op->client->stats, status, op->waited,
+                                  op->started_us);
     op->finished = true;
     rlock__timer_stop(op->timer);
     set_waiting(op, false);
@@ -398,6 +404,9 @@ static void on_acquire_reply(rlock__req *r)
     if (acquired) {
         rlock__entry_add_hold(op->entry, op->owner, op->lease_ms, op->spare);
         op->spare = NULL;
+        if (op->by_timer && op->waited)
+            rlock__stats_count(op->client->stats,
+                               RLOCK__STAT_RECHECKS_FOUND_FREE);
         finish(op, RLOCK_OK);
         return;
     }
@@ -411,6 +420,7 @@ static void on_acquire_reply(rlock__req *r)
         return;
     }
     int64_t now = rlock__now_ms(), ttl = r->value;
+    op->waited = true;
     if (now >= op->deadline_ms) {
         finish(op, RLOCK_ETIMEDOUT);
         return;
@@ -529,21 +539,28 @@ static void acquire_timer(rlock__aop *op)
         finish(op, RLOCK_ETIMEDOUT);
         return;
     }
-    if (rlock__now_ms() >= op->deadline_ms)
+    if (rlock__now_ms() >= op->deadline_ms) {
         finish(op, RLOCK_ETIMEDOUT);
-    else
+    } else {
+        /* a spin lock's back-off is its way of waiting, not a re-check */
+        op->by_timer = op->waiting && op->entry->kind != RLOCK_KIND_SPIN;
         attempt(op);
+    }
 }
 
 /* An unlock message (or the subscription's confirmation, all true) for
- * e's async waiters: one waiter re-tries, or all. I/O thread. */
-void rlock__async_kick(rlock__entry *e, bool all)
+ * e's async waiters: one waiter re-tries, or all. Returns false when no
+ * waiter was there to be woken. I/O thread. */
+bool rlock__async_kick(rlock__entry *e, bool all)
 {
+    bool woke = false;
     rlock__aop *next;
     for (rlock__aop *op = e->async_ops; op != NULL; op = next) {
         next = op->next; /* attempt() may finish and free op */
         if (op->kind != OP_ACQUIRE || !op->waiting || op->finished)
             continue;
+        woke = true;
+        op->by_timer = false;
         if (op->inflight > 0) {
             op->permit = true;
         } else {
@@ -562,8 +579,9 @@ void rlock__async_kick(rlock__entry *e, bool all)
             attempt(op);
         }
         if (!all)
-            return;
+            return woke;
     }
+    return woke;
 }
 
 /* ---------------------------------------------------------------- unlocks */
@@ -731,6 +749,7 @@ int rlock_lock_async(rlock *l, uint64_t owner, int64_t wait_ms,
         op_free(op);
         return RLOCK_ENOMEM;
     }
+    op->started_us = rlock__stats_clock(l->client->stats);
     int64_t now = rlock__now_ms();
     if (wait_ms != RLOCK_WAIT_FOREVER && wait_ms <= INT64_MAX - now)
         op->deadline_ms = now + wait_ms;

@@ -166,6 +166,7 @@ static void complete(rlock__req *r, int status)
 void rlock__req_decode(rlock__req *r, const redisReply *reply)
 {
     int rc;
+    rlock__stats_count(r->client->stats, RLOCK__STAT_ROUND_TRIPS);
     switch (r->kind) {
     case RLOCK__REPLY_ACQUIRE:
         rc = rlock__reply_acquire(reply, &r->value,
@@ -207,6 +208,7 @@ static void on_reply(redisAsyncContext *ac, void *reply_, void *privdata)
     }
     if (r->script != NULL && !r->reloaded && rlock__reply_is_noscript(reply)) {
         r->reloaded = true;
+        rlock__req_note_reload(r);
         const char *argv[3] = {"SCRIPT", "LOAD", (const char *)r->script->body};
         size_t lens[3] = {6, 4, r->script->len};
         /* its reply is not needed: the EVALSHA behind it tells */
@@ -220,6 +222,19 @@ static void on_reply(redisAsyncContext *ac, void *reply_, void *privdata)
         redisAsyncDisconnect(ac); /* the password changed: AUTH again on
                                      the next connection */
     complete(r, 0);
+}
+
+/* Counts and logs that r's script was not in the server's cache and is
+ * being loaded again. Any thread, with no rlock lock held. */
+void rlock__req_note_reload(rlock__req *r)
+{
+    rlock_client *c = r->client;
+    rlock__stats_count(c->stats, RLOCK__STAT_SCRIPT_RELOADS);
+    rlock__log_later(c, RLOCK_LOG_INFO,
+                     "script %s was not in the server's script cache "
+                     "(NOSCRIPT: a restart, a failover or SCRIPT FLUSH): "
+                     "loading it again",
+                     r->script->name);
 }
 
 /* Lays out r as one command: EVALSHA sha numkeys args..., or the plain

@@ -26,26 +26,52 @@ void rlock__conn_init(rlock__conn *cn, rlock_client *c)
     cn->state = RLOCK__CONN_DOWN;
 }
 
+/* Which of the client's command connections cn is, for log lines. */
+static int index_of(const rlock__conn *cn)
+{
+    return (int)(cn - cn->client->conns);
+}
+
 static void on_connect(const redisAsyncContext *ac, int status)
 {
     rlock__conn *cn = ac->data;
     if (cn == NULL)
         return;
+    rlock_client *c = cn->client;
     if (status != REDIS_OK) {
+        rlock__log(c, RLOCK_LOG_DEBUG,
+                   "command connection %d could not connect: %s",
+                   index_of(cn), ac->errstr);
         /* hiredis frees the context after this returns */
         cn->ac = NULL;
         cn->state = RLOCK__CONN_DOWN;
         return;
     }
     cn->state = RLOCK__CONN_UP;
+    if (!cn->was_up) {
+        cn->was_up = true;
+        rlock__log(c, RLOCK_LOG_DEBUG, "command connection %d connected",
+                   index_of(cn));
+        return;
+    }
+    rlock__stats_count(c->stats, RLOCK__STAT_RECONNECTS);
+    rlock__log(c, RLOCK_LOG_INFO, "command connection %d reconnected",
+               index_of(cn));
 }
 
 static void on_disconnect(const redisAsyncContext *ac, int status)
 {
     rlock__conn *cn = ac->data;
-    (void)status;
     if (cn == NULL)
         return;
+    /* REDIS_OK: we closed it, to authenticate again (command.c) */
+    rlock__log(cn->client, RLOCK_LOG_INFO,
+               "command connection %d %s: reconnecting with the next "
+               "command",
+               index_of(cn),
+               status == REDIS_OK ? "closed to authenticate again"
+                                  : ac->errstr[0] != '\0' ? ac->errstr
+                                                          : "lost");
     cn->ac = NULL;
     cn->state = RLOCK__CONN_DOWN;
 }

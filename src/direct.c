@@ -38,6 +38,8 @@ typedef struct slot {
     redisContext *ctx; /* NULL: not connected */
     int owed;           /* replies to skip before the next one is ours */
     int64_t used_at_ms; /* the last round trip's start */
+    const char *closed_why; /* why the last connection closed (NULL: none
+                               yet): the next connect is a reconnect */
     bool parked;        /* the I/O thread owns ctx until the replies came */
     /* parked state, I/O thread only */
     rlock__req *late;   /* the request whose reply is late, or NULL */
@@ -237,11 +239,50 @@ void rlock__sync_close(redisContext *ctx)
 
 /* ---------------------------------------------------------------- parking */
 
-static void close_slot(slot *s)
+/* Closes s's connection; why (a static string) is told when it
+ * reconnects. */
+static void close_slot_why(slot *s, const char *why)
 {
+    if (s->ctx != NULL)
+        s->closed_why = why;
     redisFree(s->ctx);
     s->ctx = NULL;
     s->owed = 0;
+}
+
+static void close_slot(slot *s)
+{
+    close_slot_why(s, "closed after an error");
+}
+
+/* Opens s's connection for a call of timeout_ms, and says so: a first
+ * connect at DEBUG, a reconnect (counted) at INFO with why the last one
+ * closed. s->mu held, on a user thread. Returns 0 or a code. */
+static int connect_slot(slot *s, int64_t timeout_ms)
+{
+    rlock_client *c = s->direct->client;
+    int index = (int)(s - s->direct->slots);
+    int64_t connect_ms = c->cfg.connect_timeout_ms < timeout_ms
+                             ? c->cfg.connect_timeout_ms
+                             : timeout_ms;
+    int rc = rlock__sync_connect(c, connect_ms, &s->ctx);
+    if (rc != 0) {
+        rlock__log_later(c, RLOCK_LOG_DEBUG,
+                         "caller-thread connection %d could not connect: %s",
+                         index, rlock_strerror(rc));
+        return rc;
+    }
+    if (s->closed_why == NULL) {
+        rlock__log_later(c, RLOCK_LOG_DEBUG,
+                         "caller-thread connection %d connected", index);
+        return RLOCK_OK;
+    }
+    rlock__stats_count(c->stats, RLOCK__STAT_RECONNECTS);
+    rlock__log_later(c, RLOCK_LOG_INFO,
+                     "caller-thread connection %d reconnected (the last one "
+                     "was %s)",
+                     index, s->closed_why);
+    return RLOCK_OK;
 }
 
 /* I/O thread: the late replies are in (or given up): the slot is free. */
@@ -389,7 +430,9 @@ static void check_idle(slot *s, int64_t now, int64_t deadline_ms)
         if (poll(&pfd, 1, 0) == 0)
             return; /* quiet: alive as far as anyone can tell */
         if ((pfd.revents & POLLIN) == 0 || s->owed == 0) {
-            close_slot(s); /* hung up, or bytes nobody asked for */
+            /* hung up, or bytes nobody asked for */
+            close_slot_why(s, "closed by the server (a restart, CLIENT KILL "
+                              "or an idle timeout)");
             return;
         }
         redisReply *reply = NULL;
@@ -405,17 +448,13 @@ static void check_idle(slot *s, int64_t now, int64_t deadline_ms)
 /* One request on slot s (s->mu held). Returns r->status, or a code. */
 static int round_trip(slot *s, rlock__req *r, int64_t timeout_ms)
 {
-    rlock_client *c = s->direct->client;
     int rc;
     int64_t now = rlock__now_ms(), deadline = now + timeout_ms;
     if (s->ctx != NULL)
         check_idle(s, now, deadline);
     s->used_at_ms = now;
     if (s->ctx == NULL) {
-        int64_t connect_ms = c->cfg.connect_timeout_ms < timeout_ms
-                                 ? c->cfg.connect_timeout_ms
-                                 : timeout_ms;
-        rc = rlock__sync_connect(c, connect_ms, &s->ctx);
+        rc = connect_slot(s, timeout_ms);
         if (rc != 0)
             return rc == RLOCK_ETIMEDOUT ? RLOCK_ECONN : rc;
     }
@@ -438,6 +477,7 @@ static int round_trip(slot *s, rlock__req *r, int64_t timeout_ms)
              * (command.c's file comment says why not EVAL) */
             freeReplyObject(reply);
             r->reloaded = true;
+            rlock__req_note_reload(r);
             const char *argv[3] = {"SCRIPT", "LOAD",
                                    (const char *)r->script->body};
             size_t lens[3] = {6, 4, r->script->len};
@@ -452,7 +492,8 @@ static int round_trip(slot *s, rlock__req *r, int64_t timeout_ms)
         break;
     }
     if (r->status == RLOCK_EAUTH) {
-        close_slot(s); /* the password changed: AUTH again next time */
+        /* the password changed: AUTH again next time */
+        close_slot_why(s, "closed to authenticate again");
         return r->status;
     }
     if (r->status == 0 && r->latch_del != NULL &&
@@ -475,7 +516,7 @@ out_failed:
         park(s, r); /* the script may still run: see the design notes */
         return RLOCK_ETIMEDOUT;
     }
-    close_slot(s);
+    close_slot_why(s, "lost during a call");
     /* an error reply from a broken server (EPROTO) stays what it is; a
      * dropped connection means the command may or may not have run */
     return rc == RLOCK_EPROTO ? RLOCK_EPROTO : RLOCK_ECONN;

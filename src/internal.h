@@ -166,6 +166,7 @@ typedef struct rlock__conn {
     rlock_client *client;
     struct redisAsyncContext *ac; /* NULL while down */
     rlock__conn_state state;
+    bool was_up; /* it connected before: the next connect is a reconnect */
 } rlock__conn;
 
 void rlock__conn_init(rlock__conn *cn, rlock_client *c);
@@ -240,6 +241,7 @@ void rlock__req_dispatch(rlock__req *r);
 rlock__req *rlock__give_back_new(rlock__req *acq);
 void rlock__req_give_back(rlock__req *acq);
 void rlock__req_decode(rlock__req *r, const struct redisReply *reply);
+void rlock__req_note_reload(rlock__req *r);
 int rlock__req_command(const rlock__req *r, rlock__command *cmd);
 void rlock__command_clear(rlock__command *cmd);
 
@@ -258,6 +260,7 @@ typedef struct rlock__holder {
     int releasing;         /* unlocks in flight: a loss found meanwhile
                               waits for their outcome (rlock__hold_lost) */
     int loss_pending;      /* RLOCK_LOST_* found while releasing, or 0 */
+    int64_t held_at_us;    /* rlock__stats_clock() when taken; 0: untimed */
 } rlock__holder;
 
 /* Shared state of one lock within a client (Redisson's RedissonLockEntry
@@ -341,7 +344,7 @@ rlock__holder *rlock__entry_find_holder(rlock__entry *e, uint64_t tid);
 int64_t rlock__entry_hold_id(rlock__entry *e, uint64_t owner);
 int rlock__owner_known_holds(rlock__entry *e, uint64_t owner);
 void rlock__entry_remove_holder(rlock__entry *e, rlock__holder *h);
-void rlock__entry_wake(rlock__entry *e, bool all);
+bool rlock__entry_wake(rlock__entry *e, bool all);
 void rlock__entries_sweep(rlock_client *c);
 
 /* ---------------------------------------------------------- entry_kinds.c */
@@ -388,7 +391,7 @@ void rlock__watchdog_free(rlock__watchdog *wd);
 typedef struct rlock__aop rlock__aop;
 struct rlock__user_loop;
 
-void rlock__async_kick(rlock__entry *e, bool all);
+bool rlock__async_kick(rlock__entry *e, bool all);
 void rlock__async_shutdown(rlock_client *c);
 void rlock__async_client_free(rlock_client *c);
 
@@ -446,6 +449,8 @@ bool rlock__notifier_on_thread(const rlock__notifier *n);
 int rlock__notifier_set_lock_cb(rlock__entry *e, rlock_lost_cb cb,
                                 void *arg);
 void rlock__hold_lost(rlock__entry *e, rlock__holder *h, int reason);
+void rlock__hold_note_lost(rlock__entry *e, const rlock__holder *h,
+                           int reason);
 
 /* ---------------------------------------------------------- thread_exit.c */
 

@@ -203,26 +203,32 @@ void rlock__entry_remove_holder(rlock__entry *e, rlock__holder *h)
 
 /* An unlock message arrived: one more waiter may try (all, for "1").
  * Blocking and async waiters take turns for "0", so neither kind starves
- * the other while one message still wakes one waiter. I/O thread. */
-void rlock__entry_wake(rlock__entry *e, bool all)
+ * the other while one message still wakes one waiter. Returns false when
+ * the message found nobody to wake (every waiter already has a permit, or
+ * there is none). I/O thread. */
+bool rlock__entry_wake(rlock__entry *e, bool all)
 {
+    bool woke = false;
     pthread_mutex_lock(&e->mu);
     bool to_async = e->async_waiters > 0 &&
                     (all || e->waiters == 0 || e->wake_async_next);
     if (!all)
         e->wake_async_next = !e->wake_async_next;
     if (all) {
+        woke = e->permits < e->waiters;
         e->permits = e->waiters;
         pthread_cond_broadcast(&e->permit_cv);
     } else if (!to_async && e->permits < e->waiters) {
         e->permits++;
+        woke = true;
         /* one permit, one thread: a broadcast would wake every waiter to
          * find the permit gone */
         pthread_cond_signal(&e->permit_cv);
     }
     pthread_mutex_unlock(&e->mu);
     if (to_async)
-        rlock__async_kick(e, all);
+        woke = rlock__async_kick(e, all) || woke;
+    return woke;
 }
 
 /* Records a successful acquire by owner tid (a thread or an async owner).
@@ -247,6 +253,7 @@ void rlock__entry_add_hold(rlock__entry *e, uint64_t tid, int64_t lease_ms,
         memset(h, 0, sizeof(*h));
         h->tid = tid;
         h->epoch = atomic_fetch_add(&c->next_epoch, 1);
+        h->held_at_us = rlock__stats_clock(c->stats);
         h->next = e->holders;
         e->holders = h;
     }
@@ -641,8 +648,8 @@ static void wait_subscribed(rlock__entry *e, int64_t until_ms)
 }
 
 /* Sleeps until an unlock message's permit is available (and takes it) or
- * until_ms. */
-static void wait_permit(rlock__entry *e, int64_t until_ms)
+ * until_ms. Returns true when it took a permit. */
+static bool wait_permit(rlock__entry *e, int64_t until_ms)
 {
     struct timespec ts;
     rlock__abs_timespec(until_ms, &ts);
@@ -650,10 +657,12 @@ static void wait_permit(rlock__entry *e, int64_t until_ms)
     while (e->permits == 0 &&
            pthread_cond_timedwait(&e->permit_cv, &e->mu, &ts) != ETIMEDOUT)
         ;
-    if (e->permits > 0) /* even after a timeout: a signal may have been
-                           meant for this thread */
+    bool taken = e->permits > 0;
+    if (taken) /* even after a timeout: a signal may have been meant for
+                  this thread */
         e->permits--;
     pthread_mutex_unlock(&e->mu);
+    return taken;
 }
 
 /* How long a new acquire first waits for its turn before it tries, or 0
@@ -700,7 +709,8 @@ static void note_contended(rlock__entry *e)
 /* A spin lock waits by backing off between attempts, never through its
  * channel (facts sheet §6): the pauses grow from spin_initial_ms by
  * spin_multiplier plus a random 0..failures-1 ms, up to spin_max_ms. */
-static int spin_acquire(rlock *l, attempt_args *a, bool no_wait)
+static int spin_acquire(rlock *l, attempt_args *a, bool no_wait,
+                        bool *waited)
 {
     int64_t ttl = -1, delay = l->spin_initial_ms;
     unsigned seed = (unsigned)(rlock__thread_id() ^ (uint64_t)rlock__now_ms());
@@ -708,6 +718,7 @@ static int spin_acquire(rlock *l, attempt_args *a, bool no_wait)
         int rc = try_acquire(l, a, &ttl);
         if (rc != 0)
             return rc == 1 ? RLOCK_OK : rc;
+        *waited = true;
         int64_t now = rlock__now_ms();
         if (no_wait || now >= a->deadline_ms)
             return RLOCK_ETIMEDOUT;
@@ -732,22 +743,14 @@ static void fair_give_up(rlock *l, const attempt_args *a)
     rlock__req_unref(r);
 }
 
-int rlock__trylock_ex(rlock *l, int64_t wait_ms, int64_t lease_ms,
-                      int64_t *token, bool bounded)
+/* The acquire of rlock__trylock_ex() once its arguments are checked;
+ * *waited tells whether it waited or failed a try before it returned. */
+static int acquire(rlock *l, int64_t wait_ms, int64_t lease_ms,
+                   int64_t *token, bool bounded, bool *waited)
 {
-    int rc = check_handle(l);
-    if (rc != 0)
-        return rc;
-    if (wait_ms < RLOCK_WAIT_FOREVER || lease_ms == 0 ||
-        lease_ms < RLOCK_LEASE_WATCHDOG || lease_ms > RLOCK__LEASE_MAX)
-        return RLOCK_EINVAL;
-    if (rlock__loop_on_thread(l->client->loop))
-        return RLOCK_EDEADLK;
     rlock_client *c = l->client;
     rlock__entry *e = l->entry;
-    rc = rlock__thread_watch(c); /* so that its exit is seen */
-    if (rc != 0)
-        return rc;
+    int rc;
     int64_t now = rlock__now_ms(), ttl = -1;
     attempt_args a = {
         .lease_ms = lease_ms,
@@ -760,7 +763,7 @@ int rlock__trylock_ex(rlock *l, int64_t wait_ms, int64_t lease_ms,
         .token = token,
     };
     if (e->kind == RLOCK_KIND_SPIN)
-        return spin_acquire(l, &a, wait_ms == 0);
+        return spin_acquire(l, &a, wait_ms == 0, waited);
 
     /* the anti-barging wait (above) is for kinds that let anyone in; the
      * fair lock's queue orders its waiters, and readers share */
@@ -777,6 +780,7 @@ int rlock__trylock_ex(rlock *l, int64_t wait_ms, int64_t lease_ms,
         if (wait_ms == 0)
             return RLOCK_ETIMEDOUT;
     }
+    *waited = true;
 
     /* a fair waiter is woken on its own channel, through an entry of its
      * own; every other kind waits on the lock's entry */
@@ -792,10 +796,15 @@ int rlock__trylock_ex(rlock *l, int64_t wait_ms, int64_t lease_ms,
     if (!queued)
         wait_subscribed(
             we, min64(a.deadline_ms, rlock__now_ms() + RLOCK__SUBSCRIBE_WAIT_MS));
+    /* trying because a wait ran out with no message: a re-check */
+    bool rechecking = false;
     for (;;) {
         int64_t until;
+        bool turn = queued; /* the wait for its turn comes before any try */
         if (!queued) {
             rc = try_acquire(l, &a, &ttl);
+            if (rc == 1 && rechecking)
+                rlock__stats_count(c->stats, RLOCK__STAT_RECHECKS_FOUND_FREE);
             if (rc != 0)
                 break;
             note_contended(e);
@@ -813,7 +822,7 @@ int rlock__trylock_ex(rlock *l, int64_t wait_ms, int64_t lease_ms,
             rc = RLOCK_ETIMEDOUT;
             break;
         }
-        wait_permit(we, min64(until, a.deadline_ms));
+        rechecking = !wait_permit(we, min64(until, a.deadline_ms)) && !turn;
     }
     waiter_leave(we);
     if (we != e) {
@@ -822,6 +831,28 @@ int rlock__trylock_ex(rlock *l, int64_t wait_ms, int64_t lease_ms,
         rlock__entry_unref(we);
     }
     return rc == 1 ? RLOCK_OK : rc;
+}
+
+int rlock__trylock_ex(rlock *l, int64_t wait_ms, int64_t lease_ms,
+                      int64_t *token, bool bounded)
+{
+    int rc = check_handle(l);
+    if (rc != 0)
+        return rc;
+    if (wait_ms < RLOCK_WAIT_FOREVER || lease_ms == 0 ||
+        lease_ms < RLOCK_LEASE_WATCHDOG || lease_ms > RLOCK__LEASE_MAX)
+        return RLOCK_EINVAL;
+    if (rlock__loop_on_thread(l->client->loop))
+        return RLOCK_EDEADLK;
+    rlock_client *c = l->client;
+    rc = rlock__thread_watch(c); /* so that its exit is seen */
+    if (rc != 0)
+        return rc;
+    int64_t start_us = rlock__stats_clock(c->stats);
+    bool waited = false;
+    rc = acquire(l, wait_ms, lease_ms, token, bounded, &waited);
+    rlock__stats_acquire_done(c->stats, rc, waited, start_us);
+    return rc;
 }
 
 int rlock_trylock(rlock *l, int64_t wait_ms, int64_t lease_ms)
@@ -935,7 +966,7 @@ int rlock__release_settle(rlock__entry *e, uint64_t tid, uint64_t epoch,
             pending = h->loss_pending;
             h->loss_pending = 0;
         }
-        bool forget = false;
+        bool forget = false, lost = false;
         switch (rc) {
         case RLOCK__UNLOCK_RELEASED:
         case RLOCK__UNLOCK_UNANNOUNCED:
@@ -949,7 +980,8 @@ int rlock__release_settle(rlock__entry *e, uint64_t tid, uint64_t epoch,
         case RLOCK__UNLOCK_NOT_HELD:
         case RLOCK__UNLOCK_NOT_A_LOCK:
         case RLOCK_EPROTO:
-            forget = true; /* lost before the release: the caller is told */
+            /* lost before the release: the caller is told */
+            forget = lost = true;
             break;
         case RLOCK_ECONN:
         case RLOCK_ETIMEDOUT:
@@ -964,10 +996,17 @@ int rlock__release_settle(rlock__entry *e, uint64_t tid, uint64_t epoch,
         }
         if (pending != 0)
             rlock__hold_lost(e, h, pending);
+        if (lost && !h->lost) /* found by this unlock, not reported yet */
+            rlock__hold_note_lost(e, h, RLOCK_LOST_GONE);
+        if (forget && !lost && !h->lost)
+            rlock__stats_hold_done(e->client->stats, h->held_at_us);
         if (forget)
             rlock__entry_remove_holder(e, h);
     }
     pthread_mutex_unlock(&e->mu);
+    if (rc == RLOCK__UNLOCK_RELEASED || rc == RLOCK__UNLOCK_UNANNOUNCED ||
+        rc == RLOCK__UNLOCK_STILL_HELD)
+        rlock__stats_count(e->client->stats, RLOCK__STAT_RELEASES);
     switch (rc) {
     case RLOCK__UNLOCK_NOT_HELD:
     case RLOCK__UNLOCK_NOT_A_LOCK:

@@ -208,6 +208,38 @@ int rlock__notifier_set_lock_cb(rlock__entry *e, rlock_lost_cb cb, void *arg)
     return RLOCK_OK;
 }
 
+/* Why a hold was lost, for the log line. */
+static const char *lost_why(int reason)
+{
+    switch (reason) {
+    case RLOCK_LOST_GONE:
+        return "the lock or its holder's field vanished (expired, deleted "
+               "or force-unlocked)";
+    case RLOCK_LOST_TAKEN:
+        return "another owner holds it now";
+    case RLOCK_LOST_EXPIRED:
+        return "renewals failed for a whole lease, so it has run out";
+    case RLOCK_LOST_ABANDONED:
+        return "its owning thread exited holding it";
+    default:
+        return "unknown reason";
+    }
+}
+
+/* Counts h's loss for reason and logs it. Also for a loss found by the
+ * owner's own unlock, which is told by RLOCK_ELOST rather than a callback.
+ * e->mu held, which the log hook may need: the line goes through the I/O
+ * thread's queue. */
+void rlock__hold_note_lost(rlock__entry *e, const rlock__holder *h,
+                           int reason)
+{
+    rlock__stats_lost(e->client->stats, reason);
+    rlock__log_later(e->client, RLOCK_LOG_WARN,
+                     "lock %s lost by owner %llu (hold %llu): %s", e->name,
+                     (unsigned long long)h->tid, (unsigned long long)h->epoch,
+                     lost_why(reason));
+}
+
 /* Marks h lost for reason and queues the callbacks, once per hold: a hold
  * already lost is left alone. While its owner is unlocking it, the loss is
  * only noted: a renewal that raced the unlock's own DEL finds the key gone,
@@ -223,6 +255,7 @@ void rlock__hold_lost(rlock__entry *e, rlock__holder *h, int reason)
         return;
     }
     h->lost = true;
+    rlock__hold_note_lost(e, h, reason);
     rlock__notifier *n = e->client->notifier;
     lost_event *ev = rlock__calloc(1, sizeof(*ev));
     if (ev == NULL || (ev->name = rlock__strdup(e->name)) == NULL) {

@@ -88,6 +88,8 @@ struct rlock__pubsub {
     int64_t refused_until_ms; /* no SUBSCRIBE of a new channel before */
     int64_t holdoff_ms;       /* the next refusal's hold-off */
     bool warned;              /* the refusal warning was given */
+    bool was_up;              /* a link came up before: the next is a
+                                 reconnect */
 };
 
 typedef struct membership_task {
@@ -233,6 +235,23 @@ static void note_refusal(rlock__pubsub *ps, const channel *ch, const char *why)
 static void on_push(rlock__link *l, const rlock__push *p, void *arg);
 static void on_closed(rlock__link *l, int status, void *arg);
 
+/* The link is up: a first connect, or a reconnect after one was lost. */
+static void on_up(rlock__link *l, int status, void *arg)
+{
+    rlock__pubsub *ps = arg;
+    (void)l;
+    (void)status;
+    if (!ps->was_up) {
+        ps->was_up = true;
+        rlock__log(ps->client, RLOCK_LOG_DEBUG, "subscriber connected");
+        return;
+    }
+    rlock__stats_count(ps->client->stats, RLOCK__STAT_RECONNECTS);
+    rlock__log(ps->client, RLOCK_LOG_INFO,
+               "subscriber reconnected: subscribing to %zu channel(s) again",
+               ps->channels.count);
+}
+
 /* Opens the subscriber link if it is not open. Returns 0 or a negative
  * code (the link could not even start: the caller retries later). */
 static int ensure_link(rlock__pubsub *ps)
@@ -256,8 +275,8 @@ static int ensure_link(rlock__pubsub *ps)
     o.stale_ms = c->cfg.command_timeout_ms;
     /* o.tls stays NULL: a rediss:// server is refused at connect until the
      * command connections carry TLS too (client.c) */
-    rlock__link_cbs cbs = {.on_closed = on_closed, .on_push = on_push,
-                           .arg = ps};
+    rlock__link_cbs cbs = {.on_up = on_up, .on_closed = on_closed,
+                           .on_push = on_push, .arg = ps};
     return rlock__link_open(rlock__loop_ev(c->loop), &o, &cbs, &ps->link);
 }
 
@@ -514,8 +533,13 @@ static void on_message(channel *ch, const rlock__push *p)
     bool all = p->payload[0] == '1';
     if (!all && p->payload[0] != '0')
         return; /* not a lock message: Redisson drops it too */
+    rlock__stats *stats = ch->ps->client->stats;
+    rlock__stats_count(stats, RLOCK__STAT_UNLOCK_MESSAGES);
+    bool woke = false;
     for (int i = 0; i < ch->nentries; i++)
-        rlock__entry_wake(ch->entries[i], all);
+        woke = rlock__entry_wake(ch->entries[i], all) || woke;
+    if (!woke)
+        rlock__stats_count(stats, RLOCK__STAT_UNLOCK_MESSAGES_UNUSED);
 }
 
 /* The server ended ch's subscription on its own: an unlock message may

@@ -144,24 +144,50 @@ static void gather_entry(const char *key, void *value, void *arg)
     pthread_mutex_unlock(&e->mu);
 }
 
+/* A renewal that comes back with less than this share of its lease left
+ * is late: renewals go out every third of the lease, so one on time finds
+ * about two thirds left. */
+#define RLOCK__LATE_MARGIN_DIVISOR 3
+
 static void on_renewed(rlock__req *r)
 {
     batch *b = r->ctx;
+    rlock_client *c = r->client;
+    int64_t lease = c->cfg.watchdog_timeout_ms, now = rlock__now_ms();
+    if (r->status != 0 && r->status != RLOCK_ECLOSED) {
+        rlock__stats_add(c->stats, RLOCK__STAT_RENEWALS_FAILED, b->n);
+        rlock__log(c, RLOCK_LOG_WARN,
+                   "renewing the leases of %zu lock(s) failed (%s): tried "
+                   "again in %lld ms",
+                   b->n, rlock_strerror(r->status), (long long)(lease / 3));
+    }
     for (size_t i = 0; i < b->n; i++) {
         renewal *rn = &b->items[i];
         rlock__entry *e = rn->entry;
+        int64_t margin = INT64_MAX;
         pthread_mutex_lock(&e->mu);
         rlock__holder *h = rlock__entry_find_holder(e, rn->tid);
         if (r->status == 0 && h != NULL && h->epoch == rn->epoch && !h->lost) {
-            if (r->renewed[i] == RLOCK__RENEW_RENEWED)
+            if (r->renewed[i] == RLOCK__RENEW_RENEWED) {
+                /* what was left of the lease set last time */
+                margin = h->renewed_at_ms + lease - now;
                 h->renewed_at_ms = b->sent_at_ms;
-            else
+            } else {
                 rlock__hold_lost(e, h,
                                  r->renewed[i] == RLOCK__RENEW_TAKEN
                                      ? RLOCK_LOST_TAKEN
                                      : RLOCK_LOST_GONE);
+            }
         }
         pthread_mutex_unlock(&e->mu);
+        if (margin != INT64_MAX) {
+            rlock__stats_margin(c->stats, margin);
+            if (margin < lease / RLOCK__LATE_MARGIN_DIVISOR)
+                rlock__log(c, RLOCK_LOG_WARN,
+                           "the renewal of lock %s came back late: %lld ms "
+                           "of its %lld ms lease were left",
+                           e->name, (long long)margin, (long long)lease);
+        }
         rlock__entry_unref(e);
     }
     free(b);
@@ -220,6 +246,7 @@ static void send_batch(rlock_client *c, const renewal *items, size_t n,
         return;
     }
     r->nrenew = (int)n;
+    rlock__stats_add(c->stats, RLOCK__STAT_RENEWALS_SENT, n);
     b->sent_at_ms = now;
     b->n = n;
     memcpy(b->items, items, sizeof(renewal) * n);

@@ -2,7 +2,7 @@
  * test_stats.c: the counting core (core/stats.c) and the Prometheus text
  * (api/prometheus.c) without a server: which bucket a latency lands in,
  * what a histogram remembers, quantiles read off it, and the exposition's
- * shape. What real lock traffic counts is tests/integration/test_stats.c.
+ * shape. What real lock traffic counts is tests/integration/test_stats_scenarios.c.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <cmocka.h>
 
 #include "internal.h"
@@ -187,6 +188,63 @@ static void test_counting_into_null_does_nothing(void **state)
     rlock__stats_hold_done(NULL, 1);
     rlock__stats_lost(NULL, RLOCK_LOST_GONE);
     rlock__stats_margin(NULL, 5);
+}
+
+/* ----------------------------------------------------- unlock messages */
+
+/* An entry with n blocking waiters and no client (rlock__entry_wake needs
+ * neither the client nor async waiters). */
+static rlock__entry *entry_with_waiters(int n)
+{
+    rlock__entry *e = calloc(1, sizeof(*e));
+    assert_non_null(e);
+    pthread_mutex_init(&e->mu, NULL);
+    pthread_cond_init(&e->permit_cv, NULL);
+    e->waiters = n;
+    return e;
+}
+
+static void entry_free(rlock__entry *e)
+{
+    pthread_mutex_destroy(&e->mu);
+    pthread_cond_destroy(&e->permit_cv);
+    free(e);
+}
+
+/* What rlock_stats' unlock_messages_unused counts: a message that gives no
+ * waiter a permit it did not have. */
+static void test_a_message_wakes_a_waiter_until_each_has_a_permit(
+    void **state)
+{
+    (void)state;
+    rlock__entry *e = entry_with_waiters(2);
+    assert_true(rlock__entry_wake(e, false));  /* first waiter */
+    assert_true(rlock__entry_wake(e, false));  /* second */
+    assert_false(rlock__entry_wake(e, false)); /* nobody left */
+    assert_false(rlock__entry_wake(e, true));
+    assert_int_equal(e->permits, 2);
+    entry_free(e);
+}
+
+static void test_a_wake_all_message_wakes_whoever_has_no_permit(void **state)
+{
+    (void)state;
+    rlock__entry *e = entry_with_waiters(3);
+    assert_true(rlock__entry_wake(e, false));
+    assert_true(rlock__entry_wake(e, true)); /* two more */
+    assert_int_equal(e->permits, 3);
+    assert_false(rlock__entry_wake(e, true));
+    entry_free(e);
+}
+
+static void test_a_message_for_an_entry_without_waiters_wakes_nobody(
+    void **state)
+{
+    (void)state;
+    rlock__entry *e = entry_with_waiters(0);
+    assert_false(rlock__entry_wake(e, false));
+    assert_false(rlock__entry_wake(e, true));
+    entry_free(e);
 }
 
 /* --------------------------------------------------------------- quantiles */
@@ -447,6 +505,11 @@ int main(void)
         cmocka_unit_test(test_an_acquire_is_counted_by_its_result),
         cmocka_unit_test(test_losses_are_counted_by_reason),
         cmocka_unit_test(test_counting_into_null_does_nothing),
+        cmocka_unit_test(
+            test_a_message_wakes_a_waiter_until_each_has_a_permit),
+        cmocka_unit_test(test_a_wake_all_message_wakes_whoever_has_no_permit),
+        cmocka_unit_test(
+            test_a_message_for_an_entry_without_waiters_wakes_nobody),
         cmocka_unit_test(test_quantiles_are_within_a_quarter_above_the_truth),
         cmocka_unit_test(test_quantile_one_is_the_max_and_zero_the_first),
         cmocka_unit_test(test_quantile_never_exceeds_the_max),
