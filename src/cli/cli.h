@@ -94,7 +94,18 @@ typedef struct cli_holder {
     uint64_t thread;
     bool write; /* a read-write lock's "<uuid>:<tid>:write" */
     long long count;
+    long long seen_ms; /* watch: when it was first seen locking (monotonic
+                          ms), 0 when it held before the watch began */
 } cli_holder;
+
+/* One thread in a fair lock's queue. */
+typedef struct cli_waiter {
+    char *tag;       /* the queue entry: "<client uuid>:<thread id>" */
+    char client[RLOCK_ADMIN_UUID_LEN + 1]; /* "" when tag is not one */
+    uint64_t thread;
+    long long deadline_ms;    /* its score: wall-clock ms, -1 when none */
+    long long subscribers;    /* connections on its own channel */
+} cli_waiter;
 
 typedef enum {
     CLI_KIND_FREE,       /* no key */
@@ -116,6 +127,11 @@ typedef struct cli_lock_state {
     long long waiting;    /* clients subscribed to the lock's channel */
     long long queued;     /* fair queue length */
     long long token;      /* fencing token, -1 when none */
+    long long lock_subscribers; /* PUBSUB NUMSUB of each channel */
+    long long rw_subscribers;
+    cli_waiter *queue;    /* the fair queue, in order (nqueue == queued) */
+    size_t nqueue;
+    long long server_ms;  /* the server's clock (TIME) at the read */
 } cli_lock_state;
 
 const char *cli_kind_word(cli_kind kind);

@@ -32,7 +32,8 @@ static const char info_help[] =
     "WAITING counts the client connections subscribed to the lock's unlock\n"
     "channel (redisson_lock__channel:{NAME}, or redisson_rwlock:{NAME}):\n"
     "one per waiting client process, however many of its threads wait. A\n"
-    "fair lock's QUEUED counts waiting threads.\n"
+    "fair lock's QUEUED counts waiting threads, each of which listens on a\n"
+    "channel of its own (the lock's channel, ':', its queue entry).\n"
     "\n"
     "Options:\n"
     "  --json         print a JSON array, one object per NAME:\n"
@@ -42,7 +43,13 @@ static const char info_help[] =
     "                 \"ttl_ms\" (-1: no expiry, -2: free), \"waiting\",\n"
     "                 \"queued\", \"token\" (null: none), \"mode\" (null "
     "unless\n"
-    "                 read-write), \"type\" (the Redis type)}\n"
+    "                 read-write), \"type\" (the Redis type),\n"
+    "                 \"subscribers\": {CHANNEL: connections} for the lock's\n"
+    "                 channels and each queued waiter's, \"queue\": the fair\n"
+    "                 queue in order, [{\"owner\", \"client\", \"thread\",\n"
+    "                 \"deadline_ms\" (wall clock; null: none),\n"
+    "                 \"expires_in_ms\" (by the server's clock),\n"
+    "                 \"subscribed\"}]}\n"
     "  --url URL, --config FILE, -h/--help: see 'rlock --help'\n"
     "\n"
     "Exit status: 0, or as 'rlock --help' lists (64, 69, 77, 78...).\n";
@@ -126,6 +133,58 @@ static void print_table(const row *rows, size_t n)
     }
 }
 
+/* Returns the "queue" array of a row, or NULL when out of memory. */
+static json_t *queue_json(const cli_lock_state *st)
+{
+    json_t *queue = json_array();
+    for (size_t i = 0; queue != NULL && i < st->nqueue; i++) {
+        const cli_waiter *w = &st->queue[i];
+        bool timed = w->deadline_ms >= 0;
+        json_t *o = json_pack(
+            "{s:s, s:s?, s:o, s:o, s:o, s:b}", "owner", w->tag, "client",
+            w->client[0] != '\0' ? w->client : NULL, "thread",
+            w->client[0] != '\0' ? json_integer((json_int_t)w->thread)
+                                 : json_null(),
+            "deadline_ms", timed ? json_integer(w->deadline_ms) : json_null(),
+            "expires_in_ms",
+            timed && st->server_ms > 0
+                ? json_integer(w->deadline_ms - st->server_ms)
+                : json_null(),
+            "subscribed", w->subscribers > 0);
+        if (o == NULL || json_array_append_new(queue, o) != 0) {
+            json_decref(queue);
+            return NULL;
+        }
+    }
+    return queue;
+}
+
+/* Returns the "subscribers" object of a row, or NULL when out of memory. */
+static json_t *subscribers_json(const char *name, const cli_lock_state *st)
+{
+    rlock_admin_names names;
+    if (rlock_admin_names_of(name, &names) != 0)
+        return NULL;
+    json_t *subs = json_pack("{s:I, s:I}", names.channel,
+                             (json_int_t)st->lock_subscribers,
+                             names.rw_channel, (json_int_t)st->rw_subscribers);
+    for (size_t i = 0; subs != NULL && i < st->nqueue; i++) {
+        size_t len = strlen(names.channel) + strlen(st->queue[i].tag) + 2;
+        char *channel = malloc(len);
+        if (channel != NULL)
+            snprintf(channel, len, "%s:%s", names.channel, st->queue[i].tag);
+        if (channel == NULL ||
+            json_object_set_new(subs, channel,
+                                json_integer(st->queue[i].subscribers)) != 0) {
+            json_decref(subs);
+            subs = NULL;
+        }
+        free(channel);
+    }
+    rlock_admin_names_clear(&names);
+    return subs;
+}
+
 /* Returns a new JSON object for one row, or NULL when out of memory. */
 static json_t *row_json(const row *r)
 {
@@ -141,18 +200,23 @@ static json_t *row_json(const row *r)
             return NULL;
         }
     }
-    if (holders == NULL)
+    json_t *queue = holders != NULL ? queue_json(st) : NULL;
+    json_t *subs = queue != NULL ? subscribers_json(r->name, st) : NULL;
+    if (subs == NULL) {
+        json_decref(holders);
+        json_decref(queue);
         return NULL;
+    }
     return json_pack(
         "{s:s, s:s, s:b, s:o, s:I, s:I, s:I, s:I, s:o, s:o, "
-        "s:s}",
+        "s:s, s:o, s:o}",
         "name", r->name, "kind", cli_kind_word(st->kind), "held",
         st->nholders > 0, "holders", holders, "hold_count",
         (json_int_t)st->hold_count, "ttl_ms", (json_int_t)st->ttl_ms, "waiting",
         (json_int_t)st->waiting, "queued", (json_int_t)st->queued, "token",
         st->token >= 0 ? json_integer(st->token) : json_null(), "mode",
         st->kind == CLI_KIND_READ_WRITE ? json_string(st->mode) : json_null(),
-        "type", st->redis_type);
+        "type", st->redis_type, "subscribers", subs, "queue", queue);
 }
 
 /* Prints the rows as a JSON array; returns 0 or CLI_SOFTWARE. */

@@ -14,8 +14,11 @@
  * (hincrby, hset, hdel) makes us read the lock's holders (lock_state.c)
  * and print what changed since the last read: locked by, re-entered by,
  * released once by, released by. "expired" means the lease ran out with
- * no unlock. A final unlock's "del" prints nothing itself: its unlock
- * message follows. Notifications are off by default in Redis; watch says
+ * no unlock. A final unlock's "del" prints how long the holder watch saw
+ * take it held it ("held by ... for N ms"); its unlock message follows.
+ * Lines about a lock end in "; N waiting" while anyone waits for it: the
+ * client connections subscribed to its channels (one per waiting process;
+ * watch's own subscriptions are not counted) plus a fair lock's queue. Notifications are off by default in Redis; watch says
  * so once on stderr and shows unlock events only, unless
  * --enable-notifications turned them on (CONFIG SET, server-wide).
  *
@@ -44,10 +47,14 @@ static const char watch_help[] =
     "its current state.\n"
     "\n"
     "Unlock events come from the locks' unlock channels. Lock events\n"
-    "(locked by, re-entered by, released once by, expired) need Redis's\n"
-    "keyspace notifications (notify-keyspace-events with K and h, g, x, or\n"
-    "K and A); they are off by default, and then watch says so once on\n"
-    "stderr and prints unlock events only.\n"
+    "(locked by, re-entered by, released once by, held by ... for N ms,\n"
+    "expired) need Redis's keyspace notifications (notify-keyspace-events\n"
+    "with K and h, g, x, or K and A); they are off by default, and then\n"
+    "watch says so once on stderr and prints unlock events only.\n"
+    "\n"
+    "A line ends in '; N waiting' while anyone waits for the lock: client\n"
+    "connections subscribed to its unlock channel (one per waiting\n"
+    "process), plus the threads in a fair lock's queue.\n"
     "\n"
     "Options:\n"
     "  --enable-notifications  turn the missing keyspace notification\n"
@@ -150,6 +157,35 @@ static void watched_clear(watched *w)
     cli_lock_clear(&w->known);
 }
 
+/* Monotonic ms, for how long a holder held. */
+static long long mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Who waits for the lock st describes: the connections on its channels
+ * but watch's own (it listens on the lock and read-write channels), and a
+ * fair lock's queue. */
+static long long waiting_of(const cli_lock_state *st)
+{
+    long long lock = st->lock_subscribers > 0 ? st->lock_subscribers - 1 : 0;
+    long long rw = st->rw_subscribers > 0 ? st->rw_subscribers - 1 : 0;
+    return lock + rw + (long long)st->nqueue;
+}
+
+/* "; N waiting" when anyone waits, else "" (buf holds it). */
+static const char *waiting_text(const cli_lock_state *st, char *buf,
+                                size_t len)
+{
+    long long n = waiting_of(st);
+    if (n <= 0)
+        return "";
+    snprintf(buf, len, "; %lld waiting", n);
+    return buf;
+}
+
 /* "read-" or "write-" for a read-write lock's holder, else "". */
 static const char *side(const cli_lock_state *st, const cli_holder *h)
 {
@@ -179,11 +215,27 @@ static void print_start(const watched *w)
         emit(w->name, "watching: not a lock (a Redis %s)", st->redis_type);
         return;
     }
+    char waits[40];
     for (size_t i = 0; i < st->nholders; i++) {
         const cli_holder *h = &st->holders[i];
-        emit(w->name, "watching: %s lock %slocked by %s:%llu (holds %lld)",
+        emit(w->name, "watching: %s lock %slocked by %s:%llu (holds %lld)%s",
              cli_kind_word(st->kind), side(st, h), h->client,
-             (unsigned long long)h->thread, h->count);
+             (unsigned long long)h->thread, h->count,
+             waiting_text(st, waits, sizeof(waits)));
+    }
+}
+
+/* Prints how long each holder watch saw take the lock held it (before a
+ * final unlock's message, or an expiry). */
+static void print_held(const watched *w)
+{
+    long long now = mono_ms();
+    for (size_t i = 0; i < w->known.nholders; i++) {
+        const cli_holder *h = &w->known.holders[i];
+        if (h->seen_ms > 0)
+            emit(w->name, "%sheld by %s:%llu for %lld ms",
+                 side(&w->known, h), h->client,
+                 (unsigned long long)h->thread, now - h->seen_ms);
     }
 }
 
@@ -201,25 +253,35 @@ static int refresh(rlock_admin_conn *query, watched *w)
         w->known = now;
         return CLI_OK;
     }
+    char waits[40];
+    const char *wt = waiting_text(&now, waits, sizeof(waits));
+    long long at = mono_ms();
     for (size_t i = 0; i < now.nholders; i++) {
-        const cli_holder *h = &now.holders[i];
+        cli_holder *h = &now.holders[i];
         const cli_holder *was = find_holder(&w->known, h->field);
         unsigned long long tid = (unsigned long long)h->thread;
+        h->seen_ms = was != NULL ? was->seen_ms : at;
         if (was == NULL)
-            emit(w->name, "%slocked by %s:%llu (holds %lld)", side(&now, h),
-                 h->client, tid, h->count);
+            emit(w->name, "%slocked by %s:%llu (holds %lld)%s", side(&now, h),
+                 h->client, tid, h->count, wt);
         else if (h->count > was->count)
-            emit(w->name, "%sre-entered by %s:%llu (holds %lld)", side(&now, h),
-                 h->client, tid, h->count);
+            emit(w->name, "%sre-entered by %s:%llu (holds %lld)%s",
+                 side(&now, h), h->client, tid, h->count, wt);
         else if (h->count < was->count)
-            emit(w->name, "%sreleased once by %s:%llu (holds %lld)",
-                 side(&now, h), h->client, tid, h->count);
+            emit(w->name, "%sreleased once by %s:%llu (holds %lld)%s",
+                 side(&now, h), h->client, tid, h->count, wt);
     }
     for (size_t i = 0; i < w->known.nholders; i++) {
         const cli_holder *h = &w->known.holders[i];
-        if (find_holder(&now, h->field) == NULL)
-            emit(w->name, "%sreleased by %s:%llu", side(&w->known, h),
-                 h->client, (unsigned long long)h->thread);
+        if (find_holder(&now, h->field) != NULL)
+            continue;
+        if (h->seen_ms > 0)
+            emit(w->name, "%sreleased by %s:%llu after %lld ms%s",
+                 side(&w->known, h), h->client, (unsigned long long)h->thread,
+                 at - h->seen_ms, wt);
+        else
+            emit(w->name, "%sreleased by %s:%llu%s", side(&w->known, h),
+                 h->client, (unsigned long long)h->thread, wt);
     }
     cli_lock_clear(&w->known);
     w->known = now;
@@ -242,38 +304,64 @@ typedef struct watch_ctx {
     int status; /* an exit status that ended the watch, or 0 */
 } watch_ctx;
 
+/* Reads who waits for w's lock now into buf as waiting_text() writes it
+ * ("" when nobody). Returns 0 or an exit status. */
+static int waiting_now(rlock_admin_conn *query, const watched *w, char *buf,
+                       size_t len)
+{
+    cli_lock_state now;
+    buf[0] = '\0';
+    int st = cli_lock_read(query, w->name, &now);
+    if (st != 0)
+        return st;
+    if (waiting_text(&now, buf, len)[0] == '\0')
+        buf[0] = '\0';
+    cli_lock_clear(&now);
+    return CLI_OK;
+}
+
 /* Handles one message of the subscriber. Returns 0 or an exit status. */
 static int on_message(rlock_admin_conn *query, watched *ws, size_t n,
                       const char *pattern, const char *channel,
                       const char *payload, bool keyspace)
 {
+    char wt[40];
     for (size_t i = 0; i < n; i++) {
         watched *w = &ws[i];
+        bool unlock = pattern != NULL
+                          ? strcmp(pattern, w->fair_pattern) == 0
+                          : strcmp(channel, w->lock_channel) == 0 ||
+                                strcmp(channel, w->rw_channel) == 0;
+        int st = unlock ? waiting_now(query, w, wt, sizeof(wt)) : CLI_OK;
+        if (st != 0)
+            return st;
         if (pattern != NULL) {
-            if (strcmp(pattern, w->fair_pattern) != 0)
+            if (!unlock)
                 continue;
-            emit(w->name, "unlocked (fair lock; next in line: %s)",
-                 channel + strlen(w->lock_channel) + 1);
+            emit(w->name, "unlocked (fair lock; next in line: %s)%s",
+                 channel + strlen(w->lock_channel) + 1, wt);
             forget(w);
         } else if (strcmp(channel, w->lock_channel) == 0) {
             if (strcmp(payload, "0") == 0)
-                emit(w->name, "unlocked");
+                emit(w->name, "unlocked%s", wt);
             else if (strcmp(payload, "1") == 0)
-                emit(w->name, "unlocked (every waiter woken)");
+                emit(w->name, "unlocked (every waiter woken)%s", wt);
             else
                 emit(w->name, "message '%s' on %s", payload, channel);
             forget(w);
         } else if (strcmp(channel, w->rw_channel) == 0) {
-            emit(w->name, "unlocked (read-write lock, %s side)",
-                 strcmp(payload, "1") == 0 ? "write" : "read");
+            emit(w->name, "unlocked (read-write lock, %s side)%s",
+                 strcmp(payload, "1") == 0 ? "write" : "read", wt);
             forget(w);
         } else if (keyspace && strcmp(channel, w->keyspace) == 0) {
             if (strcmp(payload, "expired") == 0) {
+                print_held(w);
                 emit(w->name, "expired (the lease ran out; no unlock was "
                               "published)");
                 forget(w);
             } else if (strcmp(payload, "del") == 0) {
-                forget(w); /* the unlock message tells */
+                print_held(w); /* the unlock message follows */
+                forget(w);
             } else if (strncmp(payload, "h", 1) == 0) {
                 return refresh(query, w); /* hincrby, hset, hdel... */
             }

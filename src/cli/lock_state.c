@@ -3,9 +3,11 @@
  * name, for info, watch and unlock.
  *
  * The reads go in one MULTI/EXEC, so they describe a single moment: the
- * key's TYPE, its hash fields, its PTTL, the fair queue's length, the
- * fencing token, and how many connections are subscribed to the lock's
- * channels. The kind of lock follows from the layouts in
+ * key's TYPE, its hash fields, its PTTL, the fair queue and its deadlines,
+ * the fencing token, how many connections are subscribed to the lock's
+ * channels, and the server's clock. A fair lock's waiters listen on
+ * channels of their own, named after their queue entries: those are
+ * counted by a second command once the queue is known. The kind of lock follows from the layouts in
  * REDISSON-PROTOCOL.md: a hash of "<uuid>:<tid>" fields is an RLock (a spin
  * or non-reentrant lock looks the same), with a waiting queue it is a fair
  * lock (a fair lock nobody waits for looks like an RLock), with a token
@@ -135,7 +137,95 @@ void cli_lock_clear(cli_lock_state *st)
     for (size_t i = 0; i < st->nholders; i++)
         free(st->holders[i].field);
     free(st->holders);
+    for (size_t i = 0; i < st->nqueue; i++)
+        free(st->queue[i].tag);
+    free(st->queue);
     memset(st, 0, sizeof(*st));
+}
+
+/* Fills st's queue from LRANGE and ZRANGE ... WITHSCORES replies. Returns
+ * false when out of memory. */
+static bool read_queue(const rlock_admin_reply *list,
+                       const rlock_admin_reply *scores, cli_lock_state *st)
+{
+    if (list->type != RLOCK_ADMIN_ARRAY || list->elements == 0)
+        return true;
+    st->queue = calloc(list->elements, sizeof(*st->queue));
+    if (st->queue == NULL)
+        return false;
+    for (size_t i = 0; i < list->elements; i++) {
+        const rlock_admin_reply *e = list->element[i];
+        if (e->type != RLOCK_ADMIN_STRING)
+            continue;
+        cli_waiter *w = &st->queue[st->nqueue];
+        w->tag = strdup(e->str);
+        if (w->tag == NULL)
+            return false;
+        st->nqueue++;
+        cli_holder h;
+        if (parse_owner(e->str, e->len, &h) && !h.write) {
+            memcpy(w->client, h.client, sizeof(w->client));
+            w->thread = h.thread;
+        }
+        w->deadline_ms = -1;
+        for (size_t k = 0; scores->type == RLOCK_ADMIN_ARRAY &&
+                           k + 1 < scores->elements;
+             k += 2) {
+            const rlock_admin_reply *m = scores->element[k];
+            const rlock_admin_reply *v = scores->element[k + 1];
+            if (m->type == RLOCK_ADMIN_STRING && strcmp(m->str, e->str) == 0 &&
+                v->type == RLOCK_ADMIN_STRING)
+                w->deadline_ms = (long long)strtod(v->str, NULL);
+        }
+    }
+    return true;
+}
+
+/* Counts the subscribers of each queued waiter's own channel (the lock's
+ * channel, ':', its queue entry). Returns 0 or an exit status. */
+static int count_queue_subscribers(rlock_admin_conn *a, const char *channel,
+                                   cli_lock_state *st)
+{
+    if (st->nqueue == 0)
+        return CLI_OK;
+    size_t argc = st->nqueue + 2;
+    const char **argv = calloc(argc, sizeof(*argv));
+    char **names = calloc(st->nqueue, sizeof(*names));
+    int status = CLI_OK;
+    if (argv == NULL || names == NULL) {
+        cli_error("out of memory");
+        status = CLI_SOFTWARE;
+        goto out;
+    }
+    argv[0] = "PUBSUB";
+    argv[1] = "NUMSUB";
+    for (size_t i = 0; i < st->nqueue; i++) {
+        size_t len = strlen(channel) + strlen(st->queue[i].tag) + 2;
+        names[i] = malloc(len);
+        if (names[i] == NULL) {
+            cli_error("out of memory");
+            status = CLI_SOFTWARE;
+            goto out;
+        }
+        snprintf(names[i], len, "%s:%s", channel, st->queue[i].tag);
+        argv[i + 2] = names[i];
+    }
+    rlock_admin_reply *r = NULL;
+    int rc = rlock_admin_command(a, (int)argc, argv, &r);
+    if (rc != 0) {
+        status = cli_conn_lost(a, rc);
+        goto out;
+    }
+    if (r->type == RLOCK_ADMIN_ARRAY && r->elements == 2 * st->nqueue)
+        for (size_t i = 0; i < st->nqueue; i++)
+            st->queue[i].subscribers = int_or(r->element[2 * i + 1], 0);
+    rlock_admin_reply_free(r);
+out:
+    for (size_t i = 0; names != NULL && i < st->nqueue; i++)
+        free(names[i]);
+    free(names);
+    free(argv);
+    return status;
 }
 
 /* Reads the state of lock name. Returns 0, or an exit status after
@@ -143,7 +233,8 @@ void cli_lock_clear(cli_lock_state *st)
 int cli_lock_read(rlock_admin_conn *a, const char *name, cli_lock_state *st)
 {
     rlock_admin_names names;
-    rlock_admin_reply *replies[8] = {NULL};
+    enum { NCMD = 11 };
+    rlock_admin_reply *replies[NCMD] = {NULL};
     int st_code = CLI_OK;
 
     memset(st, 0, sizeof(*st));
@@ -162,17 +253,21 @@ int cli_lock_read(rlock_admin_conn *a, const char *name, cli_lock_state *st)
     const char *get[] = {"GET", names.fence_token};
     const char *numsub[] = {"PUBSUB", "NUMSUB", names.channel,
                             names.rw_channel};
+    const char *lrange[] = {"LRANGE", names.fair_queue, "0", "-1"};
+    const char *zrange[] = {"ZRANGE", names.fair_timeouts, "0", "-1",
+                            "WITHSCORES"};
+    const char *server_time[] = {"TIME"};
     const char *exec[] = {"EXEC"};
-    const char *const *argv[8] = {multi, type,   hgetall, pttl,
-                                  llen,  get,    numsub,  exec};
-    const int argc[8] = {1, 2, 2, 2, 2, 2, 4, 1};
-    rc = rlock_admin_pipeline(a, 8, argc, argv, replies);
+    const char *const *argv[NCMD] = {multi, type, hgetall, pttl,   llen, get,
+                                     numsub, lrange, zrange, server_time, exec};
+    const int argc[NCMD] = {1, 2, 2, 2, 2, 2, 4, 4, 5, 1, 1};
+    rc = rlock_admin_pipeline(a, NCMD, argc, argv, replies);
     if (rc != 0) {
         st_code = cli_conn_lost(a, rc);
         goto out;
     }
-    const rlock_admin_reply *r = replies[7];
-    if (r->type != RLOCK_ADMIN_ARRAY || r->elements != 6) {
+    const rlock_admin_reply *r = replies[NCMD - 1];
+    if (r->type != RLOCK_ADMIN_ARRAY || r->elements != NCMD - 2) {
         cli_error("Redis refused to read lock '%s': %s", name,
                   r->type == RLOCK_ADMIN_ERROR ? r->str : "unexpected reply");
         st_code = CLI_FAILURE;
@@ -191,6 +286,22 @@ int cli_lock_read(rlock_admin_conn *a, const char *name, cli_lock_state *st)
         lock_waiting = int_or(subs->element[1], 0);
         rw_waiting = int_or(subs->element[3], 0);
     }
+    st->lock_subscribers = lock_waiting;
+    st->rw_subscribers = rw_waiting;
+    const rlock_admin_reply *now = r->element[8];
+    if (now->type == RLOCK_ADMIN_ARRAY && now->elements == 2 &&
+        now->element[0]->type == RLOCK_ADMIN_STRING &&
+        now->element[1]->type == RLOCK_ADMIN_STRING)
+        st->server_ms = strtoll(now->element[0]->str, NULL, 10) * 1000 +
+                        strtoll(now->element[1]->str, NULL, 10) / 1000;
+    if (!read_queue(r->element[6], r->element[7], st)) {
+        cli_error("out of memory");
+        st_code = CLI_SOFTWARE;
+        goto out;
+    }
+    st_code = count_queue_subscribers(a, names.channel, st);
+    if (st_code != CLI_OK)
+        goto out;
 
     if (strcmp(st->redis_type, "none") == 0) {
         st->kind = CLI_KIND_FREE;
@@ -214,8 +325,10 @@ int cli_lock_read(rlock_admin_conn *a, const char *name, cli_lock_state *st)
             st->kind = CLI_KIND_FENCED;
     }
 out:
-    for (int i = 0; i < 8; i++)
+    for (int i = 0; i < NCMD; i++)
         rlock_admin_reply_free(replies[i]);
     rlock_admin_names_clear(&names);
+    if (st_code != CLI_OK)
+        cli_lock_clear(st);
     return st_code;
 }

@@ -609,7 +609,10 @@ json_checks "info --json fields" \
     'j[1]["held"] is False' \
     'j[1]["ttl_ms"] == -2' \
     'j[1]["holders"] == []' \
-    'j[1]["type"] == "none"'
+    'j[1]["type"] == "none"' \
+    'j[0]["subscribers"] == {"redisson_lock__channel:{inf}": 1, "redisson_rwlock:{inf}": 0}' \
+    'j[0]["queue"] == []' \
+    'j[1]["subscribers"]["redisson_lock__channel:{free-one}"] == 0'
 kill -TERM "$HOLDER"
 wait "$HOLDER"
 holder_status=$?
@@ -629,6 +632,9 @@ U2=66666666-7777-8888-9999-aaaaaaaaaaaa
 rcli hset rw mode write "$U1:7:write" 1 "$U1:7" 2 >/dev/null
 rcli hset fair "$U1:3" 2 >/dev/null
 rcli rpush "redisson_lock_queue:{fair}" "$U2:4" "$U2:5" >/dev/null
+# the first waiter's deadline, 60 s from the server's now (wall clock ms)
+fair_deadline=$(($(rcli time | head -1) * 1000 + 60000))
+rcli zadd "redisson_lock_timeout:{fair}" "$fair_deadline" "$U2:4" >/dev/null
 rcli hset fenced "$U2:9" 1 >/dev/null
 rcli set "redisson_lock_token:{fenced}" 5 >/dev/null
 rcli set str value >/dev/null
@@ -642,6 +648,12 @@ json_checks "info recognises read-write, fair, fenced and non-lock keys" \
     'j[0]["hold_count"] == 3' \
     'j[0]["ttl_ms"] == -1' \
     'j[1]["queued"] == 2' \
+    '[(w["owner"], w["client"], w["thread"]) for w in j[1]["queue"]] == [("'"$U2"':4", "'"$U2"'", 4), ("'"$U2"':5", "'"$U2"'", 5)]' \
+    'j[1]["queue"][0]["deadline_ms"] == '"$fair_deadline" \
+    '55000 < j[1]["queue"][0]["expires_in_ms"] <= 60000' \
+    'j[1]["queue"][1]["deadline_ms"] is None' \
+    'j[1]["queue"][0]["subscribed"] is False' \
+    'j[1]["subscribers"]["redisson_lock__channel:{fair}:'"$U2"':4"] == 0' \
     'j[1]["hold_count"] == 2' \
     'j[1]["held"] is True' \
     'j[2]["token"] == 5' \
@@ -750,6 +762,30 @@ if [ "$watch_status" -eq 0 ]; then
 else
     not_ok "watch status $watch_status after SIGTERM"
 fi
+
+# who waits, and how long a holder held: a fair queue of two (no process
+# behind it, so the count is exact) and a holder watch sees take the lock
+"$RLOCK" watch wq >"$WORK/watch.out" 2>"$WORK/watch.err" &
+WATCHER=$!
+PIDS+=("$WATCHER")
+check "watch of a queued lock starts" \
+    wait_until 5 watch_has "$WORK/watch.out" "wq watching: free"
+rcli rpush "redisson_lock_queue:{wq}" "$U2:4" "$U2:5" >/dev/null
+rcli hset wq "$U1:1" 1 >/dev/null
+check "watch counts the waiters of a lock" \
+    wait_until 5 watch_has "$WORK/watch.out" "wq locked by $U1:1 (holds 1); 2 waiting$"
+sleep 0.2
+rcli del wq "redisson_lock_queue:{wq}" >/dev/null
+check "watch says how long the holder held it" \
+    wait_until 5 watch_has "$WORK/watch.out" "wq held by $U1:1 for [0-9]* ms$"
+held_ms=$(sed -n "s/.*wq held by $U1:1 for \([0-9]*\) ms$/\1/p" "$WORK/watch.out")
+if [ -n "$held_ms" ] && [ "$held_ms" -ge 200 ] && [ "$held_ms" -lt 5000 ]; then
+    ok "the hold time is the time between the two events ($held_ms ms)"
+else
+    not_ok "hold time $held_ms ms" "$(cat "$WORK/watch.out")"
+fi
+kill -TERM "$WATCHER"
+wait "$WATCHER"
 rcli config set notify-keyspace-events "" >/dev/null
 
 # ------------------------------------------- a release whose PUBLISH is refused
