@@ -10,10 +10,17 @@
  * Two requests for the same account never overlap, whichever client, thread
  * or process (or Java service using Redisson) holds the lock.
  *
+ * It also serves the client's lock statistics for Prometheus on its own
+ * port: GET /metrics answers rlock_stats_format()'s text (how long requests
+ * waited for their accounts, how long they held them, re-checks, renewals,
+ * reconnects...). Scraping costs one snapshot copy, no Redis traffic.
+ *
  * Usage:
- *   async_server [redis-url] [port]      (redis://127.0.0.1:6379, 7070)
+ *   async_server [redis-url] [port] [metrics-port]
+ *                (redis://127.0.0.1:6379, 7070, 9464)
  * Try it:
  *   printf 'alice\nbob\nalice\n' | nc -q1 127.0.0.1 7070
+ *   curl -s 127.0.0.1:9464/metrics
  * Each answer is "<account> <n>", n counting that account's requests; it
  * stops on SIGINT or SIGTERM.
  */
@@ -46,6 +53,7 @@ typedef struct server {
     struct ev_loop *loop;
     rlock_client *client;
     ev_io accept_watcher;
+    ev_io metrics_watcher;
     ev_signal stop_int, stop_term;
     account accounts[ACCOUNTS];
     int naccounts;
@@ -214,6 +222,90 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
     ev_io_start(loop, &conn->io);
 }
 
+/* ------------------------------------------------------------- /metrics */
+
+typedef struct scrape {
+    server *srv;
+    ev_io io;
+    char request[1024];
+    size_t len;
+} scrape;
+
+static void scrape_close(scrape *sc)
+{
+    ev_io_stop(sc->srv->loop, &sc->io);
+    close(sc->io.fd);
+    free(sc);
+}
+
+/* Answers one HTTP request: the statistics for GET /metrics, 404 for
+ * anything else. The text is a few kB: one write to a fresh socket. */
+static void scrape_answer(scrape *sc)
+{
+    static const char not_found[] =
+        "HTTP/1.0 404 Not Found\r\nContent-Length: 0\r\n\r\n";
+    char head[160];
+    int fd = sc->io.fd;
+    if (strncmp(sc->request, "GET /metrics ", 13) != 0) {
+        (void)write(fd, not_found, sizeof(not_found) - 1);
+        return;
+    }
+    rlock_stats stats = RLOCK_STATS_INIT;
+    if (rlock_client_stats(sc->srv->client, &stats) != RLOCK_OK)
+        return; /* turned off in the config: nothing to serve */
+    int n = rlock_stats_format(&stats, NULL, 0); /* measure, then write */
+    char *body = n > 0 ? malloc((size_t)n + 1) : NULL;
+    if (body == NULL)
+        return;
+    rlock_stats_format(&stats, body, (size_t)n + 1);
+    int len = snprintf(head, sizeof(head),
+                       "HTTP/1.0 200 OK\r\n"
+                       "Content-Type: text/plain; version=0.0.4\r\n"
+                       "Content-Length: %d\r\n\r\n",
+                       n);
+    if (write(fd, head, (size_t)len) == len)
+        (void)write(fd, body, (size_t)n);
+    free(body);
+}
+
+static void on_scrape_readable(struct ev_loop *loop, ev_io *w, int revents)
+{
+    scrape *sc = w->data;
+    (void)loop;
+    (void)revents;
+    ssize_t n = read(w->fd, sc->request + sc->len,
+                     sizeof(sc->request) - sc->len - 1);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    if (n > 0) {
+        sc->len += (size_t)n;
+        sc->request[sc->len] = '\0';
+        if (strstr(sc->request, "\r\n\r\n") == NULL &&
+            sc->len < sizeof(sc->request) - 1)
+            return; /* the rest of the headers is still coming */
+        scrape_answer(sc);
+    }
+    scrape_close(sc);
+}
+
+static void on_metrics_accept(struct ev_loop *loop, ev_io *w, int revents)
+{
+    (void)revents;
+    int fd = accept(w->fd, NULL, NULL);
+    if (fd < 0)
+        return;
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    scrape *sc = calloc(1, sizeof(*sc));
+    if (sc == NULL) {
+        close(fd);
+        return;
+    }
+    sc->srv = w->data;
+    ev_io_init(&sc->io, on_scrape_readable, fd, EV_READ);
+    sc->io.data = sc;
+    ev_io_start(loop, &sc->io);
+}
+
 static void on_stop(struct ev_loop *loop, ev_signal *w, int revents)
 {
     (void)w;
@@ -243,6 +335,7 @@ int main(int argc, char **argv)
 {
     const char *url = argc > 1 ? argv[1] : "redis://127.0.0.1:6379";
     int port = argc > 2 ? atoi(argv[2]) : 7070;
+    int metrics_port = argc > 3 ? atoi(argv[3]) : 9464;
     server srv = {.loop = EV_DEFAULT};
 
     int rc = rlock_client_connect(&srv.client, url);
@@ -251,8 +344,11 @@ int main(int argc, char **argv)
         return 1;
     }
     int fd = listen_on(port);
-    if (fd < 0) {
+    int metrics_fd = fd >= 0 ? listen_on(metrics_port) : -1;
+    if (metrics_fd < 0) {
         perror("async_server: listen");
+        if (fd >= 0)
+            close(fd);
         rlock_client_free(srv.client);
         return 1;
     }
@@ -261,12 +357,16 @@ int main(int argc, char **argv)
     ev_io_init(&srv.accept_watcher, on_accept, fd, EV_READ);
     srv.accept_watcher.data = &srv;
     ev_io_start(srv.loop, &srv.accept_watcher);
+    ev_io_init(&srv.metrics_watcher, on_metrics_accept, metrics_fd, EV_READ);
+    srv.metrics_watcher.data = &srv;
+    ev_io_start(srv.loop, &srv.metrics_watcher);
     ev_signal_init(&srv.stop_int, on_stop, SIGINT);
     ev_signal_init(&srv.stop_term, on_stop, SIGTERM);
     ev_signal_start(srv.loop, &srv.stop_int);
     ev_signal_start(srv.loop, &srv.stop_term);
-    printf("async_server: listening on 127.0.0.1:%d, locks on %s\n", port,
-           url);
+    printf("async_server: listening on 127.0.0.1:%d, metrics on "
+           "127.0.0.1:%d/metrics, locks on %s\n",
+           port, metrics_port, url);
     fflush(stdout);
 
     ev_run(srv.loop, 0);
@@ -276,6 +376,7 @@ int main(int argc, char **argv)
     rlock_client_attach_loop(srv.client, NULL);
     rlock_client_free(srv.client);
     close(fd);
+    close(metrics_fd);
     printf("async_server: stopped\n");
     return 0;
 }

@@ -3,10 +3,10 @@ Python client parser (prometheus_client.parser), must say what the snapshot
 says.
 
     check_exposition.py EXPOSITION.txt SNAPSHOT.json   (a sample's)
-    check_exposition.py --url URL [--min-acquires N]   (a live /metrics)
+    check_exposition.py --url URL [--acquires N]   (a live /metrics)
 
 With a snapshot, every sample is compared with the snapshot's value; a live
-endpoint (examples/async_server) is checked for shape and for at least N
+endpoint (examples/async_server) is checked for shape and for exactly N
 acquisitions. Exits 0 when it parses and agrees, 1 when not, 77 (skip) when
 prometheus_client is missing.
 """
@@ -142,11 +142,11 @@ def main(argv):
         families = parse(text)
         for name in HISTOGRAMS:
             check_histogram_shape(families[name])
-        minimum = int(argv[4]) if len(argv) > 4 and argv[3] == "--min-acquires" else 0
         acquired = sum(s.value for s in families["rlock_acquires"].samples
                        if s.labels["result"] in ("immediate", "after_wait"))
-        if acquired < minimum:
-            fail(f"{acquired} acquisitions, expected at least {minimum}")
+        if len(argv) > 4 and argv[3] == "--acquires" and \
+                acquired != int(argv[4]):
+            fail(f"{acquired} acquisitions, expected {argv[4]}")
         print(f"check_exposition: {len(families)} families from {argv[2]}, "
               f"{acquired:.0f} acquisitions")
         return 0
