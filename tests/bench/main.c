@@ -5,7 +5,7 @@
  *   rlock-bench --url redis://127.0.0.1:PORT --scenario NAME
  *               [--workers N] [--seconds S] [--procs] [--locks K]
  *               [--watchdog-ms MS] [--connections N] [--limit-seconds S]
- *               [--prefix P]
+ *               [--prefix P] [--stats on|off]
  *
  * One run prints one JSON object on one line of stdout. Every scenario
  * other than "limit" first measures the limit itself for --limit-seconds
@@ -37,7 +37,7 @@ static void usage(FILE *f)
                "         [--workers N] [--seconds S] [--procs] [--locks K]\n"
                "         [--kind lock|fair|spin|fenced|write]\n"
                "         [--watchdog-ms MS] [--connections N]\n"
-               "         [--limit-seconds S] [--prefix P]\n"
+               "         [--limit-seconds S] [--prefix P] [--stats on|off]\n"
                "scenarios: uncontended contended parallel held limit\n");
 }
 
@@ -49,6 +49,8 @@ int bench_client(const bench_opts *o, rlock_client **out)
         rc = rlock_config_set_watchdog_timeout(cfg, o->watchdog_ms);
     if (rc == 0 && o->connections > 0)
         rc = rlock_config_set_connections(cfg, o->connections);
+    if (rc == 0 && o->stats_off) /* what counting costs (README) */
+        rc = rlock_config_set_stats(cfg, 0);
     if (rc == 0)
         rc = rlock_client_connect_with(out, o->url, cfg);
     rlock_config_free(cfg);
@@ -73,6 +75,7 @@ static int parse_args(int argc, char **argv, bench_opts *o)
         {"connections", required_argument, NULL, 'c'},
         {"limit-seconds", required_argument, NULL, 'l'},
         {"prefix", required_argument, NULL, 'x'},
+        {"stats", required_argument, NULL, 'S'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -115,6 +118,13 @@ static int parse_args(int argc, char **argv, bench_opts *o)
             break;
         case 'x':
             snprintf(o->prefix, sizeof(o->prefix), "%s", optarg);
+            break;
+        case 'S':
+            if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0) {
+                usage(stderr);
+                return 2;
+            }
+            o->stats_off = strcmp(optarg, "off") == 0;
             break;
         case 'h':
             usage(stdout);
@@ -201,6 +211,7 @@ int main(int argc, char **argv)
     json_object_set_new(out, "library", json_string("rlock"));
     json_object_set_new(out, "workers", json_integer(o.workers));
     bench_set_num(out, "seconds", o.seconds);
+    json_object_set_new(out, "stats", json_boolean(!o.stats_off));
 
     redisContext *c = bench_connect(&o);
     char version[32] = "";
