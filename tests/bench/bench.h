@@ -57,6 +57,10 @@ int64_t bench_now_ns(void);
 /* Sleeps for ns nanoseconds. */
 void bench_sleep_ns(int64_t ns);
 
+/* CPU time this process has used, all its threads, in nanoseconds: a
+ * cost the machine's other load does not inflate as it does wall time. */
+int64_t bench_cpu_ns(void);
+
 /* A growable array of latencies in nanoseconds. Zero-initialise. */
 typedef struct bench_samples {
     int64_t *v;

@@ -257,7 +257,7 @@ int bench_run_contended(const bench_opts *o, json_t *out)
     redisContext *c = NULL;
     bench_counters before, after;
     char counter[160];
-    int64_t start = 0;
+    int64_t start = 0, cpu = 0;
     int rc = -1;
     shared *sh = mmap(NULL, size, PROT_READ | PROT_WRITE,
                       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -288,6 +288,7 @@ int bench_run_contended(const bench_opts *o, json_t *out)
     if (bench_counters_read(c, &before) != 0)
         goto out_join;
     start = bench_now_ns();
+    cpu = bench_cpu_ns();
     sh->until = start + (int64_t)(o->seconds * 1e9);
     atomic_store(&sh->go, 1);
     rc = 0;
@@ -313,6 +314,13 @@ out_join:
             rc = -1;
         else
             report(o, sh, start, value, &before, &after, out);
+        /* threads only: processes' CPU is not this process's */
+        json_int_t acquired =
+            json_integer_value(json_object_get(out, "acquisitions"));
+        if (!o->procs && acquired > 0)
+            bench_set_num(out, "cpu_us_per_acq",
+                          (double)(bench_cpu_ns() - cpu) / 1e3 /
+                              (double)acquired);
     }
 out:
     rlock_client_free(client);

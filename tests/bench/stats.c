@@ -22,6 +22,13 @@ int64_t bench_now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+int64_t bench_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 void bench_sleep_ns(int64_t ns)
 {
     struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000),
