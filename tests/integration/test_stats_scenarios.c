@@ -183,6 +183,43 @@ static int waiter_join(waiter *w)
     return w->rc;
 }
 
+/* Two clients of f's server on one lock name: a holder, and a waiter whose
+ * statistics the test reads (recheck_ms and lr as connect_client takes
+ * them), each with its handle. */
+typedef struct duo {
+    rlock_client *h, *w;
+    rlock *hl, *wl;
+} duo;
+
+static duo duo_open(lt_fixture *f, const char *name, int64_t recheck_ms,
+                    log_record *lr)
+{
+    duo d;
+    d.h = connect_client(f, 0, 0, NULL);
+    d.w = connect_client(f, 0, recheck_ms, lr);
+    d.hl = lt_get_lock(d.h, name);
+    d.wl = lt_get_lock(d.w, name);
+    return d;
+}
+
+static void duo_close(duo *d)
+{
+    rlock_free(d->hl);
+    rlock_free(d->wl);
+    rlock_client_free(d->h);
+    rlock_client_free(d->w);
+}
+
+/* The holder takes the lock, th starts waiting for it on the waiter's
+ * side, and this returns once the server sees the waiter listening. */
+static void hold_with_a_waiter(lt_fixture *f, duo *d, const char *name,
+                               waiter *th)
+{
+    assert_int_equal(rlock_lock(d->hl), RLOCK_OK);
+    waiter_start(th, d->wl, RLOCK_WAIT_FOREVER);
+    wait_subscribers(&f->redis, name, 1);
+}
+
 /* ------------------------------------------------------------ acquiring */
 
 static void test_an_uncontended_lock_counts_an_immediate_acquire_and_a_hold(
@@ -246,22 +283,18 @@ static void test_waits_of_a_known_minimum_land_in_the_buckets_above_it(
     lt_fixture *f = *state;
     char name[128];
     LT_TEST_NAME(name);
-    rlock_client *h = connect_client(f, 0, 0, NULL);
-    rlock_client *w = connect_client(f, 0, 0, NULL);
-    rlock *hl = lt_get_lock(h, name), *wl = lt_get_lock(w, name);
+    duo d = duo_open(f, name, 0, NULL);
 
     for (int i = 0; i < N; i++) {
         waiter th;
-        assert_int_equal(rlock_lock(hl), RLOCK_OK);
-        waiter_start(&th, wl, RLOCK_WAIT_FOREVER);
-        wait_subscribers(&f->redis, name, 1);
+        hold_with_a_waiter(f, &d, name, &th);
         rt_sleep_ms(HOLD_MS);
-        assert_int_equal(rlock_unlock(hl), RLOCK_OK);
+        assert_int_equal(rlock_unlock(d.hl), RLOCK_OK);
         assert_int_equal(waiter_join(&th), RLOCK_OK);
         wait_subscribers(&f->redis, name, 0); /* it left the channel */
     }
 
-    rlock_stats s = stats_of(w);
+    rlock_stats s = stats_of(d.w);
     assert_int_equal(s.acquired_after_wait, N);
     assert_int_equal(s.acquired_immediately, 0);
     assert_int_equal(s.wait.count, N);
@@ -273,14 +306,11 @@ static void test_waits_of_a_known_minimum_land_in_the_buckets_above_it(
                   (long long)rlock_stats_quantile(&s.wait, 0.5),
                   (unsigned long long)s.wait.max_us);
 
-    rlock_stats hs = stats_of(h);
+    rlock_stats hs = stats_of(d.h);
     assert_int_equal(hs.acquired_immediately, N);
     assert_int_equal(hs.hold.count, N);
     assert_int_equal(at_most(&hs.hold, HOLD_MS * 1000), 0);
-    rlock_free(hl);
-    rlock_free(wl);
-    rlock_client_free(h);
-    rlock_client_free(w);
+    duo_close(&d);
 }
 
 static void test_a_trylock_that_runs_out_counts_a_timeout(void **state)
@@ -288,25 +318,20 @@ static void test_a_trylock_that_runs_out_counts_a_timeout(void **state)
     lt_fixture *f = *state;
     char name[128];
     LT_TEST_NAME(name);
-    rlock_client *h = connect_client(f, 0, 0, NULL);
-    rlock_client *w = connect_client(f, 0, 0, NULL);
-    rlock *hl = lt_get_lock(h, name), *wl = lt_get_lock(w, name);
+    duo d = duo_open(f, name, 0, NULL);
 
-    assert_int_equal(rlock_lock(hl), RLOCK_OK);
-    assert_int_equal(rlock_trylock(wl, 0, RLOCK_LEASE_WATCHDOG),
+    assert_int_equal(rlock_lock(d.hl), RLOCK_OK);
+    assert_int_equal(rlock_trylock(d.wl, 0, RLOCK_LEASE_WATCHDOG),
                      RLOCK_ETIMEDOUT);
-    assert_int_equal(rlock_trylock(wl, 100, RLOCK_LEASE_WATCHDOG),
+    assert_int_equal(rlock_trylock(d.wl, 100, RLOCK_LEASE_WATCHDOG),
                      RLOCK_ETIMEDOUT);
-    assert_int_equal(rlock_unlock(hl), RLOCK_OK);
+    assert_int_equal(rlock_unlock(d.hl), RLOCK_OK);
 
-    rlock_stats s = stats_of(w);
+    rlock_stats s = stats_of(d.w);
     assert_int_equal(s.acquire_timeouts, 2);
     assert_int_equal(s.acquired_immediately + s.acquired_after_wait, 0);
     assert_int_equal(s.wait.count, 0); /* acquisitions only */
-    rlock_free(hl);
-    rlock_free(wl);
-    rlock_client_free(h);
-    rlock_client_free(w);
+    duo_close(&d);
 }
 
 static void test_async_acquires_are_counted_as_blocking_ones_are(
@@ -315,38 +340,36 @@ static void test_async_acquires_are_counted_as_blocking_ones_are(
     lt_fixture *f = *state;
     char name[128];
     LT_TEST_NAME(name);
-    rlock_client *h = connect_client(f, 0, 0, NULL);
-    rlock_client *w = connect_client(f, 0, 0, NULL);
-    rlock *hl = lt_get_lock(h, name), *wl = lt_get_lock(w, name);
+    duo d = duo_open(f, name, 0, NULL);
     uint64_t owner = rlock_owner_new();
     lt_completion done = {0};
 
     /* free: held at once */
-    assert_int_equal(rlock_lock_async(wl, owner, RLOCK_WAIT_FOREVER,
+    assert_int_equal(rlock_lock_async(d.wl, owner, RLOCK_WAIT_FOREVER,
                                       RLOCK_LEASE_WATCHDOG, lt_on_done, &done),
                      RLOCK_OK);
     assert_int_equal(lt_await_completion(&done, WITHIN_MS), RLOCK_OK);
     memset(&done, 0, sizeof(done));
-    assert_int_equal(rlock_unlock_async(wl, owner, lt_on_done, &done),
+    assert_int_equal(rlock_unlock_async(d.wl, owner, lt_on_done, &done),
                      RLOCK_OK);
     assert_int_equal(lt_await_completion(&done, WITHIN_MS), RLOCK_OK);
 
     /* taken: held once the holder lets go, HOLD_MS after it waits */
-    assert_int_equal(rlock_lock(hl), RLOCK_OK);
+    assert_int_equal(rlock_lock(d.hl), RLOCK_OK);
     memset(&done, 0, sizeof(done));
-    assert_int_equal(rlock_lock_async(wl, owner, RLOCK_WAIT_FOREVER,
+    assert_int_equal(rlock_lock_async(d.wl, owner, RLOCK_WAIT_FOREVER,
                                       RLOCK_LEASE_WATCHDOG, lt_on_done, &done),
                      RLOCK_OK);
     wait_subscribers(&f->redis, name, 1);
     rt_sleep_ms(HOLD_MS);
-    assert_int_equal(rlock_unlock(hl), RLOCK_OK);
+    assert_int_equal(rlock_unlock(d.hl), RLOCK_OK);
     assert_int_equal(lt_await_completion(&done, WITHIN_MS), RLOCK_OK);
     memset(&done, 0, sizeof(done));
-    assert_int_equal(rlock_unlock_async(wl, owner, lt_on_done, &done),
+    assert_int_equal(rlock_unlock_async(d.wl, owner, lt_on_done, &done),
                      RLOCK_OK);
     assert_int_equal(lt_await_completion(&done, WITHIN_MS), RLOCK_OK);
 
-    rlock_stats s = stats_of(w);
+    rlock_stats s = stats_of(d.w);
     assert_int_equal(s.acquired_immediately, 1);
     assert_int_equal(s.acquired_after_wait, 1);
     assert_int_equal(s.releases, 2);
@@ -354,10 +377,7 @@ static void test_async_acquires_are_counted_as_blocking_ones_are(
     assert_int_equal(s.hold.count, 2);
     assert_true(s.wait.max_us > HOLD_MS * 1000);
     assert_int_equal(s.unlock_messages, 1);
-    rlock_free(hl);
-    rlock_free(wl);
-    rlock_client_free(h);
-    rlock_client_free(w);
+    duo_close(&d);
 }
 
 /* ----------------------------------------------------- lost unlock message */
@@ -370,26 +390,19 @@ static void test_a_lost_unlock_message_found_by_a_recheck_is_counted(
     lt_fixture *f = *state;
     char name[128];
     LT_TEST_NAME(name);
-    rlock_client *h = connect_client(f, 0, 0, NULL);
-    rlock_client *w = connect_client(f, 0, 200, NULL);
-    rlock *hl = lt_get_lock(h, name), *wl = lt_get_lock(w, name);
+    duo d = duo_open(f, name, 200, NULL);
     waiter th;
 
-    assert_int_equal(rlock_lock(hl), RLOCK_OK);
-    waiter_start(&th, wl, RLOCK_WAIT_FOREVER);
-    wait_subscribers(&f->redis, name, 1);
+    hold_with_a_waiter(f, &d, name, &th);
     assert_int_equal(rt_cmd_int(&f->redis, "DEL %s", name), 1);
     assert_int_equal(waiter_join(&th), RLOCK_OK);
 
-    rlock_stats s = stats_of(w);
+    rlock_stats s = stats_of(d.w);
     assert_int_equal(s.acquired_after_wait, 1);
     assert_int_equal(s.rechecks_found_free, 1);
     assert_int_equal(s.unlock_messages, 0);
-    assert_int_equal(rlock_unlock(hl), RLOCK_ELOST);
-    rlock_free(hl);
-    rlock_free(wl);
-    rlock_client_free(h);
-    rlock_client_free(w);
+    assert_int_equal(rlock_unlock(d.hl), RLOCK_ELOST);
+    duo_close(&d);
 }
 
 /* The same with the message: no re-check is counted. */
@@ -398,25 +411,18 @@ static void test_a_wake_by_message_is_not_a_recheck(void **state)
     lt_fixture *f = *state;
     char name[128];
     LT_TEST_NAME(name);
-    rlock_client *h = connect_client(f, 0, 0, NULL);
-    rlock_client *w = connect_client(f, 0, 200, NULL);
-    rlock *hl = lt_get_lock(h, name), *wl = lt_get_lock(w, name);
+    duo d = duo_open(f, name, 200, NULL);
     waiter th;
 
-    assert_int_equal(rlock_lock(hl), RLOCK_OK);
-    waiter_start(&th, wl, RLOCK_WAIT_FOREVER);
-    wait_subscribers(&f->redis, name, 1);
-    assert_int_equal(rlock_unlock(hl), RLOCK_OK);
+    hold_with_a_waiter(f, &d, name, &th);
+    assert_int_equal(rlock_unlock(d.hl), RLOCK_OK);
     assert_int_equal(waiter_join(&th), RLOCK_OK);
 
-    rlock_stats s = stats_of(w);
+    rlock_stats s = stats_of(d.w);
     assert_int_equal(s.acquired_after_wait, 1);
     assert_int_equal(s.unlock_messages, 1);
     assert_int_equal(s.rechecks_found_free, 0);
-    rlock_free(hl);
-    rlock_free(wl);
-    rlock_client_free(h);
-    rlock_client_free(w);
+    duo_close(&d);
 }
 
 /* ------------------------------------------------------------ lost locks */
@@ -580,25 +586,18 @@ static void test_a_killed_subscriber_is_counted_as_a_reconnect(void **state)
     log_record lr = {.mu = PTHREAD_MUTEX_INITIALIZER};
     char name[128];
     LT_TEST_NAME(name);
-    rlock_client *h = connect_client(f, 0, 0, NULL);
-    rlock_client *w = connect_client(f, 0, 0, &lr);
-    rlock *hl = lt_get_lock(h, name), *wl = lt_get_lock(w, name);
+    duo d = duo_open(f, name, 0, &lr);
     waiter th;
 
-    assert_int_equal(rlock_lock(hl), RLOCK_OK);
-    waiter_start(&th, wl, RLOCK_WAIT_FOREVER);
-    wait_subscribers(&f->redis, name, 1);
+    hold_with_a_waiter(f, &d, name, &th);
     assert_int_equal(rt_cmd_int(&f->redis, "CLIENT KILL TYPE pubsub"), 1);
     wait_subscribers(&f->redis, name, 1); /* subscribed again */
-    assert_int_equal(rlock_unlock(hl), RLOCK_OK);
+    assert_int_equal(rlock_unlock(d.hl), RLOCK_OK);
     assert_int_equal(waiter_join(&th), RLOCK_OK);
 
-    rlock_stats s = stats_of(w);
+    rlock_stats s = stats_of(d.w);
     assert_int_equal(s.reconnects, 1);
-    rlock_free(hl);
-    rlock_free(wl);
-    rlock_client_free(h);
-    rlock_client_free(w);
+    duo_close(&d);
     assert_int_equal(lines_with(&lr, RLOCK_LOG_INFO, "subscriber connection",
                                 "closed"),
                      1);
