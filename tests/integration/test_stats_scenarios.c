@@ -524,6 +524,43 @@ static void test_renewals_are_counted_with_the_least_lease_margin(
     rlock_client_free(c);
 }
 
+/* A renewal held up by a stalled server comes back with less than a third
+ * of its lease left: the least margin says so, and the log warns. The
+ * stall starts just after a renewal (the server shows more than 8/9 of the
+ * lease left) and lasts 7/9 of the lease: the renewal sent during it comes
+ * back with at most 2/9 left, later than a third, yet before the lease ran
+ * out. */
+static void test_a_renewal_held_up_by_a_stalled_server_is_logged_as_late(
+    void **state)
+{
+    lt_fixture *f = *state;
+    log_record lr = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    char name[128];
+    LT_TEST_NAME(name);
+    const int64_t lease = 900; /* renewed every 300 ms */
+    rlock_client *c = connect_client(f, lease, 0, &lr);
+    rlock *l = lt_get_lock(c, name);
+    rlock_stats s;
+
+    assert_int_equal(rlock_lock(l), RLOCK_OK);
+    WAIT_STATS(c, s, s.renewals_sent >= 1 && s.lease_margin_min_ms >= 0);
+    int64_t until = rt_now_ms() + WITHIN_MS;
+    while (rt_cmd_int(&f->redis, "PTTL %s", name) <= lease * 8 / 9) {
+        assert_true(rt_now_ms() < until);
+        rt_sleep_ms(1);
+    }
+    rt_redis_pause(&f->redis);
+    rt_sleep_ms(lease * 7 / 9);
+    rt_redis_resume(&f->redis);
+    WAIT_STATS(c, s, s.lease_margin_min_ms < lease / 3);
+    assert_true(s.lease_margin_min_ms > 0);
+    assert_int_equal(s.lost_expired + s.lost_gone, 0);
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    rlock_free(l);
+    rlock_client_free(c);
+    assert_true(lines_with(&lr, RLOCK_LOG_WARN, name, "came back late") >= 1);
+}
+
 /* The server goes away for longer than a lease: renewals fail, and once a
  * whole lease has passed the hold is declared lost, as expired. */
 static void test_a_server_gone_for_a_lease_fails_renewals_and_expires_the_hold(
@@ -742,6 +779,8 @@ int main(void)
         cmocka_unit_test(test_a_loss_found_by_the_unlock_is_counted),
         cmocka_unit_test(
             test_renewals_are_counted_with_the_least_lease_margin),
+        cmocka_unit_test(
+            test_a_renewal_held_up_by_a_stalled_server_is_logged_as_late),
         cmocka_unit_test(
             test_a_server_gone_for_a_lease_fails_renewals_and_expires_the_hold),
         cmocka_unit_test(
