@@ -4,7 +4,7 @@
  * connect time with a clear code; then the I/O thread takes over with its
  * command connections, the subscriber and the watchdog.
  */
-#include "internal.h"
+#include "core/core.h"
 
 #include <errno.h>
 #include <hiredis/hiredis.h>
@@ -240,47 +240,17 @@ static void send_tracked(release_all *ra, rlock__req *r)
     ra->reqs[ra->n++] = r;
 }
 
-/* Sends the calls that give back one hold: one drop of all its holds
- * where the kind has one, else one release per hold, each with a latch of
- * its own that the I/O thread deletes. */
-static void release_hold(release_all *ra, rlock__entry *e, rlock__holder *h)
+static void track(rlock__req *r, void *arg)
 {
-    rlock__spec spec;
-    if (rlock__spec_drop(&spec, e, h->tid) == 0) {
-        send_tracked(ra, rlock__req_from_spec(ra->c, &spec));
-        return;
-    }
-    for (int i = 0; i < h->count; i++) {
-        char id[RLOCK__REQUEST_ID_LEN + 1];
-        char *latch = rlock__request_id(id) == 0
-                          ? rlock__latch_name(e->name, id)
-                          : NULL;
-        if (latch == NULL)
-            return; /* the rest expire with their lease */
-        rlock__req *r = NULL;
-        if (rlock__spec_release(&spec, e, h->tid, h->lease_ms, latch) == 0) {
-            r = rlock__req_from_spec(ra->c, &spec);
-            rlock__spec_clear(&spec);
-        }
-        if (r != NULL)
-            r->latch_del = latch;
-        else
-            free(latch);
-        send_tracked(ra, r);
-    }
+    send_tracked(arg, r);
 }
 
-/* Under entries_mu: gives back every hold still valid. */
-static void release_entry(const char *key, void *value, void *arg)
+/* Gives back one owner's holds on e (core/release.c says how). Under the
+ * table's lock, from rlock__holds_foreach. */
+static void release_hold(rlock__entry *e, uint64_t owner, int count,
+                         int64_t lease_ms, void *arg)
 {
-    rlock__entry *e = value;
-    release_all *ra = arg;
-    (void)key;
-    pthread_mutex_lock(&e->mu);
-    for (rlock__holder *h = e->holders; h != NULL; h = h->next)
-        if (!h->lost && h->count > 0)
-            release_hold(ra, e, h);
-    pthread_mutex_unlock(&e->mu);
+    rlock__give_back_all(e, owner, count, lease_ms, track, arg);
 }
 
 /* Releases every hold of the client, then lets every command connection
@@ -289,9 +259,7 @@ static void release_entry(const char *key, void *value, void *arg)
 static void release_everything(rlock_client *c)
 {
     release_all ra = {.c = c};
-    pthread_mutex_lock(&c->entries_mu);
-    rlock__map_foreach(&c->entries, release_entry, &ra);
-    pthread_mutex_unlock(&c->entries_mu);
+    rlock__holds_foreach(c, release_hold, &ra);
     for (int i = 0; i < c->cfg.connections; i++) {
         const char *argv[] = {"PING"};
         rlock__req *r =

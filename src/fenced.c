@@ -7,7 +7,7 @@
  * (GC, swap, SIGSTOP) past its lease while another takes the lock; the lock
  * alone cannot stop the paused one from writing when it wakes, but a storage
  * system that remembers the highest token it has seen can refuse it. The
- * taking, waiting and releasing are the plain lock's (kinds.c, lock.c).
+ * taking, waiting and releasing are the plain lock's (kinds.c, src/core).
  */
 #include "internal.h"
 

@@ -247,60 +247,30 @@ void rlock__command_clear(rlock__command *cmd);
 
 /* ---------------------------------------------------------------- entry */
 
-/* One thread's hold on a lock, as this client remembers it. */
-typedef struct rlock__holder {
-    struct rlock__holder *next;
-    uint64_t tid;
-    uint64_t epoch;        /* unique per hold; guards late replies */
-    int count;             /* reentrant holds */
-    int64_t lease_ms;      /* restored by an inner unlock */
-    bool watchdog;         /* renewed by the watchdog */
-    bool lost;             /* found gone: unlock answers RLOCK_ELOST */
-    int64_t renewed_at_ms; /* CLOCK_MONOTONIC of the last known lease */
-    int releasing;         /* unlocks in flight: a loss found meanwhile
-                              waits for their outcome (rlock__hold_lost) */
-    int loss_pending;      /* RLOCK_LOST_* found while releasing, or 0 */
-    int64_t held_at_us;    /* rlock__stats_clock() when taken; 0: untimed */
-} rlock__holder;
-
 /* Shared state of one lock within a client (Redisson's RedissonLockEntry
- * plus the watchdog's entry): one per kind and name. A fair lock's waiting
- * thread also waits on an entry of its own (RLOCK__KIND_FAIR_WAIT), whose
- * channel is that waiter's; it never holds anything. */
-
+ * plus the watchdog's entry): one per kind and name. The fields here are set
+ * when the entry is made and never change, so any file may read them; its
+ * holds, waiters and flags belong to src/core (entry.c and hold.c, whose
+ * functions core/core.h declares), and nobody else writes them. A fair
+ * lock's waiting thread also waits on an entry of its own
+ * (RLOCK__KIND_FAIR_WAIT), whose channel is that waiter's; it never holds
+ * anything. */
 typedef struct rlock__entry {
     rlock_client *client;
     int kind;      /* RLOCK_KIND_* or RLOCK__KIND_FAIR_WAIT */
-    char *key;     /* in the client's table: kind and name */
     char *name;
     char *channel; /* where its waiters are woken */
     char *aux[2];  /* fair: queue, timeouts; fenced: token key;
                       read/write: the key prefix "{N}" */
-    int refs; /* under client->entries_mu */
-
-    pthread_mutex_t mu;
-    pthread_cond_t cv;        /* subscribed */
-    pthread_cond_t permit_cv; /* permits */
-    rlock__holder *holders;
-    int waiters;     /* local threads waiting to acquire */
-    int permits;     /* unlock messages not yet consumed */
-    int64_t contended_at_ms; /* an attempt last found it taken */
-    int64_t released_at_ms;  /* this client last released it */
-    bool subscribed; /* the channel subscription is confirmed */
-    bool joined;     /* I/O thread: counted in its channel */
-    bool unheard;    /* its channel's SUBSCRIBE was refused: waiters
-                        re-check without waiting for a subscription */
-    rlock_lost_cb lost_cb; /* rlock_on_lost() */
-    void *lost_arg;
-    uint64_t lost_reg;     /* which setting of it (notify.c); 0: none */
-    int async_waiters;     /* async acquires waiting (async.c) */
-    bool wake_async_next;  /* whose turn the next "0" message is */
-    struct rlock__aop *async_ops; /* I/O thread: pending async calls */
 } rlock__entry;
 
-/* A handle: one user's view of an entry. A handle still open when its
- * client is freed is closed: client and entry become NULL, and every call
- * but rlock_kind(), rlock_name() and rlock_free() answers RLOCK_ECLOSED. */
+void rlock__entry_ref(rlock__entry *e);
+void rlock__entry_unref(rlock__entry *e);
+
+/* A handle: one user's view of an entry (src/api/lock.c). A handle still
+ * open when its client is freed is closed: client and entry become NULL,
+ * and every call but rlock_kind(), rlock_name() and rlock_free() answers
+ * RLOCK_ECLOSED. */
 struct rlock {
     rlock_client *client; /* NULL once closed */
     rlock__entry *entry;  /* referenced; NULL once closed */
@@ -314,38 +284,22 @@ struct rlock {
     int spin_multiplier;
 };
 
-rlock__entry *rlock__entry_get(rlock_client *c, int kind, const char *name,
-                               const char *waiter);
-rlock__entry *rlock__fair_waiter_entry(rlock__entry *e, uint64_t owner);
 int rlock__handle_new(rlock_client *c, int kind, const char *name,
                       rlock **out);
 void rlock__handle_free(rlock *l);
 int rlock__handle_check(const rlock *l);
 void rlock__handles_close(rlock_client *c);
 
-/* For multi.c. rlock__trylock_ex() is rlock_trylock() that also returns a
- * fenced lock's token (token may be NULL) and, when bounded, never lets one
- * Redis round trip outlast the wait (a Redlock's per-server share: a stalled
- * server costs its share, not a command timeout). rlock__set_lease()
- * PEXPIREs a lock the calling thread holds to lease_ms and makes that the
- * lease its inner unlocks restore (RedissonMultiLock after newLease). */
+/* For multi.c (src/api/lock_sync.c, src/api/lock.c). rlock__trylock_ex()
+ * is rlock_trylock() that also returns a fenced lock's token (token may be
+ * NULL) and, when bounded, never lets one Redis round trip outlast the wait
+ * (a Redlock's per-server share: a stalled server costs its share, not a
+ * command timeout). rlock__set_lease() PEXPIREs a lock the calling thread
+ * holds to lease_ms and makes that the lease its inner unlocks restore
+ * (RedissonMultiLock after newLease). */
 int rlock__trylock_ex(rlock *l, int64_t wait_ms, int64_t lease_ms,
                       int64_t *token, bool bounded);
 int rlock__set_lease(rlock *l, int64_t lease_ms);
-void rlock__entry_add_hold(rlock__entry *e, uint64_t tid, int64_t lease_ms,
-                           rlock__holder *spare);
-int rlock__release_begin(rlock__entry *e, uint64_t tid, uint64_t *epoch,
-                         int64_t *lease_ms);
-int rlock__release_settle(rlock__entry *e, uint64_t tid, uint64_t epoch,
-                          int rc);
-void rlock__entry_ref(rlock__entry *e);
-void rlock__entry_unref(rlock__entry *e);
-rlock__holder *rlock__entry_find_holder(rlock__entry *e, uint64_t tid);
-int64_t rlock__entry_hold_id(rlock__entry *e, uint64_t owner);
-int rlock__owner_known_holds(rlock__entry *e, uint64_t owner);
-void rlock__entry_remove_holder(rlock__entry *e, rlock__holder *h);
-bool rlock__entry_wake(rlock__entry *e, bool all);
-void rlock__entries_sweep(rlock_client *c);
 
 /* ---------------------------------------------------------- entry_kinds.c */
 
@@ -386,12 +340,11 @@ void rlock__watchdog_start(rlock__watchdog *wd);
 void rlock__watchdog_shutdown(rlock__watchdog *wd);
 void rlock__watchdog_free(rlock__watchdog *wd);
 
-/* ---------------------------------------------------------------- async.c */
+/* ------------------------------------------------------ api/lock_async.c */
 
 typedef struct rlock__aop rlock__aop;
 struct rlock__user_loop;
 
-bool rlock__async_kick(rlock__entry *e, bool all);
 void rlock__async_shutdown(rlock_client *c);
 void rlock__async_client_free(rlock_client *c);
 
@@ -446,11 +399,22 @@ typedef struct rlock__notifier rlock__notifier;
 int rlock__notifier_new(rlock__notifier **out);
 void rlock__notifier_free(rlock__notifier *n);
 bool rlock__notifier_on_thread(const rlock__notifier *n);
-int rlock__notifier_set_lock_cb(rlock__entry *e, rlock_lost_cb cb,
-                                void *arg);
-void rlock__hold_lost(rlock__entry *e, rlock__holder *h, int reason);
-void rlock__hold_note_lost(rlock__entry *e, const rlock__holder *h,
-                           int reason);
+/* Loss events (core/hold.c marks holds lost and posts them): reg is the
+ * registration of the lock's callback cb when the hold was lost. Any
+ * thread; any lock may be held. */
+void rlock__notifier_post(rlock__notifier *n, const char *name,
+                          uint64_t owner, uint64_t hold, int reason,
+                          rlock_lost_cb cb, void *arg, uint64_t reg);
+/* A lock callback's new registration number (0 is none). */
+uint64_t rlock__notifier_new_reg(void);
+/* Replacing the lock callback of registration old (rlock_on_lost): begin
+ * returns 0 with the notifier's mutex held and old's queued events
+ * stripped, or RLOCK_EDEADLK (nothing changed) when it would have to wait
+ * for old's running call on the I/O thread; end waits until old no longer
+ * runs and lets go of the mutex. */
+int rlock__notifier_replace_begin(rlock__notifier *n, rlock_client *c,
+                                  uint64_t old);
+void rlock__notifier_replace_end(rlock__notifier *n, uint64_t old);
 
 /* ---------------------------------------------------------- thread_exit.c */
 
@@ -482,6 +446,7 @@ struct rlock_client {
     pthread_mutex_t done_mu; /* async completions for the user loop */
     struct rlock__user_loop *user_loop;
     struct done_item *done_head, *done_tail;
+    rlock__aop *async_ops; /* I/O thread: pending async calls */
     bool threads_made; /* owner threads' exits (thread_exit.c) */
     pthread_mutex_t threads_mu;
     pthread_cond_t threads_cv; /* an exit handler finished with us */

@@ -1,7 +1,7 @@
 /*
  * notify.c: lost-lock signalling. When a hold is found lost (by the
- * watchdog, a query, a force unlock, or its owning thread's exit), the
- * finder queues an event here; the client's notifier thread runs the
+ * watchdog, a query, a force unlock, or its owning thread's exit),
+ * core/hold.c marks it and queues an event here; the client's notifier thread runs the
  * callbacks. A user callback may be slow or may call back into rlock, so it
  * never runs on the I/O thread, where it would delay renewals and replies.
  *
@@ -169,105 +169,58 @@ static void wait_not_running(rlock__notifier *n, uint64_t reg,
         pthread_cond_wait(&n->idle, &n->mu);
 }
 
-/* Sets e's lost callback (rlock_on_lost) behind the barrier: when it
- * returns 0, the old callback is neither running nor queued. Setting the
- * same callback and argument again changes nothing. Returns 0, or
- * RLOCK_EDEADLK on the I/O thread while the old callback runs (nothing is
- * changed then). */
-int rlock__notifier_set_lock_cb(rlock__entry *e, rlock_lost_cb cb, void *arg)
+/* Returns a new registration number for a lock callback. */
+uint64_t rlock__notifier_new_reg(void)
 {
-    rlock__notifier *n = e->client->notifier;
-    if (cb == NULL)
-        arg = NULL;
-    pthread_mutex_lock(&e->mu);
+    return atomic_fetch_add(&next_reg, 1);
+}
+
+/* First half of replacing a lock callback whose registration is old (see
+ * the barrier above; core/hold.c holds the entry's mutex across it): returns
+ * 0 with n->mu held and old's queued events stripped of their lock
+ * callback, or RLOCK_EDEADLK, with nothing changed, on the I/O thread while
+ * old's call runs. */
+int rlock__notifier_replace_begin(rlock__notifier *n, rlock_client *c,
+                                  uint64_t old)
+{
     pthread_mutex_lock(&n->mu);
-    uint64_t old = e->lost_reg;
-    if (cb == e->lost_cb && arg == e->lost_arg) {
+    if (must_not_wait(c, old, n->running_lock_reg)) {
         pthread_mutex_unlock(&n->mu);
-        pthread_mutex_unlock(&e->mu);
-        return RLOCK_OK;
-    }
-    if (must_not_wait(e->client, old, n->running_lock_reg)) {
-        pthread_mutex_unlock(&n->mu);
-        pthread_mutex_unlock(&e->mu);
         return RLOCK_EDEADLK;
     }
-    e->lost_cb = cb;
-    e->lost_arg = arg;
-    e->lost_reg = cb != NULL ? atomic_fetch_add(&next_reg, 1) : 0;
-    /* a loss is queued under e->mu, so every event of the old setting is
-     * in the queue by now; the client-wide callback still runs for them */
     for (lost_event *ev = n->head; old != 0 && ev != NULL; ev = ev->next)
         if (ev->lock_reg == old)
             ev->lock_cb = NULL;
-    /* no lock of the caller's may be held while the old call finishes: it
-     * may take them (an unlock from the callback takes e->mu) */
-    pthread_mutex_unlock(&e->mu);
-    wait_not_running(n, old, &n->running_lock_reg);
-    pthread_mutex_unlock(&n->mu);
     return RLOCK_OK;
 }
 
-/* Why a hold was lost, for the log line. */
-static const char *lost_why(int reason)
+/* Second half, once the caller let go of its own locks: waits until no
+ * call of old runs and lets go of n->mu. */
+void rlock__notifier_replace_end(rlock__notifier *n, uint64_t old)
 {
-    switch (reason) {
-    case RLOCK_LOST_GONE:
-        return "the lock or its holder's field vanished (expired, deleted "
-               "or force-unlocked)";
-    case RLOCK_LOST_TAKEN:
-        return "another owner holds it now";
-    case RLOCK_LOST_EXPIRED:
-        return "renewals failed for a whole lease, so it has run out";
-    case RLOCK_LOST_ABANDONED:
-        return "its owning thread exited holding it";
-    default:
-        return "unknown reason";
-    }
+    wait_not_running(n, old, &n->running_lock_reg);
+    pthread_mutex_unlock(&n->mu);
 }
 
-/* Counts h's loss for reason and logs it. Also for a loss found by the
- * owner's own unlock, which is told by RLOCK_ELOST rather than a callback.
- * e->mu held, which the log hook may need: the line goes through the I/O
- * thread's queue. */
-void rlock__hold_note_lost(rlock__entry *e, const rlock__holder *h,
-                           int reason)
+/* Queues the callbacks for a hold found lost: the lock's callback as it
+ * was then (cb, arg, of registration reg), and the client-wide one as it is
+ * when the event runs. Out of memory, the event is dropped (the hold is
+ * still marked: its unlock reports RLOCK_ELOST). */
+void rlock__notifier_post(rlock__notifier *n, const char *name,
+                          uint64_t owner, uint64_t hold, int reason,
+                          rlock_lost_cb cb, void *arg, uint64_t reg)
 {
-    rlock__stats_lost(e->client->stats, reason);
-    rlock__log_later(e->client, RLOCK_LOG_WARN,
-                     "lock %s lost by owner %llu (hold %llu): %s", e->name,
-                     (unsigned long long)h->tid, (unsigned long long)h->epoch,
-                     lost_why(reason));
-}
-
-/* Marks h lost for reason and queues the callbacks, once per hold: a hold
- * already lost is left alone. While its owner is unlocking it, the loss is
- * only noted: a renewal that raced the unlock's own DEL finds the key gone,
- * and only the unlock's outcome (rlock__release_settle) tells a released
- * hold from a lost one. e->mu held. */
-void rlock__hold_lost(rlock__entry *e, rlock__holder *h, int reason)
-{
-    if (h->lost)
-        return;
-    if (h->releasing > 0) {
-        if (h->loss_pending == 0)
-            h->loss_pending = reason;
-        return;
-    }
-    h->lost = true;
-    rlock__hold_note_lost(e, h, reason);
-    rlock__notifier *n = e->client->notifier;
     lost_event *ev = rlock__calloc(1, sizeof(*ev));
-    if (ev == NULL || (ev->name = rlock__strdup(e->name)) == NULL) {
-        free(ev); /* the hold is still marked: unlock reports RLOCK_ELOST */
+    if (ev == NULL || (ev->name = rlock__strdup(name)) == NULL) {
+        free(ev);
         return;
     }
-    ev->owner = h->tid;
-    ev->hold = h->epoch;
+    ev->owner = owner;
+    ev->hold = hold;
     ev->reason = reason;
-    ev->lock_cb = e->lost_cb;
-    ev->lock_arg = e->lost_arg;
-    ev->lock_reg = e->lost_reg;
+    ev->lock_cb = cb;
+    ev->lock_arg = arg;
+    ev->lock_reg = reg;
     pthread_mutex_lock(&n->mu);
     if (n->tail != NULL)
         n->tail->next = ev;

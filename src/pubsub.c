@@ -4,7 +4,8 @@
  * Design notes. Waiting threads never poll: they wait for an unlock message
  * on the lock's channel (Redisson's LockPubSub). All local waiters of one
  * lock share one entry, and an entry is in its channel while it has waiters
- * (lock.c asks for a sync on its first waiter and on its last). Several
+ * (core/entry.c asks for a sync on its first waiter and on its last, and
+ * keeps the flags this file sets on it). Several
  * entries can share a channel, because Redisson's name rule maps both "a" and
  * "{a}" to "redisson_lock__channel:{a}"; a channel is subscribed while any
  * entry is joined, and unsubscribed when the last leaves. Everything here runs
@@ -44,7 +45,7 @@
  * When the connection drops, messages published meanwhile are lost, so on
  * resubscription every waiter is woken to re-try its acquire.
  */
-#include "internal.h"
+#include "core/core.h"
 #include "io/link.h"
 
 #include <hiredis/hiredis.h>
@@ -127,34 +128,6 @@ int rlock__pubsub_new(rlock__pubsub **out, rlock_client *c)
     return RLOCK_OK;
 }
 
-/* Sets e's subscription flag (wake_all: and wakes every waiter to re-try,
- * as after an interruption); either way its waiters wait for a
- * subscription again, or stop waiting for one. */
-static void set_subscribed(rlock__entry *e, bool subscribed, bool wake_all)
-{
-    pthread_mutex_lock(&e->mu);
-    e->subscribed = subscribed;
-    e->unheard = false;
-    if (wake_all) {
-        e->permits = e->waiters;
-        pthread_cond_broadcast(&e->permit_cv);
-    }
-    pthread_cond_broadcast(&e->cv);
-    pthread_mutex_unlock(&e->mu);
-    if (subscribed)
-        rlock__async_kick(e, true); /* closes the gap before subscribing */
-}
-
-/* Tells e's waiters that no subscription is coming: they re-check. */
-static void set_unheard(rlock__entry *e)
-{
-    pthread_mutex_lock(&e->mu);
-    e->subscribed = false;
-    e->unheard = true;
-    pthread_cond_broadcast(&e->cv);
-    pthread_mutex_unlock(&e->mu);
-}
-
 static void free_channel(rlock__pubsub *ps, channel *ch)
 {
     rlock__map_remove(&ps->channels, ch->name);
@@ -208,7 +181,7 @@ static void refuse(rlock__pubsub *ps, channel *ch)
     ch->missed = true;
     ch->allowed = false;
     for (int i = 0; i < ch->nentries; i++)
-        set_unheard(ch->entries[i]);
+        rlock__entry_set_unheard(ch->entries[i]);
     arm_retry_in(ps, ps->refused_until_ms - rlock__now_ms());
 }
 
@@ -335,9 +308,9 @@ static void unsubscribe(rlock__pubsub *ps, channel *ch)
 static void show_state(const channel *ch, rlock__entry *e)
 {
     if (ch->state == CH_SUBSCRIBED)
-        set_subscribed(e, true, false);
+        rlock__entry_set_subscribed(e, true, false);
     else if (ch->state == CH_REFUSED)
-        set_unheard(e);
+        rlock__entry_set_unheard(e);
 }
 
 static void join(rlock__pubsub *ps, rlock__entry *e)
@@ -366,7 +339,6 @@ static void join(rlock__pubsub *ps, rlock__entry *e)
     }
     rlock__entry_ref(e);
     ch->entries[ch->nentries++] = e;
-    e->joined = true;
     /* an UNSUBSCRIBE in flight need not be waited for: the server answers
      * in order, so the SUBSCRIBE's answer comes after it */
     if (ch->nentries == 1 &&
@@ -376,19 +348,23 @@ static void join(rlock__pubsub *ps, rlock__entry *e)
         show_state(ch, e);
 }
 
+/* Returns e's index in ch's entries, or -1 when it has not joined. */
+static int find_entry(const channel *ch, const rlock__entry *e)
+{
+    for (int i = 0; ch != NULL && i < ch->nentries; i++)
+        if (ch->entries[i] == e)
+            return i;
+    return -1;
+}
+
 static void leave(rlock__pubsub *ps, rlock__entry *e)
 {
     channel *ch = rlock__map_get(&ps->channels, e->channel);
-    if (!e->joined || ch == NULL)
+    int i = find_entry(ch, e);
+    if (i < 0)
         return;
-    e->joined = false;
-    for (int i = 0; i < ch->nentries; i++) {
-        if (ch->entries[i] == e) {
-            ch->entries[i] = ch->entries[--ch->nentries];
-            break;
-        }
-    }
-    set_subscribed(e, false, false);
+    ch->entries[i] = ch->entries[--ch->nentries];
+    rlock__entry_set_subscribed(e, false, false);
     rlock__entry_unref(e);
     if (ch->nentries == 0)
         unsubscribe(ps, ch);
@@ -399,19 +375,16 @@ static void leave(rlock__pubsub *ps, rlock__entry *e)
  * it right when a first waiter's request overtakes the last one's. */
 static void sync_membership(rlock__pubsub *ps, rlock__entry *e)
 {
-    pthread_mutex_lock(&e->mu);
-    bool wanted = e->waiters + e->async_waiters > 0;
-    pthread_mutex_unlock(&e->mu);
-    if (wanted && !e->joined) {
+    bool wanted = rlock__entry_wants_channel(e);
+    channel *ch = rlock__map_get(&ps->channels, e->channel);
+    bool joined = find_entry(ch, e) >= 0;
+    if (wanted && !joined)
         join(ps, e);
-    } else if (!wanted && e->joined) {
+    else if (!wanted && joined)
         leave(ps, e);
-    } else if (wanted) {
-        /* still joined: a new first waiter cleared the flags */
-        channel *ch = rlock__map_get(&ps->channels, e->channel);
-        if (ch != NULL)
-            show_state(ch, e);
-    }
+    else if (wanted)
+        show_state(ch, e); /* still joined: a new first waiter cleared the
+                              flags */
 }
 
 static void run_membership(rlock__task *t, int status)
@@ -431,6 +404,9 @@ static void run_membership(rlock__task *t, int status)
 int rlock__pubsub_sync(rlock__entry *e)
 {
     rlock_client *c = e->client;
+    if (c->pubsub == NULL)
+        return RLOCK_OK; /* a client with no subscriber has no channels
+                            (the core's unit tests make such clients) */
     membership_task *mt = rlock__calloc(1, sizeof(*mt));
     if (mt == NULL)
         return RLOCK_ENOMEM;
@@ -480,7 +456,7 @@ static void on_subscribe_reply(rlock__link *l, int status,
         ch->allowed = true;
         ps->backoff_ms = 0; /* the connection works */
         for (int i = 0; i < ch->nentries; i++)
-            set_subscribed(ch->entries[i], true, ch->missed);
+            rlock__entry_set_subscribed(ch->entries[i], true, ch->missed);
         ch->missed = false;
     } else if (status == RLOCK_OK) {
         note_refusal(ps, ch, reply->str);
@@ -555,13 +531,8 @@ static void on_server_unsubscribe(rlock__pubsub *ps, channel *ch)
                "the server unsubscribed %s: subscribing again", ch->name);
     ch->state = CH_IDLE;
     ch->missed = true;
-    for (int i = 0; i < ch->nentries; i++) {
-        rlock__entry *e = ch->entries[i];
-        pthread_mutex_lock(&e->mu);
-        e->subscribed = false;
-        pthread_mutex_unlock(&e->mu);
-        rlock__entry_wake(e, true);
-    }
+    for (int i = 0; i < ch->nentries; i++)
+        rlock__entry_set_subscribed(ch->entries[i], false, true);
     subscribe(ps, ch);
 }
 
@@ -597,7 +568,7 @@ static void reset_channel(const char *key, void *value, void *arg)
     ch->missed = true;
     *wanted = true;
     for (int k = 0; k < ch->nentries; k++)
-        set_subscribed(ch->entries[k], false, false);
+        rlock__entry_set_subscribed(ch->entries[k], false, false);
 }
 
 static void on_closed(rlock__link *l, int status, void *arg)
@@ -655,10 +626,8 @@ void rlock__pubsub_shutdown(rlock__pubsub *ps)
     size_t n;
     channel **list = all_channels(ps, &n);
     for (size_t i = 0; i < n; i++) {
-        for (int k = 0; k < list[i]->nentries; k++) {
-            list[i]->entries[k]->joined = false;
+        for (int k = 0; k < list[i]->nentries; k++)
             rlock__entry_unref(list[i]->entries[k]);
-        }
         free_channel(ps, list[i]);
     }
     free(list);

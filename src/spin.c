@@ -3,7 +3,7 @@
  *
  * The same hash and owner tag as the plain lock, so the two exclude each
  * other, but no pub/sub at all: a waiter backs off and tries again
- * (lock.c's spin_acquire), and an unlock publishes nothing. It is for
+ * (src/core/acquire.c), and an unlock publishes nothing. It is for
  * clusters where pub/sub traffic, not the lock, is the bottleneck; the cost
  * is a wake-up latency of up to one back-off step and extra attempts.
  */

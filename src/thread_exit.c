@@ -24,7 +24,7 @@
  * registers again (they are pruned then) or exits; the freeing thread's
  * own are pruned at once.
  */
-#include "internal.h"
+#include "core/core.h"
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -76,25 +76,11 @@ static void unlink_from_client(rlock__thread_rec *rec)
     rec->prev = NULL;
 }
 
-static void abandon_entry(const char *k, void *value, void *arg)
-{
-    rlock__entry *e = value;
-    const rlock__thread_rec *rec = arg;
-    (void)k;
-    pthread_mutex_lock(&e->mu);
-    rlock__holder *h = rlock__entry_find_holder(e, rec->tid);
-    if (h != NULL)
-        rlock__hold_lost(e, h, RLOCK_LOST_ABANDONED);
-    pthread_mutex_unlock(&e->mu);
-}
-
 /* The exit handler's work for one client: its holds are abandoned, then
  * the client is told that this handler is done with it. */
 static void exit_client(rlock__thread_rec *rec, rlock_client *c)
 {
-    pthread_mutex_lock(&c->entries_mu);
-    rlock__map_foreach(&c->entries, abandon_entry, rec);
-    pthread_mutex_unlock(&c->entries_mu);
+    rlock__entries_abandon(c, rec->tid);
     pthread_mutex_lock(&c->threads_mu);
     unlink_from_client(rec);
     pthread_mutex_lock(&rec->mu);

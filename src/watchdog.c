@@ -10,7 +10,7 @@
  *
  * A renewal that finds the owner's field gone marks the hold lost, so its
  * owner's unlock answers RLOCK_ELOST and rlock_is_held_by_me() says 0, and
- * the lost-lock callbacks run (notify.c). A
+ * the lost-lock callbacks run (core/hold.c, notify.c). A
  * renewal that fails (Redis down or slow) is simply tried again next tick;
  * but once a whole timeout has passed since the lease was last known to be
  * set, the lease must have run out and the hold is marked lost too. That is
@@ -18,7 +18,7 @@
  * reply that arrives after the hold was released, and maybe taken again,
  * changes nothing.
  */
-#include "internal.h"
+#include "core/core.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,40 +108,26 @@ void rlock__watchdog_free(rlock__watchdog *wd)
     free(wd);
 }
 
-/* Called under entries_mu for every entry: adds its watched holds to the
- * gathering, or marks them lost if their lease must have run out. */
-static void gather_entry(const char *key, void *value, void *arg)
+/* Adds one hold to renew to its gathering (read holds have their own
+ * script); false when it cannot grow. Under the table's lock. */
+static bool gather(rlock__entry *e, uint64_t owner, uint64_t epoch, void *arg)
 {
-    rlock__entry *e = value;
     gatherings *gs = arg;
     gathering *g = e->kind == RLOCK_KIND_READ ? &gs->reads : &gs->plain;
-    (void)key;
-    pthread_mutex_lock(&e->mu);
-    for (rlock__holder *h = e->holders; h != NULL; h = h->next) {
-        if (!h->watchdog || h->lost || h->count <= 0)
-            continue;
-        if (gs->now_ms - h->renewed_at_ms >=
-            gs->client->cfg.watchdog_timeout_ms) {
-            /* renewals failed for a whole lease */
-            rlock__hold_lost(e, h, RLOCK_LOST_EXPIRED);
-            continue;
-        }
-        if (g->n == g->cap) {
-            size_t cap = g->cap ? g->cap * 2 : 64;
-            renewal *grown = rlock__realloc(g->items, sizeof(*grown) * cap);
-            if (grown == NULL)
-                break; /* the rest are renewed next tick */
-            g->items = grown;
-            g->cap = cap;
-        }
-        renewal *rn = &g->items[g->n++];
-        e->refs++; /* entries_mu is held by our caller */
-        rn->entry = e;
-        rn->tid = h->tid;
-        rn->epoch = h->epoch;
-        rlock__kind_owner_tag(rn->owner, e, h->tid);
+    if (g->n == g->cap) {
+        size_t cap = g->cap ? g->cap * 2 : 64;
+        renewal *grown = rlock__realloc(g->items, sizeof(*grown) * cap);
+        if (grown == NULL)
+            return false;
+        g->items = grown;
+        g->cap = cap;
     }
-    pthread_mutex_unlock(&e->mu);
+    renewal *rn = &g->items[g->n++];
+    rn->entry = e; /* referenced for us */
+    rn->tid = owner;
+    rn->epoch = epoch;
+    rlock__kind_owner_tag(rn->owner, e, owner);
+    return true;
 }
 
 /* A renewal that comes back with less than this share of its lease left
@@ -165,21 +151,9 @@ static void on_renewed(rlock__req *r)
         renewal *rn = &b->items[i];
         rlock__entry *e = rn->entry;
         int64_t margin = INT64_MAX;
-        pthread_mutex_lock(&e->mu);
-        rlock__holder *h = rlock__entry_find_holder(e, rn->tid);
-        if (r->status == 0 && h != NULL && h->epoch == rn->epoch && !h->lost) {
-            if (r->renewed[i] == RLOCK__RENEW_RENEWED) {
-                /* what was left of the lease set last time */
-                margin = h->renewed_at_ms + lease - now;
-                h->renewed_at_ms = b->sent_at_ms;
-            } else {
-                rlock__hold_lost(e, h,
-                                 r->renewed[i] == RLOCK__RENEW_TAKEN
-                                     ? RLOCK_LOST_TAKEN
-                                     : RLOCK_LOST_GONE);
-            }
-        }
-        pthread_mutex_unlock(&e->mu);
+        if (r->status == 0)
+            margin = rlock__hold_renewed(e, rn->tid, rn->epoch,
+                                         r->renewed[i], b->sent_at_ms, now);
         if (margin != INT64_MAX) {
             rlock__stats_margin(c->stats, margin);
             if (margin < lease / RLOCK__LATE_MARGIN_DIVISOR)
@@ -270,9 +244,7 @@ static void tick(void *arg)
     rlock__watchdog *wd = arg;
     rlock_client *c = wd->client;
     gatherings gs = {.client = c, .now_ms = rlock__now_ms()};
-    pthread_mutex_lock(&c->entries_mu);
-    rlock__map_foreach(&c->entries, gather_entry, &gs);
-    pthread_mutex_unlock(&c->entries_mu);
+    rlock__holds_to_renew(c, gs.now_ms, gather, &gs);
     send_all(c, &gs.plain, gs.now_ms, false);
     send_all(c, &gs.reads, gs.now_ms, true);
 }

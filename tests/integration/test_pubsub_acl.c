@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "internal.h" /* the churn test drives entries directly */
+#include "core/core.h" /* the churn tests drive entries' waiters */
 #include "lock_testing.h"
 #include "rlock.h"
 
@@ -332,7 +332,7 @@ static void test_refused_subscribe_is_warned_once(void **state)
     contended_wait_ms(&f->redis, c, other);
     contended_wait_ms(&f->redis, c, name);
     rlock_client_free(c); /* every log line is delivered by then */
-    /* (its refused PUBLISH at unlock is warned about too, by lock.c) */
+    /* (its refused PUBLISH at unlock is warned about too, by core/release.c) */
     assert_int_equal(warnings_about(&lr, "SUBSCRIBE", &warning), 1);
     /* exactly once at any level: the later channels, refused without
      * asking during the hold-off, are not reported again */
@@ -559,16 +559,20 @@ static void test_subscriber_subscribes_to_lock_channels_only(void **state)
  * again before its UNSUBSCRIBE is answered (pubsub.c sends the SUBSCRIBE at
  * once): each confirmation must be matched to its own command, and a
  * zero-count one must not end the subscriber. Real waiters cannot be timed that
- * finely, so this drives the waiter counts of two entries directly, as
- * lock.c does, and asks pubsub.c to follow them: every subscription must
- * be confirmed. */
+ * finely, so this drives the waiters of two entries directly, as the lock
+ * operations do: a waiter entering an entry with none asks pubsub.c to join
+ * its channel, the last one leaving asks it to leave. Every subscription
+ * must be confirmed. */
 #define CHURN_ROUNDS 100
 
-static void set_waiters(rlock *l, int n)
+/* Makes w l's entry's one waiter (n = 1), or takes it out (n = 0). w is
+ * never woken: it has no thread to signal and no kick. */
+static void set_waiters(rlock *l, rlock__waiter *w, int n)
 {
-    pthread_mutex_lock(&l->entry->mu);
-    l->entry->waiters = n;
-    pthread_mutex_unlock(&l->entry->mu);
+    if (n > 0)
+        rlock__waiter_enter(l->entry, w, NULL);
+    else
+        rlock__waiter_leave(w);
 }
 
 /* Waits until l's entry is subscribed (up to 5 s); returns whether it is. */
@@ -578,9 +582,7 @@ static bool wait_entry_subscribed(rlock *l)
     bool subscribed = false;
 
     while (!subscribed && rt_now_ms() < deadline) {
-        pthread_mutex_lock(&l->entry->mu);
-        subscribed = l->entry->subscribed;
-        pthread_mutex_unlock(&l->entry->mu);
+        subscribed = rlock__entry_subscribed(l->entry);
         if (!subscribed)
             rt_sleep_ms(1);
     }
@@ -591,24 +593,20 @@ static void test_subscriber_survives_channels_coming_and_going(void **state)
 {
     lt_fixture *f = *state;
     rlock *l[2];
+    rlock__waiter w[2];
 
     rlock_client *c = lt_connect(f->redis.url, NULL, 0);
     l[0] = lt_get_lock(c, LT_SUITE ":churn:0");
     l[1] = lt_get_lock(c, LT_SUITE ":churn:1");
-    set_waiters(l[0], 1);
-    assert_int_equal(rlock__pubsub_sync(l[0]->entry), RLOCK_OK);
+    set_waiters(l[0], &w[0], 1);
     assert_true(wait_entry_subscribed(l[0]));
     for (int i = 1; i <= CHURN_ROUNDS; i++) {
-        rlock *leaving = l[(i - 1) % 2], *coming = l[i % 2];
-        set_waiters(leaving, 0);
-        set_waiters(coming, 1);
-        assert_int_equal(rlock__pubsub_sync(leaving->entry), RLOCK_OK);
-        assert_int_equal(rlock__pubsub_sync(coming->entry), RLOCK_OK);
-        assert_true(wait_entry_subscribed(coming));
+        int out = (i - 1) % 2, in = i % 2;
+        set_waiters(l[out], &w[out], 0);
+        set_waiters(l[in], &w[in], 1);
+        assert_true(wait_entry_subscribed(l[in]));
     }
-    set_waiters(l[CHURN_ROUNDS % 2], 0);
-    assert_int_equal(rlock__pubsub_sync(l[CHURN_ROUNDS % 2]->entry),
-                     RLOCK_OK);
+    set_waiters(l[CHURN_ROUNDS % 2], &w[CHURN_ROUNDS % 2], 0);
     rlock_free(l[0]);
     rlock_free(l[1]);
     /* and the subscriber still works */
@@ -627,9 +625,7 @@ static bool spin_until_unsubscribed(rlock *l)
     bool subscribed = true;
 
     for (;;) {
-        pthread_mutex_lock(&l->entry->mu);
-        subscribed = l->entry->subscribed;
-        pthread_mutex_unlock(&l->entry->mu);
+        subscribed = rlock__entry_subscribed(l->entry);
         if (!subscribed || rt_now_ms() >= deadline)
             break;
         rt_sleep_ms(1);
@@ -661,13 +657,13 @@ static void test_channel_rejoined_before_its_unsubscribe_is_answered(
     LT_TEST_NAME(name);
     rlock_client *c = lt_connect(f->redis.url, NULL, 0);
     rlock *l = lt_get_lock(c, name);
+    rlock__waiter w;
     redisContext *busy = redisConnectWithTimeout("127.0.0.1", f->redis.port,
                                                  tv);
     assert_non_null(busy);
     assert_int_equal(busy->err, 0);
     redisSetTimeout(busy, tv);
-    set_waiters(l, 1);
-    assert_int_equal(rlock__pubsub_sync(l->entry), RLOCK_OK);
+    set_waiters(l, &w, 1);
     assert_true(wait_entry_subscribed(l));
     for (int i = 0; i < REJOIN_ROUNDS; i++) {
         int done = 0;
@@ -677,19 +673,16 @@ static void test_channel_rejoined_before_its_unsubscribe_is_answered(
         while (!done)
             assert_int_equal(redisBufferWrite(busy, &done), REDIS_OK);
         rt_sleep_ms(5); /* the script runs */
-        set_waiters(l, 0);
-        assert_int_equal(rlock__pubsub_sync(l->entry), RLOCK_OK);
+        set_waiters(l, &w, 0);
         assert_true(spin_until_unsubscribed(l));
-        set_waiters(l, 1);
-        assert_int_equal(rlock__pubsub_sync(l->entry), RLOCK_OK);
+        set_waiters(l, &w, 1);
         assert_int_equal(redisGetReply(busy, (void **)&rep), REDIS_OK);
         assert_int_equal(rep->type, REDIS_REPLY_INTEGER);
         freeReplyObject(rep);
         assert_true(wait_entry_subscribed(l));
     }
     redisFree(busy);
-    set_waiters(l, 0);
-    assert_int_equal(rlock__pubsub_sync(l->entry), RLOCK_OK);
+    set_waiters(l, &w, 0);
     rlock_free(l);
     assert_true(contended_wait_ms(&f->redis, c, name) <
                 HOLD_MS + WAKE_MARGIN_MS);

@@ -15,7 +15,7 @@
 #include <pthread.h>
 #include <cmocka.h>
 
-#include "internal.h"
+#include "core/core.h"
 
 /* ---------------------------------------------------------------- buckets */
 
@@ -192,23 +192,50 @@ static void test_counting_into_null_does_nothing(void **state)
 
 /* ----------------------------------------------------- unlock messages */
 
-/* An entry with n blocking waiters and no client (rlock__entry_wake needs
- * neither the client nor async waiters). */
-static rlock__entry *entry_with_waiters(int n)
+/* An entry with n blocking waiters (never woken: neither a thread nor a
+ * kick) of a client that has only an entry table: no I/O thread, no
+ * subscriber. */
+#define MAX_WAITERS 4
+
+typedef struct waiting {
+    rlock_client client;
+    rlock__entry *entry;
+    rlock__waiter w[MAX_WAITERS];
+    int n;
+} waiting;
+
+static waiting *entry_with_waiters(int n)
 {
-    rlock__entry *e = calloc(1, sizeof(*e));
-    assert_non_null(e);
-    pthread_mutex_init(&e->mu, NULL);
-    pthread_cond_init(&e->permit_cv, NULL);
-    e->waiters = n;
-    return e;
+    waiting *wt = calloc(1, sizeof(*wt));
+    assert_non_null(wt);
+    rlock__config_defaults(&wt->client.cfg);
+    pthread_mutex_init(&wt->client.entries_mu, NULL);
+    assert_int_equal(rlock__map_init(&wt->client.entries), 0);
+    wt->entry = rlock__entry_get(&wt->client, RLOCK_KIND_LOCK, "stats", NULL);
+    assert_non_null(wt->entry);
+    for (wt->n = 0; wt->n < n; wt->n++)
+        rlock__waiter_enter(wt->entry, &wt->w[wt->n], NULL);
+    return wt;
 }
 
-static void entry_free(rlock__entry *e)
+/* How many of its waiters have a wake-up. */
+static int permits(const waiting *wt)
 {
-    pthread_mutex_destroy(&e->mu);
-    pthread_cond_destroy(&e->permit_cv);
-    free(e);
+    int n = 0;
+    for (int i = 0; i < wt->n; i++)
+        n += wt->w[i].permit;
+    return n;
+}
+
+static void entry_free(waiting *wt)
+{
+    for (int i = 0; i < wt->n; i++)
+        rlock__waiter_leave(&wt->w[i]);
+    rlock__entry_unref(wt->entry);
+    rlock__map_destroy(&wt->client.entries);
+    pthread_mutex_destroy(&wt->client.entries_mu);
+    rlock__config_clear(&wt->client.cfg);
+    free(wt);
 }
 
 /* What rlock_stats' unlock_messages_unused counts: a message that gives no
@@ -217,34 +244,37 @@ static void test_a_message_wakes_a_waiter_until_each_has_a_permit(
     void **state)
 {
     (void)state;
-    rlock__entry *e = entry_with_waiters(2);
+    waiting *wt = entry_with_waiters(2);
+    rlock__entry *e = wt->entry;
     assert_true(rlock__entry_wake(e, false));  /* first waiter */
     assert_true(rlock__entry_wake(e, false));  /* second */
     assert_false(rlock__entry_wake(e, false)); /* nobody left */
     assert_false(rlock__entry_wake(e, true));
-    assert_int_equal(e->permits, 2);
-    entry_free(e);
+    assert_int_equal(permits(wt), 2);
+    entry_free(wt);
 }
 
 static void test_a_wake_all_message_wakes_whoever_has_no_permit(void **state)
 {
     (void)state;
-    rlock__entry *e = entry_with_waiters(3);
+    waiting *wt = entry_with_waiters(3);
+    rlock__entry *e = wt->entry;
     assert_true(rlock__entry_wake(e, false));
     assert_true(rlock__entry_wake(e, true)); /* two more */
-    assert_int_equal(e->permits, 3);
+    assert_int_equal(permits(wt), 3);
     assert_false(rlock__entry_wake(e, true));
-    entry_free(e);
+    entry_free(wt);
 }
 
 static void test_a_message_for_an_entry_without_waiters_wakes_nobody(
     void **state)
 {
     (void)state;
-    rlock__entry *e = entry_with_waiters(0);
+    waiting *wt = entry_with_waiters(0);
+    rlock__entry *e = wt->entry;
     assert_false(rlock__entry_wake(e, false));
     assert_false(rlock__entry_wake(e, true));
-    entry_free(e);
+    entry_free(wt);
 }
 
 /* --------------------------------------------------------------- quantiles */

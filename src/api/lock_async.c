@@ -1,0 +1,405 @@
+/*
+ * lock_async.c: the asynchronous API (rlock_lock_async, rlock_unlock_async,
+ * rlock_cancel) for event-loop servers, whose locks belong to requests
+ * (explicit owner ids) rather than threads: the async driver of the core's
+ * acquire and release machines (core/acquire.c, core/release.c), the same
+ * machines the blocking API runs.
+ *
+ * Design notes. An async call lives on the client's I/O thread and never
+ * blocks it. Its machine's steps become: "send" a request whose reply
+ * comes to on_reply, with a timer for the reply's deadline; "wait" the same
+ * timer, ended early by the waiter's kick when an unlock message or the
+ * subscription comes (core/entry.c); "done" the completion, delivered by
+ * completions.c. A cancel or the client's closing is fed to the machine.
+ *
+ * A reply that comes after its deadline, or after its call ended, is late:
+ * the machine has moved on, and if it says that an acquire took the lock,
+ * the hold is given back at once (rlock__req_give_back), as the transport
+ * does for a blocking caller that gave up.
+ *
+ * Calls are I/O-thread objects: their fields are touched only there. A call
+ * is freed once it has finished and no request of it is in flight.
+ */
+#include "api/api.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+
+struct rlock__aop {
+    struct rlock__aop *next, *prev; /* the client's pending calls */
+    rlock__task task;               /* start, then cancel */
+    rlock_client *client;
+    rlock *lock;
+    rlock__entry *entry; /* referenced */
+    uint64_t owner;
+    rlock_done_cb cb;
+    void *arg;
+    const rlock__op_class *cls;
+    union {
+        rlock__acquire acq;
+        rlock__release rel;
+    } m;
+    bool acquire;
+    rlock__timer *timer;
+    rlock__req *current;        /* the request the machine waits for */
+    rlock__waiter *sleep_waiter; /* a wait's waiter, or NULL */
+    bool sleeping;              /* a wait is armed */
+    bool cancel_sent;
+    bool defer_send; /* the next send goes through the I/O thread's queue */
+    bool linked;
+    bool finished;
+    int inflight; /* requests sent and not yet answered */
+};
+
+static void drive(rlock__aop *op, rlock__step st);
+
+static void op_free(rlock__aop *op)
+{
+    if (op->acquire)
+        rlock__acquire_clear(&op->m.acq);
+    else
+        rlock__release_clear(&op->m.rel);
+    rlock__timer_free(op->timer);
+    rlock__entry_unref(op->entry);
+    free(op);
+}
+
+/* Frees op if nothing refers to it any more. */
+static void maybe_free(rlock__aop *op)
+{
+    if (op->finished && op->inflight == 0)
+        op_free(op);
+}
+
+static void link_op(rlock__aop *op)
+{
+    rlock_client *c = op->client;
+    op->prev = NULL;
+    op->next = c->async_ops;
+    if (c->async_ops != NULL)
+        c->async_ops->prev = op;
+    c->async_ops = op;
+    op->linked = true;
+}
+
+static void unlink_op(rlock__aop *op)
+{
+    if (!op->linked)
+        return;
+    if (op->prev != NULL)
+        op->prev->next = op->next;
+    else
+        op->client->async_ops = op->next;
+    if (op->next != NULL)
+        op->next->prev = op->prev;
+    op->linked = false;
+}
+
+/* Ends op with status and delivers its completion. */
+static void finish(rlock__aop *op, int status)
+{
+    op->finished = true;
+    op->sleeping = false;
+    rlock__timer_stop(op->timer);
+    unlink_op(op);
+    rlock__deliver(op->client, op->cb, op->lock, op->owner, status, op->arg);
+    maybe_free(op);
+}
+
+/* Arms op's timer to fire at the monotonic time at_ms. */
+static void arm(rlock__aop *op, int64_t at_ms)
+{
+    int64_t after = at_ms - rlock__now_ms();
+    if (after < 0)
+        after = 0;
+    if (after > (int64_t)1 << 40) /* forever, in practice */
+        after = (int64_t)1 << 40;
+    rlock__timer_start(op->timer, after, 0);
+}
+
+static void on_reply(rlock__req *r)
+{
+    rlock__aop *op = r->ctx;
+    op->inflight--;
+    if (r != op->current) {
+        /* late: its deadline passed, or its call ended */
+        if (r->kind == RLOCK__REPLY_ACQUIRE && r->status == 0 && r->nil)
+            rlock__req_give_back(r);
+        maybe_free(op);
+        return;
+    }
+    op->current = NULL;
+    rlock__timer_stop(op->timer);
+    /* the latch has done its job once the reply is in (core/release.c) */
+    if (r->latch_del != NULL && r->status == 0 &&
+        r->value != RLOCK__UNLOCK_NOT_HELD) {
+        const char *del[] = {"DEL", r->latch_del};
+        rlock__send_ignored(op->client, NULL, 0, 2, del);
+    }
+    /* a send the reply calls for goes out once this reply is done with:
+     * a connection that just dropped is still being taken down here, and
+     * a request written to it now would fail at once too */
+    op->defer_send = true;
+    drive(op, op->cls->reply(&op->m, r, r->status));
+}
+
+static void on_timer(void *arg)
+{
+    rlock__aop *op = arg;
+    if (op->finished)
+        return;
+    if (op->current != NULL) {
+        /* no reply by its deadline: still in flight, it is late now */
+        rlock__req *r = op->current;
+        op->current = NULL;
+        drive(op, op->cls->reply(&op->m, r, RLOCK_ETIMEDOUT));
+        return;
+    }
+    if (!op->sleeping)
+        return;
+    op->sleeping = false;
+    if (op->sleep_waiter != NULL)
+        rlock__waiter_stop(op->sleep_waiter);
+    drive(op, op->cls->wake(&op->m, false));
+}
+
+/* The waiter's wake-up came (core/entry.c, on the I/O thread). */
+static void on_kick(rlock__waiter *w)
+{
+    rlock__aop *op =
+        (rlock__aop *)((char *)w - offsetof(rlock__aop, m.acq.waiter));
+    /* a closing client ends its calls; none starts a new try */
+    if (!op->sleeping || op->sleep_waiter != w ||
+        atomic_load(&op->client->closing))
+        return;
+    op->sleeping = false;
+    rlock__timer_stop(op->timer);
+    drive(op, op->cls->wake(&op->m, true));
+}
+
+/* Sends r for op, its reply due within timeout_ms: at once, or through
+ * the I/O thread's queue when op->defer_send. op may be gone when this
+ * returns: the reply can come at once (a connection that cannot be made),
+ * and end the call. */
+static void send(rlock__aop *op, rlock__req *r, int64_t timeout_ms)
+{
+    bool defer = op->defer_send;
+    op->defer_send = false;
+    r->on_reply = on_reply;
+    r->ctx = op;
+    op->current = r;
+    op->inflight++;
+    arm(op, rlock__now_ms() + timeout_ms);
+    if (defer) {
+        rlock__req_send(r);
+        rlock__req_unref(r);
+        return;
+    }
+    rlock__req_dispatch(r); /* takes our reference */
+}
+
+/* Takes the machine's steps until one waits for an event. */
+static void drive(rlock__aop *op, rlock__step st)
+{
+    for (;;) {
+        switch (st.kind) {
+        case RLOCK__STEP_SEND:
+            send(op, st.req, st.timeout_ms);
+            return;
+        case RLOCK__STEP_WAIT:
+            if (st.waiter != NULL && rlock__waiter_take(st.waiter, st.want)) {
+                st = op->cls->wake(&op->m, true); /* over already */
+                continue;
+            }
+            op->sleeping = true;
+            op->sleep_waiter = st.waiter;
+            op->defer_send = false;
+            arm(op, st.until_ms);
+            return;
+        case RLOCK__STEP_DONE:
+            finish(op, st.status);
+            return;
+        default:
+            op->defer_send = false;
+            return;
+        }
+    }
+}
+
+/* Feeds a cancel (or the client's closing) to op's machine. */
+static void cancel_op(rlock__aop *op, int why)
+{
+    if (op->sleeping) {
+        op->sleeping = false;
+        rlock__timer_stop(op->timer);
+        if (op->sleep_waiter != NULL)
+            rlock__waiter_stop(op->sleep_waiter);
+    }
+    rlock__step st = op->cls->cancel(&op->m, why);
+    if (why == RLOCK_ECLOSED && st.kind != RLOCK__STEP_DONE)
+        st = (rlock__step){.kind = RLOCK__STEP_DONE, .status = why};
+    if (why == RLOCK_ECLOSED)
+        op->current = NULL; /* its reply, if any, is late */
+    drive(op, st);
+}
+
+/* ------------------------------------------------------------------ start */
+
+static void run_start(rlock__task *t, int status)
+{
+    rlock__aop *op = (rlock__aop *)((char *)t - offsetof(rlock__aop, task));
+    if (status != 0) {
+        /* the loop has stopped: the client is being freed */
+        op->finished = true;
+        rlock__deliver(op->client, op->cb, op->lock, op->owner, status,
+                       op->arg);
+        op_free(op);
+        return;
+    }
+    link_op(op);
+    drive(op, op->acquire ? rlock__acquire_start(&op->m.acq)
+                          : rlock__release_start(&op->m.rel));
+}
+
+static int op_new(rlock *l, uint64_t owner, rlock_done_cb cb, void *arg,
+                  rlock__aop **out)
+{
+    if (l == NULL || cb == NULL || owner == 0)
+        return RLOCK_EINVAL;
+    int rc = rlock__handle_check(l);
+    if (rc != 0)
+        return rc;
+    rlock__aop *op = rlock__calloc(1, sizeof(*op));
+    if (op == NULL)
+        return RLOCK_ENOMEM;
+    op->client = l->client;
+    op->lock = l;
+    op->owner = owner;
+    op->cb = cb;
+    op->arg = arg;
+    op->task.run = run_start;
+    op->timer = rlock__timer_new(l->client->loop, on_timer, op);
+    if (op->timer == NULL) {
+        free(op);
+        return RLOCK_ENOMEM;
+    }
+    rlock__entry_ref(l->entry);
+    op->entry = l->entry;
+    *out = op;
+    return RLOCK_OK;
+}
+
+int rlock_lock_async(rlock *l, uint64_t owner, int64_t wait_ms,
+                     int64_t lease_ms, rlock_done_cb cb, void *arg)
+{
+    if (wait_ms < RLOCK_WAIT_FOREVER || lease_ms == 0 ||
+        lease_ms < RLOCK_LEASE_WATCHDOG || lease_ms > RLOCK__LEASE_MAX)
+        return RLOCK_EINVAL;
+    rlock__aop *op = NULL;
+    int rc = op_new(l, owner, cb, arg, &op);
+    if (rc != 0)
+        return rc;
+    op->acquire = true;
+    op->cls = &rlock__acquire_class;
+    rc = rlock__acquire_init(&op->m.acq, op->entry, owner, wait_ms, lease_ms);
+    if (rc != 0) {
+        op_free(op);
+        return rc;
+    }
+    op->m.acq.kick = on_kick;
+    op->m.acq.spin_initial_ms = l->spin_initial_ms;
+    op->m.acq.spin_max_ms = l->spin_max_ms;
+    op->m.acq.spin_multiplier = l->spin_multiplier;
+    rlock__loop_submit(l->client->loop, &op->task);
+    return RLOCK_OK;
+}
+
+int rlock_unlock_async(rlock *l, uint64_t owner, rlock_done_cb cb, void *arg)
+{
+    rlock__aop *op = NULL;
+    int rc = op_new(l, owner, cb, arg, &op);
+    if (rc != 0)
+        return rc;
+    op->cls = &rlock__release_class;
+    rlock__release_init(&op->m.rel, op->entry, owner);
+    rlock__loop_submit(l->client->loop, &op->task);
+    return RLOCK_OK;
+}
+
+/* ----------------------------------------------------------------- cancel */
+
+typedef struct cancel_task {
+    rlock__task task;
+    rlock_client *client;
+    rlock__entry *entry; /* referenced */
+    uint64_t owner;
+} cancel_task;
+
+/* Returns owner's first pending acquire of entry not yet told to cancel,
+ * or NULL. A cancel can end other calls (a wake-up passed on), so the list
+ * is searched again after each. */
+static rlock__aop *next_to_cancel(const cancel_task *ct)
+{
+    for (rlock__aop *op = ct->client->async_ops; op != NULL; op = op->next)
+        if (op->acquire && !op->finished && !op->cancel_sent &&
+            op->entry == ct->entry && op->owner == ct->owner)
+            return op;
+    return NULL;
+}
+
+static void run_cancel(rlock__task *t, int status)
+{
+    cancel_task *ct = (cancel_task *)t;
+    rlock__aop *op;
+    while (status == 0 && (op = next_to_cancel(ct)) != NULL) {
+        op->cancel_sent = true;
+        cancel_op(op, RLOCK_ECANCELED);
+    }
+    rlock__entry_unref(ct->entry);
+    free(ct);
+}
+
+int rlock_cancel(rlock *l, uint64_t owner)
+{
+    int rc = rlock__handle_check(l);
+    if (rc != 0)
+        return rc;
+    cancel_task *ct = rlock__calloc(1, sizeof(*ct));
+    if (ct == NULL)
+        return RLOCK_ENOMEM;
+    ct->task.run = run_cancel;
+    ct->client = l->client;
+    ct->owner = owner;
+    rlock__entry_ref(l->entry);
+    ct->entry = l->entry;
+    rlock__loop_submit(l->client->loop, &ct->task);
+    return RLOCK_OK;
+}
+
+/* --------------------------------------------------------------- shutdown */
+
+/* The loop is stopping: every pending call ends with RLOCK_ECLOSED. Calls
+ * with requests in flight are freed when those fail, as the connections
+ * close. I/O thread, before the connections are closed. */
+void rlock__async_shutdown(rlock_client *c)
+{
+    while (c->async_ops != NULL)
+        cancel_op(c->async_ops, RLOCK_ECLOSED); /* unlinks it */
+}
+
+/* Returns owner's hold count as remembered (0 when not held or lost). */
+int rlock_owner_hold_count(rlock *l, uint64_t owner)
+{
+    int rc = rlock__handle_check(l);
+    if (rc != 0)
+        return rc;
+    return rlock__hold_count(l->entry, owner);
+}
+
+int64_t rlock_owner_hold_id(rlock *l, uint64_t owner)
+{
+    int rc = rlock__handle_check(l);
+    if (rc != 0)
+        return rc;
+    return rlock__hold_id(l->entry, owner);
+}

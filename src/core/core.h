@@ -1,0 +1,243 @@
+/*
+ * core/core.h: the core layer's private header: lock entries and the lock
+ * operations, independent of how bytes move (issue 13).
+ *
+ * - entry.c and hold.c own an entry's state: its holds, its waiters and
+ *   their wake-ups, its subscription flags and its lost-lock callback. Every
+ *   other file changes them through the functions below.
+ * - acquire.c and release.c are the lock operations, each one state machine
+ *   written once. A machine never blocks and never sends: it is fed events
+ *   (a reply, a wake-up, a cancel) and answers with the next step its driver
+ *   must take (send this request, wait until then, or done). The blocking
+ *   API (src/api/lock_sync.c) drives them on the calling thread, the async
+ *   API (src/api/lock_async.c) on the I/O thread.
+ *
+ * The files below src/core still reach the client and the requests through
+ * internal.h while issue 13 sorts the rest into layers.
+ */
+#ifndef RLOCK_CORE_H
+#define RLOCK_CORE_H
+
+#include "internal.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* ---------------------------------------------------------- entry.c */
+
+rlock__entry *rlock__entry_get(rlock_client *c, int kind, const char *name,
+                               const char *waiter);
+rlock__entry *rlock__fair_waiter_entry(rlock__entry *e, uint64_t owner);
+void rlock__entries_sweep(rlock_client *c);
+
+/* What a waiter sleeps for. */
+enum {
+    RLOCK__WAIT_NONE,
+    RLOCK__WAIT_PERMIT,     /* an unlock message meant for it */
+    RLOCK__WAIT_SUBSCRIBED, /* its channel confirmed, or refused */
+};
+
+/* One local acquire waiting for an entry: a blocked thread or an async
+ * call. Its caller embeds it and sets nothing: the fields are entry.c's.
+ * Waiters are woken in turn (FIFO, each woken one going to the back), one
+ * per "0" message and all for "1", so neither blocking nor async waiters
+ * starve the others. A wake-up that comes while a waiter is busy trying is
+ * kept (permit) and ends its next wait at once, so none is lost between a
+ * failed try and the next sleep. */
+typedef struct rlock__waiter rlock__waiter;
+struct rlock__waiter {
+    rlock__waiter *next, *prev; /* the entry's waiters */
+    rlock__entry *entry;
+    int want;    /* RLOCK__WAIT_*: what it sleeps for now */
+    bool permit; /* a wake-up not consumed yet */
+    /* how it is woken: a blocked thread's condition variable (set while it
+     * sleeps), or, for an async waiter, a call on the I/O thread once its
+     * wait is over (the wake-up it waited for is consumed by then) */
+    pthread_cond_t *cv;
+    void (*kick)(rlock__waiter *w);
+};
+
+void rlock__waiter_enter(rlock__entry *e, rlock__waiter *w,
+                         void (*kick)(rlock__waiter *w));
+void rlock__waiter_leave(rlock__waiter *w);
+bool rlock__waiter_take(rlock__waiter *w, int want);
+void rlock__waiter_stop(rlock__waiter *w);
+bool rlock__waiter_block(rlock__waiter *w, int want, int64_t until_ms,
+                         pthread_cond_t *cv);
+
+/* What an acquire needs to know to decide whether to barge. */
+typedef struct rlock__entry_view {
+    bool holds;              /* owner holds it (a reentry) */
+    bool queue;              /* local waiters wait, subscribed */
+    int64_t contended_at_ms; /* an attempt last found it taken (0: never) */
+    int64_t released_at_ms;  /* this client last released it (0: never) */
+} rlock__entry_view;
+
+void rlock__entry_look(rlock__entry *e, uint64_t owner,
+                       rlock__entry_view *out);
+void rlock__entry_note_contended(rlock__entry *e);
+void rlock__entry_note_released(rlock__entry *e);
+
+/* Subscriber side (pubsub.c, on the I/O thread). */
+bool rlock__entry_wants_channel(rlock__entry *e);
+bool rlock__entry_subscribed(rlock__entry *e);
+void rlock__entry_set_subscribed(rlock__entry *e, bool subscribed,
+                                 bool wake_all);
+void rlock__entry_set_unheard(rlock__entry *e);
+bool rlock__entry_wake(rlock__entry *e, bool all);
+
+/* ----------------------------------------------------------- hold.c */
+
+/* One owner's hold on a lock, as this client remembers it (hold.c's). */
+typedef struct rlock__holder rlock__holder;
+
+rlock__holder *rlock__hold_spare(void);
+void rlock__hold_spare_free(rlock__holder *h);
+void rlock__hold_add(rlock__entry *e, uint64_t owner, int64_t lease_ms,
+                     rlock__holder *spare);
+bool rlock__hold_valid(rlock__entry *e, uint64_t owner, uint64_t *epoch);
+int rlock__hold_count(rlock__entry *e, uint64_t owner);
+int64_t rlock__hold_id(rlock__entry *e, uint64_t owner);
+int rlock__hold_check(rlock__entry *e, uint64_t owner);
+void rlock__hold_mark_lost(rlock__entry *e, uint64_t owner, uint64_t epoch,
+                           int reason);
+void rlock__hold_set_lease(rlock__entry *e, uint64_t owner, int64_t lease_ms,
+                           bool set);
+void rlock__entry_lose_all(rlock__entry *e, int reason);
+int rlock__owner_known_holds(rlock__entry *e, uint64_t owner);
+int rlock__hold_release_begin(rlock__entry *e, uint64_t owner,
+                              uint64_t *epoch, int64_t *lease_ms);
+void rlock__hold_settle(rlock__entry *e, uint64_t owner, uint64_t epoch,
+                        int rc);
+int rlock__entry_set_lost_cb(rlock__entry *e, rlock_lost_cb cb, void *arg);
+
+/* The watchdog's walk: fn is called for each hold it must renew (with the
+ * entry referenced for it, under the table's lock: fn must not call back
+ * into entries), and returns false when it has no room for it; holds
+ * whose lease must have run out are marked lost instead. */
+typedef bool (*rlock__renewal_fn)(rlock__entry *e, uint64_t owner,
+                                  uint64_t epoch, void *arg);
+void rlock__holds_to_renew(rlock_client *c, int64_t now_ms,
+                           rlock__renewal_fn fn, void *arg);
+int64_t rlock__hold_renewed(rlock__entry *e, uint64_t owner,
+                            uint64_t epoch, int outcome, int64_t sent_at_ms,
+                            int64_t now_ms);
+void rlock__entries_abandon(rlock_client *c, uint64_t owner);
+/* Every valid hold (client shutdown); same rules as rlock__holds_to_renew. */
+typedef void (*rlock__hold_fn)(rlock__entry *e, uint64_t owner, int count,
+                               int64_t lease_ms, void *arg);
+void rlock__holds_foreach(rlock_client *c, rlock__hold_fn fn, void *arg);
+
+/* ------------------------------------------------- the operations */
+
+/* What a machine asks its driver to do next. */
+typedef enum {
+    RLOCK__STEP_NONE, /* nothing: an event it waits for will come */
+    RLOCK__STEP_SEND, /* send req and feed its outcome back (reply) */
+    RLOCK__STEP_WAIT, /* wait until until_ms, or the waiter's want; then
+                         feed wake */
+    RLOCK__STEP_DONE, /* the operation ended with status */
+} rlock__step_kind;
+
+typedef struct rlock__step {
+    rlock__step_kind kind;
+    rlock__req *req;       /* SEND: a new request (the driver's to unref) */
+    int64_t timeout_ms;    /* SEND: how long its reply may take */
+    rlock__waiter *waiter; /* WAIT: whose wake-up ends it; NULL: time only */
+    int want;              /* WAIT: what the waiter waits for */
+    int64_t until_ms;      /* WAIT: monotonic */
+    int status;            /* DONE */
+} rlock__step;
+
+/* A machine, as its drivers see it. reply: the outcome of the request of
+ * the last SEND (status: 0 with r's result, or why there is none: the
+ * request then must not be read); wake: the last WAIT ended, woken by the
+ * waiter's wake-up or (woken false) by the time it named; cancel: the
+ * caller gave up
+ * (RLOCK_ECANCELED) or the client is closing (RLOCK_ECLOSED), between steps
+ * or while a request is out. */
+typedef struct rlock__op_class {
+    rlock__step (*reply)(void *op, rlock__req *r, int status);
+    rlock__step (*wake)(void *op, bool woken);
+    rlock__step (*cancel)(void *op, int why);
+} rlock__op_class;
+
+/* --------------------------------------------------------- acquire.c */
+
+/* One acquire: try; when taken by someone else, wait (the channel's
+ * subscription first, then an unlock message, the holder's TTL or the
+ * re-check interval) and try again until the deadline. The caller sets the
+ * fields of rlock__acquire_init; the rest are the machine's. */
+typedef struct rlock__acquire {
+    rlock__entry *entry; /* borrowed: the caller keeps a reference */
+    uint64_t owner;
+    int64_t lease_ms;    /* as given: may be RLOCK_LEASE_WATCHDOG */
+    int64_t wait_ms;     /* as given: may be RLOCK_WAIT_FOREVER */
+    int64_t deadline_ms;
+    bool bounded;        /* no round trip may outlast the deadline */
+    int64_t spin_initial_ms, spin_max_ms;
+    int spin_multiplier;
+    int64_t token; /* out: a fenced acquire's token */
+
+    int state;
+    rlock__entry *wait_entry; /* referenced when not entry (fair) */
+    rlock__waiter waiter;
+    void (*kick)(rlock__waiter *w); /* the async driver's wake-up */
+    bool entered;  /* counted among the entry's waiters */
+    bool unknown;  /* a lost attempt may have taken the lock */
+    bool canceled; /* cancelled while a request was out */
+    int attempts;  /* connection retries */
+    int spin_failures;
+    int64_t spin_delay_ms;
+    unsigned seed;
+    int64_t ttl_ms;
+    int result; /* the status a give-up or give-back ends with */
+    /* statistics (core/stats.h) */
+    int64_t started_us; /* rlock__stats_clock() at the call */
+    bool waited;     /* a try found the lock taken, or it waited its turn */
+    bool rechecking; /* this try follows a wait no wake-up ended */
+    rlock__holder *spare;
+} rlock__acquire;
+
+extern const rlock__op_class rlock__acquire_class;
+
+int rlock__acquire_init(rlock__acquire *a, rlock__entry *e, uint64_t owner,
+                        int64_t wait_ms, int64_t lease_ms);
+rlock__step rlock__acquire_start(rlock__acquire *a);
+void rlock__acquire_clear(rlock__acquire *a);
+int64_t rlock__spin_next_delay(int64_t delay_ms, int failures,
+                               int64_t max_ms, int multiplier,
+                               unsigned *seed);
+
+/* --------------------------------------------------------- release.c */
+
+/* One unlock: the kind's release script under a latch, retried with the
+ * same latch after a lost reply, and settled into the hold. */
+typedef struct rlock__release {
+    rlock__entry *entry; /* borrowed */
+    uint64_t owner;
+    int retries;
+    int64_t timeout_ms;
+
+    int state;
+    int attempt;
+    uint64_t epoch;
+    int64_t lease_ms;
+    char *latch;
+} rlock__release;
+
+extern const rlock__op_class rlock__release_class;
+
+void rlock__release_init(rlock__release *rel, rlock__entry *e,
+                         uint64_t owner);
+rlock__step rlock__release_start(rlock__release *rel);
+void rlock__release_clear(rlock__release *rel);
+rlock__req *rlock__release_req(rlock__entry *e, uint64_t owner,
+                               int64_t lease_ms, bool del_latch);
+int rlock__give_back_all(rlock__entry *e, uint64_t owner, int count,
+                         int64_t lease_ms,
+                         void (*fn)(rlock__req *r, void *arg), void *arg);
+void rlock__log_unannounced(rlock_client *c, const char *name);
+
+#endif

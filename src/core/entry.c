@@ -1,0 +1,547 @@
+/*
+ * entry.c: the client's memory of each lock name, and who waits for it.
+ *
+ * An entry lives in the client's table while a handle, a hold, a waiter or
+ * an in-flight request refers to it (hold.c keeps its holds). This file owns
+ * the table and an entry's waiting side: its waiters, the wake-ups that
+ * unlock messages hand out to them, and its channel's subscription flags.
+ *
+ * Waiters. Every local acquire that waits for an entry, a blocked thread or
+ * an async call, is one rlock__waiter in the entry's list, in the order they
+ * came. An unlock message "0" hands one wake-up (a permit) to the first
+ * waiter without one, preferring those asleep, and sends it to the back of
+ * the list, so that the next message wakes another; "1" hands one to every
+ * waiter. A permit that arrives while its waiter is busy trying is kept and
+ * ends its next wait at once, so no message is lost between a failed try and
+ * the next sleep; one still unused when its waiter leaves is passed on. A
+ * blocked thread sleeps on its own condition variable; an async waiter is
+ * woken by a call on the I/O thread (its kick), made once entry->mu is let
+ * go, since the kick runs the waiter's machine, which takes it again, and
+ * made through the I/O thread when a user thread hands the wake-up out.
+ *
+ * The first waiter makes the entry join its channel and the last one makes
+ * it leave (pubsub.c, which then sets the subscription flags here).
+ */
+#include "entry_impl.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- table */
+
+static void entry_free(entry *e)
+{
+    while (e->holders != NULL)
+        rlock__holder_remove(e, e->holders);
+    pthread_mutex_destroy(&e->mu);
+    free(e->pub.channel);
+    free(e->pub.aux[0]);
+    free(e->pub.aux[1]);
+    free(e->pub.name);
+    free(e->key);
+    free(e);
+}
+
+/* The entry's key in the client's table: its kind, the waiter's tag for a
+ * fair waiter's entry, and the name (tags are "<uuid>:<digits>", so no two
+ * keys collide). Returns a malloc'd string or NULL. */
+char *rlock__entry_key(int kind, const char *name, const char *waiter)
+{
+    size_t len = strlen(name) + (waiter ? strlen(waiter) : 0) + 16;
+    char *key = rlock__malloc(len);
+    if (key != NULL)
+        snprintf(key, len, "%d:%s%s%s", kind, waiter ? waiter : "",
+                 waiter ? ":" : "", name);
+    return key;
+}
+
+/* Returns the entry of the lock kind/name with one more reference, creating
+ * it if needed, or NULL when out of memory. waiter: the owner tag of a fair
+ * waiter's entry (RLOCK__KIND_FAIR_WAIT), else NULL. */
+rlock__entry *rlock__entry_get(rlock_client *c, int kind, const char *name,
+                               const char *waiter)
+{
+    char *key = rlock__entry_key(kind, name, waiter);
+    if (key == NULL)
+        return NULL;
+    pthread_mutex_lock(&c->entries_mu);
+    entry *e = rlock__map_get(&c->entries, key);
+    if (e != NULL) {
+        e->refs++;
+        pthread_mutex_unlock(&c->entries_mu);
+        free(key);
+        return &e->pub;
+    }
+    e = rlock__calloc(1, sizeof(*e));
+    if (e == NULL)
+        goto out;
+    e->pub.client = c;
+    e->pub.kind = kind;
+    e->refs = 1;
+    e->key = key;
+    key = NULL;
+    e->pub.name = rlock__strdup(name);
+    if (e->pub.name == NULL || rlock__kind_names(&e->pub, waiter) != 0 ||
+        rlock__map_put(&c->entries, e->key, e) != 0) {
+        free(e->pub.name);
+        free(e->pub.channel);
+        free(e->pub.aux[0]);
+        free(e->pub.aux[1]);
+        free(e->key);
+        free(e);
+        e = NULL;
+        goto out;
+    }
+    pthread_mutex_init(&e->mu, NULL);
+out:
+    pthread_mutex_unlock(&c->entries_mu);
+    free(key);
+    return e != NULL ? &e->pub : NULL;
+}
+
+/* Returns, with one more reference, the entry on which owner waits for
+ * fair lock e: the one of its own channel. NULL when out of memory. */
+rlock__entry *rlock__fair_waiter_entry(rlock__entry *e, uint64_t owner)
+{
+    char tag[RLOCK__TAG_MAX];
+    rlock__kind_owner_tag(tag, e, owner);
+    return rlock__entry_get(e->client, RLOCK__KIND_FAIR_WAIT, e->name, tag);
+}
+
+/* Takes one more reference. Must not be called with the entry's mutex
+ * held. */
+void rlock__entry_ref(rlock__entry *pub)
+{
+    entry *e = entry_of(pub);
+    pthread_mutex_lock(&pub->client->entries_mu);
+    e->refs++;
+    pthread_mutex_unlock(&pub->client->entries_mu);
+}
+
+/* Drops a reference. The entry is freed when nothing refers to it and no
+ * thread holds the lock: a hold outlives its handle, so that the watchdog
+ * keeps renewing it until its owner unlocks through a new handle or the
+ * client is freed. Must not be called with the entry's mutex held. */
+void rlock__entry_unref(rlock__entry *pub)
+{
+    entry *e = entry_of(pub);
+    rlock_client *c = pub->client;
+    pthread_mutex_lock(&c->entries_mu);
+    if (--e->refs == 0) {
+        pthread_mutex_lock(&e->mu);
+        bool idle = e->holders == NULL;
+        pthread_mutex_unlock(&e->mu);
+        if (idle) {
+            rlock__map_remove(&c->entries, e->key);
+            entry_free(e);
+        }
+    }
+    pthread_mutex_unlock(&c->entries_mu);
+}
+
+typedef struct walk {
+    void (*fn)(entry *e, void *arg);
+    void *arg;
+} walk;
+
+static void walk_one(const char *key, void *value, void *arg)
+{
+    walk *w = arg;
+    (void)key;
+    w->fn(value, w->arg);
+}
+
+/* Calls fn for every entry under the table's lock (fn may take an entry's
+ * mutex, and must not add or drop entries). */
+void rlock__entries_walk(rlock_client *c, void (*fn)(entry *e, void *arg),
+                         void *arg)
+{
+    walk w = {fn, arg};
+    pthread_mutex_lock(&c->entries_mu);
+    rlock__map_foreach(&c->entries, walk_one, &w);
+    pthread_mutex_unlock(&c->entries_mu);
+}
+
+/* Up to cap idle entries found by one pass of rlock__entries_sweep(). */
+typedef struct sweep_batch {
+    entry *items[64];
+    size_t n;
+} sweep_batch;
+
+static void sweep_entry(const char *key, void *value, void *arg)
+{
+    entry *e = value;
+    sweep_batch *b = arg;
+    (void)key;
+    while (e->holders != NULL)
+        rlock__holder_remove(e, e->holders);
+    if (e->refs == 0 && b->n < sizeof(b->items) / sizeof(b->items[0]))
+        b->items[b->n++] = e;
+}
+
+/* Forgets every hold and frees every entry nothing refers to: all of
+ * them, once the handles are closed. Only once the I/O thread has stopped
+ * (rlock_client_free). It allocates nothing (batches on the stack), so a
+ * client freed when memory has run out frees them all too. */
+void rlock__entries_sweep(rlock_client *c)
+{
+    for (;;) {
+        sweep_batch b = {.n = 0};
+        rlock__map_foreach(&c->entries, sweep_entry, &b);
+        for (size_t i = 0; i < b.n; i++) {
+            rlock__map_remove(&c->entries, b.items[i]->key);
+            entry_free(b.items[i]);
+        }
+        if (b.n < sizeof(b.items) / sizeof(b.items[0]))
+            return;
+    }
+}
+
+/* ---------------------------------------------------------------- waiters */
+
+static void unlink_waiter(entry *e, rlock__waiter *w)
+{
+    if (w->prev != NULL)
+        w->prev->next = w->next;
+    else
+        e->head = w->next;
+    if (w->next != NULL)
+        w->next->prev = w->prev;
+    else
+        e->tail = w->prev;
+    w->next = w->prev = NULL;
+}
+
+static void append_waiter(entry *e, rlock__waiter *w)
+{
+    w->next = NULL;
+    w->prev = e->tail;
+    if (e->tail != NULL)
+        e->tail->next = w;
+    else
+        e->head = w;
+    e->tail = w;
+}
+
+/* Whether w's wait for want is over. e->mu held. */
+static bool wait_met(const entry *e, const rlock__waiter *w, int want)
+{
+    if (want == RLOCK__WAIT_PERMIT)
+        return w->permit;
+    return e->subscribed || e->unheard;
+}
+
+/* Wakes w if it sleeps for what just happened: a blocked thread at once;
+ * an async waiter's kick must wait until e->mu is let go (deliver()), so
+ * this only notes that one is due. e->mu held. */
+static void wake_waiter(entry *e, rlock__waiter *w, bool *kick_due)
+{
+    if (w->want == RLOCK__WAIT_NONE || !wait_met(e, w, w->want))
+        return;
+    if (w->cv != NULL)
+        pthread_cond_signal(w->cv);
+    else if (w->kick != NULL)
+        *kick_due = true;
+}
+
+/* Kicks, one by one, every async waiter whose wait is over, consuming its
+ * wake-up. I/O thread, with no entry mutex held: a kick runs the waiter's
+ * machine, which may take it, leave, or end another waiter's call; so each
+ * is looked up afresh, never kept across a kick. */
+static void kick_due_waiters(entry *e)
+{
+    for (;;) {
+        rlock__waiter *w;
+        pthread_mutex_lock(&e->mu);
+        for (w = e->head; w != NULL; w = w->next)
+            if (w->cv == NULL && w->kick != NULL &&
+                w->want != RLOCK__WAIT_NONE && wait_met(e, w, w->want))
+                break;
+        if (w != NULL) {
+            if (w->want == RLOCK__WAIT_PERMIT)
+                w->permit = false;
+            w->want = RLOCK__WAIT_NONE;
+        }
+        pthread_mutex_unlock(&e->mu);
+        if (w == NULL)
+            return;
+        w->kick(w);
+    }
+}
+
+typedef struct kick_task {
+    rlock__task task;
+    rlock__entry *entry; /* referenced */
+} kick_task;
+
+static void run_kicks(rlock__task *t, int status)
+{
+    kick_task *kt = (kick_task *)t;
+    if (status == 0)
+        kick_due_waiters(entry_of(kt->entry));
+    rlock__entry_unref(kt->entry);
+    free(kt);
+}
+
+/* Kicks the async waiters due, once e->mu is let go: here on the I/O
+ * thread, else through it. Out of memory, such a waiter wakes at its next
+ * re-check instead. */
+static void deliver(entry *e, bool kick_due)
+{
+    if (!kick_due)
+        return;
+    if (rlock__loop_on_thread(e->pub.client->loop)) {
+        kick_due_waiters(e);
+        return;
+    }
+    kick_task *kt = rlock__calloc(1, sizeof(*kt));
+    if (kt == NULL)
+        return;
+    kt->task.run = run_kicks;
+    rlock__entry_ref(&e->pub);
+    kt->entry = &e->pub;
+    rlock__loop_submit(e->pub.client->loop, &kt->task);
+}
+
+/* Hands one wake-up out: to the first waiter asleep for one, else to the
+ * first busy waiter without one; it goes to the back of the list. Returns
+ * false when every waiter already has one. e->mu held. */
+static bool give_permit(entry *e, bool *kick_due)
+{
+    rlock__waiter *busy = NULL, *w;
+    for (w = e->head; w != NULL; w = w->next) {
+        if (w->permit)
+            continue;
+        if (w->want == RLOCK__WAIT_PERMIT)
+            break;
+        if (busy == NULL)
+            busy = w;
+    }
+    if (w == NULL)
+        w = busy;
+    if (w == NULL)
+        return false;
+    w->permit = true;
+    unlink_waiter(e, w);
+    append_waiter(e, w);
+    wake_waiter(e, w, kick_due);
+    return true;
+}
+
+static void give_all(entry *e, bool *kick_due)
+{
+    for (rlock__waiter *w = e->head; w != NULL; w = w->next) {
+        w->permit = true;
+        wake_waiter(e, w, kick_due);
+    }
+}
+
+/* Counts w among e's waiters, joining the channel if it is the first.
+ * kick: how to wake an async waiter (NULL for a blocked thread). */
+void rlock__waiter_enter(rlock__entry *pub, rlock__waiter *w,
+                         void (*kick)(rlock__waiter *w))
+{
+    entry *e = entry_of(pub);
+    memset(w, 0, sizeof(*w));
+    w->entry = pub;
+    w->kick = kick;
+    pthread_mutex_lock(&e->mu);
+    append_waiter(e, w);
+    bool first = e->nwaiters++ == 0;
+    if (first) {
+        e->subscribed = false;
+        e->unheard = false;
+    }
+    pthread_mutex_unlock(&e->mu);
+    if (first)
+        rlock__pubsub_sync(pub); /* on failure: re-checks alone */
+}
+
+/* Takes w out of its entry's waiters; a wake-up it did not use goes to
+ * another. The last waiter leaves the channel. Thread-safety: an async
+ * waiter's on the I/O thread. */
+void rlock__waiter_leave(rlock__waiter *w)
+{
+    entry *e = entry_of(w->entry);
+    bool kick_due = false;
+    pthread_mutex_lock(&e->mu);
+    unlink_waiter(e, w);
+    bool last = --e->nwaiters == 0;
+    if (w->permit && !last)
+        give_permit(e, &kick_due);
+    w->permit = false;
+    w->want = RLOCK__WAIT_NONE;
+    pthread_mutex_unlock(&e->mu);
+    deliver(e, kick_due);
+    if (last)
+        rlock__pubsub_sync(w->entry);
+}
+
+/* Returns true, consuming the permit, when w's wait for want is already
+ * over; else notes that w sleeps for it (its wake-up will come) and
+ * returns false. For the async driver: it arms its timer on false. */
+bool rlock__waiter_take(rlock__waiter *w, int want)
+{
+    entry *e = entry_of(w->entry);
+    pthread_mutex_lock(&e->mu);
+    bool met = wait_met(e, w, want);
+    if (met && want == RLOCK__WAIT_PERMIT)
+        w->permit = false;
+    w->want = met ? RLOCK__WAIT_NONE : want;
+    pthread_mutex_unlock(&e->mu);
+    return met;
+}
+
+/* w no longer sleeps (its timer ended the wait): no wake-up is handed to
+ * it as to a sleeper until it waits again. */
+void rlock__waiter_stop(rlock__waiter *w)
+{
+    entry *e = entry_of(w->entry);
+    pthread_mutex_lock(&e->mu);
+    w->want = RLOCK__WAIT_NONE;
+    pthread_mutex_unlock(&e->mu);
+}
+
+/* Blocks the calling thread until w's wait for want is over or until_ms,
+ * on cv (the thread's own, made with the client's monotonic clock).
+ * Returns true when the wait ended because it was over (woken), false at
+ * until_ms. A permit is consumed even after a timeout: it was meant for
+ * this thread. */
+bool rlock__waiter_block(rlock__waiter *w, int want, int64_t until_ms,
+                         pthread_cond_t *cv)
+{
+    entry *e = entry_of(w->entry);
+    struct timespec ts;
+    rlock__abs_timespec(until_ms, &ts);
+    pthread_mutex_lock(&e->mu);
+    w->cv = cv;
+    w->want = want;
+    while (!wait_met(e, w, want) &&
+           pthread_cond_timedwait(cv, &e->mu, &ts) != ETIMEDOUT)
+        ;
+    bool woken = wait_met(e, w, want);
+    if (want == RLOCK__WAIT_PERMIT)
+        w->permit = false;
+    w->want = RLOCK__WAIT_NONE;
+    w->cv = NULL;
+    pthread_mutex_unlock(&e->mu);
+    return woken;
+}
+
+/* ------------------------------------------------------------ contention */
+
+/* Fills out with what an acquire by owner needs to decide whether to wait
+ * its turn first (acquire.c). */
+void rlock__entry_look(rlock__entry *pub, uint64_t owner,
+                       rlock__entry_view *out)
+{
+    entry *e = entry_of(pub);
+    pthread_mutex_lock(&e->mu);
+    rlock__holder *h = e->holders;
+    while (h != NULL && h->tid != owner)
+        h = h->next;
+    out->holds = h != NULL && !h->lost;
+    out->queue = e->nwaiters > 0 && e->subscribed;
+    out->contended_at_ms = e->contended_at_ms;
+    out->released_at_ms = e->released_at_ms;
+    pthread_mutex_unlock(&e->mu);
+}
+
+/* Notes that an attempt found e held by someone else. */
+void rlock__entry_note_contended(rlock__entry *pub)
+{
+    entry *e = entry_of(pub);
+    pthread_mutex_lock(&e->mu);
+    e->contended_at_ms = rlock__now_ms();
+    pthread_mutex_unlock(&e->mu);
+}
+
+/* Notes that this client just released e. */
+void rlock__entry_note_released(rlock__entry *pub)
+{
+    entry *e = entry_of(pub);
+    pthread_mutex_lock(&e->mu);
+    e->released_at_ms = rlock__now_ms();
+    pthread_mutex_unlock(&e->mu);
+}
+
+/* ------------------------------------------------------------ subscriber */
+
+/* Whether e should be in its channel: it has waiters. */
+bool rlock__entry_wants_channel(rlock__entry *pub)
+{
+    entry *e = entry_of(pub);
+    pthread_mutex_lock(&e->mu);
+    bool wanted = e->nwaiters > 0;
+    pthread_mutex_unlock(&e->mu);
+    return wanted;
+}
+
+/* Whether e's channel subscription is confirmed. */
+bool rlock__entry_subscribed(rlock__entry *pub)
+{
+    entry *e = entry_of(pub);
+    pthread_mutex_lock(&e->mu);
+    bool subscribed = e->subscribed;
+    pthread_mutex_unlock(&e->mu);
+    return subscribed;
+}
+
+/* Sets e's subscription flag (wake_all: and wakes every waiter to re-try,
+ * as after an interruption); either way its waiters wait for a
+ * subscription again, or stop waiting for one. I/O thread. */
+void rlock__entry_set_subscribed(rlock__entry *pub, bool subscribed,
+                                 bool wake_all)
+{
+    entry *e = entry_of(pub);
+    bool kick_due = false;
+    pthread_mutex_lock(&e->mu);
+    e->subscribed = subscribed;
+    e->unheard = false;
+    if (wake_all)
+        give_all(e, &kick_due);
+    for (rlock__waiter *w = e->head; w != NULL; w = w->next)
+        if (w->want == RLOCK__WAIT_SUBSCRIBED)
+            wake_waiter(e, w, &kick_due);
+    pthread_mutex_unlock(&e->mu);
+    deliver(e, kick_due);
+}
+
+/* Tells e's waiters that no subscription is coming: they re-check. I/O
+ * thread. */
+void rlock__entry_set_unheard(rlock__entry *pub)
+{
+    entry *e = entry_of(pub);
+    bool kick_due = false;
+    pthread_mutex_lock(&e->mu);
+    e->subscribed = false;
+    e->unheard = true;
+    for (rlock__waiter *w = e->head; w != NULL; w = w->next)
+        if (w->want == RLOCK__WAIT_SUBSCRIBED)
+            wake_waiter(e, w, &kick_due);
+    pthread_mutex_unlock(&e->mu);
+    deliver(e, kick_due);
+}
+
+/* An unlock message arrived: one more waiter may try (all, for "1").
+ * Returns false when the message found nobody to wake (no waiter, or every
+ * one has a wake-up already). I/O thread. */
+bool rlock__entry_wake(rlock__entry *pub, bool all)
+{
+    entry *e = entry_of(pub);
+    bool kick_due = false, woke;
+    pthread_mutex_lock(&e->mu);
+    if (all) {
+        woke = false;
+        for (rlock__waiter *w = e->head; w != NULL && !woke; w = w->next)
+            woke = !w->permit;
+        give_all(e, &kick_due);
+    } else {
+        woke = give_permit(e, &kick_due);
+    }
+    pthread_mutex_unlock(&e->mu);
+    deliver(e, kick_due);
+    return woke;
+}

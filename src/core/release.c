@@ -1,0 +1,220 @@
+/*
+ * release.c: one unlock, as a state machine written once for the blocking
+ * and the async API (core.h says how drivers run it), and the requests
+ * that give holds back.
+ *
+ * An unlock runs the kind's release script under a latch key named after a
+ * fresh request id (facts sheet 1.8). A reply lost with its connection, or
+ * not in by the command timeout, is retried up to retry_attempts times with
+ * the same latch, so that the retry answers as the first run did: a dropped
+ * connection at once on a fresh one, a slow server after the retry
+ * interval. The latch is deleted once the first attempt's reply is in (the
+ * request's latch_del, which its transport sends behind the reply); after a
+ * retry it is left to expire, since an earlier attempt may still run (a slow
+ * or retransmitted packet) and must find it.
+ *
+ * The outcome is settled into the hold (hold.c): released, one hold less,
+ * lost before the release (RLOCK_ELOST), refused (the hold stays), or
+ * unknown (one hold less; the key is left to its lease).
+ */
+#include "core.h"
+
+#include <stdlib.h>
+
+enum { R_IDLE, R_SENDING, R_PAUSING, R_DONE };
+
+/* Tells the operator that the server refused the unlock message of a
+ * release of name (RLOCK_ENOTIFY): a warning the first time, then at info
+ * level, so that a misconfigured server does not flood the log. Any
+ * thread, with no rlock lock held. */
+void rlock__log_unannounced(rlock_client *c, const char *name)
+{
+    bool warned = atomic_exchange(&c->unannounced_warned, true);
+    rlock__log_later(c, warned ? RLOCK_LOG_INFO : RLOCK_LOG_WARN,
+                     "%s released, but the server refused its unlock message "
+                     "(PUBLISH): waiters learn of it only when they re-check "
+                     "(grant +publish, and keep PUBLISH from being renamed)",
+                     name);
+}
+
+/* One release of owner's hold on e restoring lease_ms, under a fresh latch
+ * that the request's transport deletes behind the reply when del_latch.
+ * Returns NULL when out of memory. */
+rlock__req *rlock__release_req(rlock__entry *e, uint64_t owner,
+                               int64_t lease_ms, bool del_latch)
+{
+    char id[RLOCK__REQUEST_ID_LEN + 1];
+    if (rlock__request_id(id) != 0)
+        return NULL;
+    char *latch = rlock__latch_name(e->name, id);
+    rlock__spec spec;
+    rlock__req *r = NULL;
+    if (latch != NULL &&
+        rlock__spec_release(&spec, e, owner, lease_ms, latch) == 0) {
+        r = rlock__req_from_spec(e->client, &spec);
+        rlock__spec_clear(&spec);
+    }
+    if (r != NULL && del_latch)
+        r->latch_del = latch;
+    else
+        free(latch);
+    return r;
+}
+
+/* Builds the requests that give back all count holds owner has on e (a
+ * client shutting down): one drop where the kind has one, else one release
+ * per hold, each with a latch of its own; fn gets each. Out of memory, the
+ * rest are left to their lease. */
+int rlock__give_back_all(rlock__entry *e, uint64_t owner, int count,
+                         int64_t lease_ms,
+                         void (*fn)(rlock__req *r, void *arg), void *arg)
+{
+    rlock__spec spec;
+    if (rlock__spec_drop(&spec, e, owner) == 0) {
+        rlock__req *r = rlock__req_from_spec(e->client, &spec);
+        rlock__spec_clear(&spec);
+        if (r == NULL)
+            return RLOCK_ENOMEM;
+        fn(r, arg);
+        return RLOCK_OK;
+    }
+    for (int i = 0; i < count; i++) {
+        rlock__req *r = rlock__release_req(e, owner, lease_ms, true);
+        if (r == NULL)
+            return RLOCK_ENOMEM;
+        fn(r, arg);
+    }
+    return RLOCK_OK;
+}
+
+static rlock__step done(rlock__release *rel, int status)
+{
+    rel->state = R_DONE;
+    return (rlock__step){.kind = RLOCK__STEP_DONE, .status = status};
+}
+
+/* Applies the outcome rc (RLOCK__UNLOCK_* or a code) to the hold and ends
+ * the unlock with what it reports. */
+static rlock__step settle(rlock__release *rel, int rc)
+{
+    rlock__entry *e = rel->entry;
+    if (rc == RLOCK__UNLOCK_RELEASED || rc == RLOCK__UNLOCK_UNANNOUNCED)
+        rlock__entry_note_released(e); /* for the anti-barging wait */
+    rlock__hold_settle(e, rel->owner, rel->epoch, rc);
+    if (rc == RLOCK__UNLOCK_RELEASED || rc == RLOCK__UNLOCK_UNANNOUNCED ||
+        rc == RLOCK__UNLOCK_STILL_HELD)
+        rlock__stats_count(e->client->stats, RLOCK__STAT_RELEASES);
+    switch (rc) {
+    case RLOCK__UNLOCK_NOT_HELD:
+    case RLOCK__UNLOCK_NOT_A_LOCK:
+        return done(rel, RLOCK_ELOST);
+    case RLOCK__UNLOCK_UNANNOUNCED:
+        rlock__log_unannounced(e->client, e->name);
+        return done(rel, RLOCK_ENOTIFY);
+    default:
+        return done(rel, rc < 0 ? rc : RLOCK_OK);
+    }
+}
+
+static rlock__step send_attempt(rlock__release *rel)
+{
+    rlock__spec spec;
+    rlock__req *r = NULL;
+    if (rlock__spec_release(&spec, rel->entry, rel->owner, rel->lease_ms,
+                            rel->latch) == 0) {
+        r = rlock__req_from_spec(rel->entry->client, &spec);
+        rlock__spec_clear(&spec);
+    }
+    if (r == NULL)
+        return settle(rel, RLOCK_ENOMEM);
+    /* out of memory, the latch simply expires */
+    if (rel->attempt == 0)
+        r->latch_del = rlock__strdup(rel->latch);
+    rel->state = R_SENDING;
+    return (rlock__step){
+        .kind = RLOCK__STEP_SEND, .req = r, .timeout_ms = rel->timeout_ms};
+}
+
+static rlock__step release_reply(void *op, rlock__req *r, int status)
+{
+    rlock__release *rel = op;
+    if (rel->state != R_SENDING)
+        return (rlock__step){.kind = RLOCK__STEP_NONE};
+    int rc = status == 0 ? (int)r->value : status;
+    if ((rc != RLOCK_ECONN && rc != RLOCK_ETIMEDOUT) ||
+        rel->attempt >= rel->retries)
+        return settle(rel, rc);
+    /* a dropped connection is retried at once on a fresh one; a slow
+     * server gets the retry interval */
+    int64_t pause = rel->attempt > 0 || rc != RLOCK_ECONN
+                        ? rel->entry->client->cfg.retry_interval_ms
+                        : 0;
+    rel->attempt++;
+    if (pause == 0)
+        return send_attempt(rel);
+    rel->state = R_PAUSING;
+    return (rlock__step){.kind = RLOCK__STEP_WAIT,
+                         .until_ms = rlock__now_ms() + pause};
+}
+
+static rlock__step release_wake(void *op, bool woken)
+{
+    rlock__release *rel = op;
+    (void)woken;
+    if (rel->state != R_PAUSING)
+        return (rlock__step){.kind = RLOCK__STEP_NONE};
+    return send_attempt(rel);
+}
+
+/* An unlock is not cancelled; a closing client ends it, the hold staying
+ * as it was. */
+static rlock__step release_cancel(void *op, int why)
+{
+    rlock__release *rel = op;
+    if (why != RLOCK_ECLOSED || rel->state == R_DONE)
+        return (rlock__step){.kind = RLOCK__STEP_NONE};
+    if (rel->state == R_IDLE)
+        return done(rel, why);
+    return settle(rel, why);
+}
+
+const rlock__op_class rlock__release_class = {
+    release_reply, release_wake, release_cancel};
+
+/* Sets rel up for owner's unlock of e (the caller keeps e referenced),
+ * with the client's retries and command timeout. */
+void rlock__release_init(rlock__release *rel, rlock__entry *e,
+                         uint64_t owner)
+{
+    *rel = (rlock__release){
+        .entry = e,
+        .owner = owner,
+        .retries = e->client->cfg.retry_attempts,
+        .timeout_ms = e->client->cfg.command_timeout_ms};
+}
+
+/* The first step: RLOCK_ENOTOWNER or RLOCK_ELOST without touching Redis,
+ * else the first attempt. */
+rlock__step rlock__release_start(rlock__release *rel)
+{
+    int rc = rlock__hold_release_begin(rel->entry, rel->owner, &rel->epoch,
+                                       &rel->lease_ms);
+    if (rc != 0)
+        return done(rel, rc);
+    char id[RLOCK__REQUEST_ID_LEN + 1];
+    rc = rlock__request_id(id);
+    if (rc == 0) {
+        rel->latch = rlock__latch_name(rel->entry->name, id);
+        if (rel->latch == NULL)
+            rc = RLOCK_ENOMEM;
+    }
+    if (rc != 0)
+        return settle(rel, rc);
+    return send_attempt(rel);
+}
+
+void rlock__release_clear(rlock__release *rel)
+{
+    free(rel->latch);
+    rel->latch = NULL;
+}

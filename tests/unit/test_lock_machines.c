@@ -1,0 +1,375 @@
+/*
+ * test_lock_machines.c: the acquire and release state machines
+ * (src/core/acquire.c, release.c) driven by hand, with no server and no
+ * I/O thread: each test feeds replies and wake-ups as a driver would and
+ * checks the next step the machine asks for. This is what both the
+ * blocking and the async API run, so each behaviour here holds for both.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+
+/* A client with just what the machines touch: its id, settings, entry
+ * table and the clock its requests' condition variables use. */
+typedef struct fixture {
+    rlock_client client;
+    rlock__entry *entry;
+} fixture;
+
+static int setup_kind(void **state, int kind)
+{
+    fixture *f = calloc(1, sizeof(*f));
+    assert_non_null(f);
+    rlock_client *c = &f->client;
+    rlock__config_defaults(&c->cfg);
+    c->cfg.retry_attempts = 3;
+    c->cfg.retry_interval_ms = 1500;
+    c->cfg.command_timeout_ms = 3000;
+    strcpy(c->id, "8c4a3f2e-1b7d-4e0a-9f6b-2d5c8e1a7b3f");
+    c->latch_ms = 1000;
+    pthread_mutex_init(&c->entries_mu, NULL);
+    pthread_condattr_init(&c->condattr);
+    atomic_init(&c->next_epoch, 1);
+    assert_int_equal(rlock__map_init(&c->entries), 0);
+    f->entry = rlock__entry_get(c, kind, "machine-lock", NULL);
+    assert_non_null(f->entry);
+    *state = f;
+    return 0;
+}
+
+static int setup_lock(void **state)
+{
+    return setup_kind(state, RLOCK_KIND_LOCK);
+}
+
+static int setup_spin(void **state)
+{
+    return setup_kind(state, RLOCK_KIND_SPIN);
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    rlock__entry_unref(f->entry);
+    rlock__entries_sweep(&f->client);
+    rlock__map_destroy(&f->client.entries);
+    pthread_mutex_destroy(&f->client.entries_mu);
+    pthread_condattr_destroy(&f->client.condattr);
+    rlock__config_clear(&f->client.cfg);
+    free(f);
+    return 0;
+}
+
+/* Checks that st sends a call of script, and returns its request. */
+static rlock__req *expect_send(rlock__step st, const rlock__script *script)
+{
+    assert_int_equal(st.kind, RLOCK__STEP_SEND);
+    assert_non_null(st.req);
+    assert_ptr_equal(st.req->script, script);
+    assert_true(st.timeout_ms > 0);
+    return st.req;
+}
+
+/* Feeds r's outcome to the machine and drops r, as a driver does. */
+static rlock__step reply(const rlock__op_class *cls, void *op, rlock__req *r,
+                         int status)
+{
+    rlock__step st = cls->reply(op, r, status);
+    rlock__req_unref(r);
+    return st;
+}
+
+/* The reply of an acquire that found the lock taken, ttl ms left. */
+static rlock__step taken(rlock__acquire *a, rlock__req *r, int64_t ttl)
+{
+    r->nil = false;
+    r->value = ttl;
+    return reply(&rlock__acquire_class, a, r, 0);
+}
+
+static rlock__step acquired(rlock__acquire *a, rlock__req *r)
+{
+    r->nil = true;
+    return reply(&rlock__acquire_class, a, r, 0);
+}
+
+/* ---------------------------------------------------------------- acquire */
+
+/* An attempt lost with its connection may have taken the lock: the owner's
+ * unknown holds are dropped before it tries again, at once. */
+static void test_lost_attempt_is_dropped_before_the_next_try(void **state)
+{
+    fixture *f = *state;
+    rlock__acquire a;
+    assert_int_equal(rlock__acquire_init(&a, f->entry, 7, 1000, 30000), 0);
+
+    rlock__req *r = expect_send(rlock__acquire_start(&a),
+                                &rlock__script_lock_acquire);
+    assert_ptr_equal(r->lock_entry, f->entry); /* its late reply is given
+                                                  back */
+    r = expect_send(reply(&rlock__acquire_class, &a, r, RLOCK_ECONN),
+                    &rlock__script_lock_drop);
+    r = expect_send(reply(&rlock__acquire_class, &a, r, 0),
+                    &rlock__script_lock_acquire);
+    rlock__step st = acquired(&a, r);
+    assert_int_equal(st.kind, RLOCK__STEP_DONE);
+    assert_int_equal(st.status, RLOCK_OK);
+    assert_int_equal(rlock__hold_count(f->entry, 7), 1);
+    rlock__acquire_clear(&a);
+}
+
+/* A drop that cannot get through either is retried at once the first
+ * time, then after the retry interval, until retry_attempts are spent. */
+static void test_connection_retries_pause_then_give_up(void **state)
+{
+    fixture *f = *state;
+    rlock__acquire a;
+    assert_int_equal(rlock__acquire_init(&a, f->entry, 7, -1, 30000), 0);
+
+    rlock__req *r = expect_send(rlock__acquire_start(&a),
+                                &rlock__script_lock_acquire);
+    r = expect_send(reply(&rlock__acquire_class, &a, r, RLOCK_ECONN),
+                    &rlock__script_lock_drop);
+    /* the first failure: again at once */
+    r = expect_send(reply(&rlock__acquire_class, &a, r, RLOCK_ECONN),
+                    &rlock__script_lock_drop);
+    for (int i = 1; i < 3; i++) {
+        int64_t now = rlock__now_ms();
+        rlock__step st = reply(&rlock__acquire_class, &a, r, RLOCK_ECONN);
+        assert_int_equal(st.kind, RLOCK__STEP_WAIT);
+        assert_null(st.waiter); /* time only */
+        assert_true(st.until_ms >= now + 1500 && st.until_ms < now + 2500);
+        r = expect_send(rlock__acquire_class.wake(&a, false),
+                        &rlock__script_lock_drop);
+    }
+    rlock__step st = reply(&rlock__acquire_class, &a, r, RLOCK_ECONN);
+    assert_int_equal(st.kind, RLOCK__STEP_DONE);
+    assert_int_equal(st.status, RLOCK_ECONN);
+    assert_int_equal(rlock__hold_count(f->entry, 7), 0);
+    rlock__acquire_clear(&a);
+}
+
+/* An attempt whose reply did not come by its deadline ends the acquire:
+ * the transport gives back what its late reply takes. */
+static void test_attempt_past_its_deadline_ends_the_acquire(void **state)
+{
+    fixture *f = *state;
+    rlock__acquire a;
+    assert_int_equal(rlock__acquire_init(&a, f->entry, 7, -1, 30000), 0);
+
+    rlock__req *r = expect_send(rlock__acquire_start(&a),
+                                &rlock__script_lock_acquire);
+    rlock__step st = reply(&rlock__acquire_class, &a, r, RLOCK_ETIMEDOUT);
+    assert_int_equal(st.kind, RLOCK__STEP_DONE);
+    assert_int_equal(st.status, RLOCK_ETIMEDOUT);
+    rlock__acquire_clear(&a);
+}
+
+/* A try with no wait on a taken lock does not wait. */
+static void test_try_without_wait_on_a_taken_lock_times_out(void **state)
+{
+    fixture *f = *state;
+    rlock__acquire a;
+    assert_int_equal(rlock__acquire_init(&a, f->entry, 7, 0, 30000), 0);
+
+    rlock__req *r = expect_send(rlock__acquire_start(&a),
+                                &rlock__script_lock_acquire);
+    rlock__step st = taken(&a, r, 25000);
+    assert_int_equal(st.kind, RLOCK__STEP_DONE);
+    assert_int_equal(st.status, RLOCK_ETIMEDOUT);
+    rlock__acquire_clear(&a);
+}
+
+/* A cancel while an attempt is out waits for its reply; one that took the
+ * lock is given back before the acquire says it was cancelled. */
+static void test_cancel_gives_back_what_the_attempt_took(void **state)
+{
+    fixture *f = *state;
+    rlock__acquire a;
+    assert_int_equal(rlock__acquire_init(&a, f->entry, 7, -1, 30000), 0);
+
+    rlock__req *r = expect_send(rlock__acquire_start(&a),
+                                &rlock__script_lock_acquire);
+    rlock__step st = rlock__acquire_class.cancel(&a, RLOCK_ECANCELED);
+    assert_int_equal(st.kind, RLOCK__STEP_NONE);
+    rlock__req *back = expect_send(acquired(&a, r),
+                                   &rlock__script_lock_release);
+    st = reply(&rlock__acquire_class, &a, back, 0);
+    assert_int_equal(st.kind, RLOCK__STEP_DONE);
+    assert_int_equal(st.status, RLOCK_ECANCELED);
+    assert_int_equal(rlock__hold_count(f->entry, 7), 0);
+    rlock__acquire_clear(&a);
+}
+
+/* The spin lock's back-off: each pause is the last one times the
+ * multiplier plus a jitter below the failures so far, up to the cap. */
+static void test_spin_back_off_grows_with_jitter_up_to_its_cap(void **state)
+{
+    (void)state;
+    unsigned seed = 42;
+    int64_t delay = 1;
+    for (int failures = 1; failures <= 12; failures++) {
+        int64_t next = rlock__spin_next_delay(delay, failures, 128, 2, &seed);
+        if (delay * 2 + failures - 1 < 128) {
+            assert_true(next >= delay * 2);
+            assert_true(next <= delay * 2 + failures - 1);
+        } else {
+            assert_true(next <= 128);
+        }
+        delay = next;
+    }
+    assert_int_equal(delay, 128);
+}
+
+/* A spin lock waits between tries for its back-off, with no waiter (it has
+ * no channel). */
+static void test_spin_lock_backs_off_between_tries(void **state)
+{
+    fixture *f = *state;
+    rlock__acquire a;
+    assert_int_equal(rlock__acquire_init(&a, f->entry, 7, 5000, 30000), 0);
+    a.spin_initial_ms = 20;
+
+    rlock__req *r = expect_send(rlock__acquire_start(&a),
+                                &rlock__script_lock_acquire);
+    int64_t now = rlock__now_ms();
+    rlock__step st = taken(&a, r, 25000);
+    assert_int_equal(st.kind, RLOCK__STEP_WAIT);
+    assert_null(st.waiter);
+    assert_true(st.until_ms >= now + 20 && st.until_ms < now + 100);
+    r = expect_send(rlock__acquire_class.wake(&a, false),
+                    &rlock__script_lock_acquire);
+    now = rlock__now_ms();
+    st = taken(&a, r, 25000);
+    assert_int_equal(st.kind, RLOCK__STEP_WAIT);
+    assert_true(st.until_ms >= now + 40 && st.until_ms < now + 120);
+    r = expect_send(rlock__acquire_class.wake(&a, false),
+                    &rlock__script_lock_acquire);
+    st = acquired(&a, r);
+    assert_int_equal(st.kind, RLOCK__STEP_DONE);
+    assert_int_equal(st.status, RLOCK_OK);
+    rlock__acquire_clear(&a);
+}
+
+/* ---------------------------------------------------------------- release */
+
+static void hold(fixture *f, uint64_t owner)
+{
+    rlock__holder *spare = rlock__hold_spare();
+    assert_non_null(spare);
+    rlock__hold_add(f->entry, owner, 30000, spare);
+}
+
+/* An unlock without a hold touches nothing. */
+static void test_release_without_a_hold_is_enotowner(void **state)
+{
+    fixture *f = *state;
+    rlock__release rel;
+    rlock__release_init(&rel, f->entry, 7);
+    rlock__step st = rlock__release_start(&rel);
+    assert_int_equal(st.kind, RLOCK__STEP_DONE);
+    assert_int_equal(st.status, RLOCK_ENOTOWNER);
+    rlock__release_clear(&rel);
+}
+
+/* A dropped reply is retried at once with the same latch, a slow one after
+ * the retry interval; only the first attempt deletes the latch behind its
+ * reply. */
+static void test_release_retries_with_the_same_latch(void **state)
+{
+    fixture *f = *state;
+    hold(f, 7);
+    rlock__release rel;
+    rlock__release_init(&rel, f->entry, 7);
+
+    rlock__req *r = expect_send(rlock__release_start(&rel),
+                                &rlock__script_lock_release);
+    assert_non_null(r->latch_del);
+    char *latch = strdup(r->latch_del);
+    assert_non_null(latch);
+    r = expect_send(reply(&rlock__release_class, &rel, r, RLOCK_ECONN),
+                    &rlock__script_lock_release);
+    assert_null(r->latch_del);
+    /* the same latch key goes out again */
+    bool same = false;
+    for (int i = 0; i < r->argc; i++)
+        same = same || strcmp(r->argv[i], latch) == 0;
+    assert_true(same);
+    int64_t now = rlock__now_ms();
+    rlock__step st = reply(&rlock__release_class, &rel, r, RLOCK_ETIMEDOUT);
+    assert_int_equal(st.kind, RLOCK__STEP_WAIT);
+    assert_true(st.until_ms >= now + 1500);
+    r = expect_send(rlock__release_class.wake(&rel, false),
+                    &rlock__script_lock_release);
+    r->value = RLOCK__UNLOCK_RELEASED;
+    st = reply(&rlock__release_class, &rel, r, 0);
+    assert_int_equal(st.kind, RLOCK__STEP_DONE);
+    assert_int_equal(st.status, RLOCK_OK);
+    assert_int_equal(rlock__hold_count(f->entry, 7), 0);
+    free(latch);
+    rlock__release_clear(&rel);
+}
+
+/* A refused release (an error reply) keeps the hold; one that found the
+ * hold gone reports it lost and forgets it. */
+static void test_release_refused_keeps_the_hold(void **state)
+{
+    fixture *f = *state;
+    hold(f, 7);
+    rlock__release rel;
+    rlock__release_init(&rel, f->entry, 7);
+    rlock__req *r = expect_send(rlock__release_start(&rel),
+                                &rlock__script_lock_release);
+    rlock__step st = reply(&rlock__release_class, &rel, r, RLOCK_ESERVER);
+    assert_int_equal(st.kind, RLOCK__STEP_DONE);
+    assert_int_equal(st.status, RLOCK_ESERVER);
+    assert_int_equal(rlock__hold_count(f->entry, 7), 1);
+    rlock__release_clear(&rel);
+
+    rlock__release_init(&rel, f->entry, 7);
+    r = expect_send(rlock__release_start(&rel), &rlock__script_lock_release);
+    r->value = RLOCK__UNLOCK_NOT_HELD;
+    st = reply(&rlock__release_class, &rel, r, 0);
+    assert_int_equal(st.kind, RLOCK__STEP_DONE);
+    assert_int_equal(st.status, RLOCK_ELOST);
+    assert_int_equal(rlock__hold_id(f->entry, 7), RLOCK_ENOTOWNER);
+    rlock__release_clear(&rel);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(
+            test_lost_attempt_is_dropped_before_the_next_try, setup_lock,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_connection_retries_pause_then_give_up, setup_lock,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_attempt_past_its_deadline_ends_the_acquire, setup_lock,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_try_without_wait_on_a_taken_lock_times_out, setup_lock,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_cancel_gives_back_what_the_attempt_took, setup_lock,
+            teardown),
+        cmocka_unit_test(test_spin_back_off_grows_with_jitter_up_to_its_cap),
+        cmocka_unit_test_setup_teardown(
+            test_spin_lock_backs_off_between_tries, setup_spin, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_release_without_a_hold_is_enotowner, setup_lock, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_release_retries_with_the_same_latch, setup_lock, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_release_refused_keeps_the_hold, setup_lock, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
