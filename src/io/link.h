@@ -2,17 +2,20 @@
  * link.h: the transport rlock owns: one connection to one Redis server.
  *
  * Moving the library onto it (issue 13): pubsub.c's subscriber is a
- * subscriber rlock__link; conn.c, direct.c and command.c still use hiredis
- * 0.14's async and sync contexts, the next steps being conn.c and command.c
- * onto rlock__link and direct.c onto rlock__link_sync. The module's own
- * tests are tests/integration/test_link.c.
+ * subscriber rlock__link; direct.c's connections, the connect-time check
+ * (client.c, acl.c) and the rlock tool's (src/api/admin.c) are
+ * rlock__link_syncs; conn.c and command.c still use hiredis 0.14's async
+ * context, the next step being their move onto rlock__link. The module's
+ * own tests are tests/integration/test_link.c and test_link_sync.c.
  *
  * Two ways to drive a connection, sharing the connect, the handshake and the
  * byte stream (wire.c):
  *   - rlock__link: runs on a libev loop the caller gives; requests carry a
  *     completion callback and a deadline the link enforces; pipelined.
- *   - rlock__link_sync: one round trip at a time on the calling thread with
- *     poll() and a deadline (what direct.c does).
+ *   - rlock__link_sync: round trips on the calling thread with poll() and
+ *     a deadline (what direct.c does), or a pipeline read back in order;
+ *     a timed-out call keeps its place and its late reply is settled by
+ *     whoever reads next.
  *
  * Name resolution never runs on the I/O thread: rlock__link_resolve() is
  * called on a user thread (client creation) and the resolved address is
@@ -211,7 +214,9 @@ typedef void (*rlock__link_sync_late_cb)(struct redisReply *reply,
  * error reply); RLOCK_ETIMEDOUT (the link stays usable: the late reply is
  * read before the next one and handed to late, or dropped when late is
  * NULL; late is then called exactly once and arg must live until then); or
- * RLOCK_ECONN / RLOCK_EPROTO / RLOCK_ENOMEM (the link is broken: free it).
+ * RLOCK_ECONN / RLOCK_EPROTO / RLOCK_ENOMEM (the link is broken: free it;
+ * RLOCK_ENOMEM before anything was sent leaves it whole, see
+ * rlock__link_sync_broken). late is called after RLOCK_ETIMEDOUT only.
  * One thread at a time. */
 int rlock__link_sync_call(rlock__link_sync *s, int argc, const char **argv,
                           const size_t *lens, int64_t deadline_ms,
@@ -223,6 +228,29 @@ int rlock__link_sync_call(rlock__link_sync *s, int argc, const char **argv,
  * it. Returns 0, RLOCK_ENOMEM, or RLOCK_ECONN (broken). */
 int rlock__link_sync_send(rlock__link_sync *s, int argc, const char **argv,
                           const size_t *lens);
+
+/* Queues a command whose reply the caller reads itself with
+ * rlock__link_sync_read, in order: a pipeline is n appends and n reads. It
+ * goes out now if the socket takes it, else with the next read or call.
+ * Returns as rlock__link_sync_send. */
+int rlock__link_sync_append(rlock__link_sync *s, int argc, const char **argv,
+                            const size_t *lens);
+
+/* Reads the next reply for the caller by deadline_ms (a deadline already
+ * past reads only what has come): the reply of the oldest appended command
+ * not yet read, once every reply owed before it is settled (late ones to
+ * their callbacks, sent ones dropped); with nothing appended, whatever the
+ * server sends unasked (a subscriber's confirmations and messages).
+ * Returns 0 with *out (free it with rlock__link_reply_free);
+ * RLOCK_ETIMEDOUT (nothing lost: read again, or rlock__link_sync_abandon);
+ * or a code with the link broken, as rlock__link_sync_call. A call settles
+ * appended replies not yet read by dropping them. */
+int rlock__link_sync_read(rlock__link_sync *s, int64_t deadline_ms,
+                          struct redisReply **out);
+
+/* Gives up the replies of appended commands not yet read: each is dropped
+ * when it comes. NULL is a no-op. */
+void rlock__link_sync_abandon(rlock__link_sync *s);
 
 /* Without waiting: writes what is queued and reads the late replies that
  * have come (handing each to its late callback). Returns how many replies
@@ -237,7 +265,16 @@ int rlock__link_sync_fd(const rlock__link_sync *s);
 /* True after a call failed other than by timing out. */
 bool rlock__link_sync_broken(const rlock__link_sync *s);
 
+/* Why the link broke, for a message ("" while it has not). */
+const char *rlock__link_sync_error(const rlock__link_sync *s);
+
+/* Closes the link: the replies still owed are settled with NULL (late
+ * callbacks called) first. NULL is a no-op. */
 void rlock__link_sync_free(rlock__link_sync *s);
+
+/* Frees a reply a call or read returned (hiredis's freeReplyObject, for
+ * the layers above io, which may not name hiredis). NULL is a no-op. */
+void rlock__link_reply_free(struct redisReply *r);
 
 /* ------------------------------------------------------ pure helpers */
 

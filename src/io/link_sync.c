@@ -1,16 +1,20 @@
 /*
- * link_sync.c: the blocking link, one round trip at a time on the calling
- * thread (what direct.c needs), on the same wire as the loop link: the same
- * connect, secure stream and handshake, waited for with poll() instead of
- * libev.
+ * link_sync.c: the blocking link, on the calling thread (what direct.c, the
+ * connect-time check and the rlock tool's connection need), on the same
+ * wire as the loop link: the same connect, secure stream and handshake,
+ * waited for with poll() instead of libev.
  *
  * Invariant: `owed` holds, in order, one entry per command sent whose reply
- * has not been read: the current call's, and those whose callers stopped
+ * has not been read: the current call's, those whose callers stopped
  * waiting (a timed-out call, with its late callback; rlock__link_sync_send,
- * with none). Redis answers in order, so the next call settles that many
- * replies before its own; a broken or freed link settles them with NULL. Every wait is bounded by the caller's deadline, whatever
- * the server does (a reply trickling a byte at a time included), and a
- * timeout leaves the link usable.
+ * with none), and appended ones ("mine": a pipeline's, read back by
+ * rlock__link_sync_read). Redis answers in order, so a call settles every
+ * reply owed before its own, and a read those owed before the first
+ * appended one; a broken or freed link settles them with NULL. A reply
+ * that comes with nothing owed is one the server sent unasked (a
+ * subscriber's message): only a read takes it. Every wait is bounded by
+ * the caller's deadline, whatever the server does (a reply trickling a
+ * byte at a time included), and a timeout leaves the link usable.
  */
 #include "io/io.h"
 #include "proto/proto.h"
@@ -27,6 +31,7 @@
 typedef struct owed_reply {
     rlock__link_sync_late_cb late; /* NULL: dropped */
     void *arg;
+    bool mine; /* rlock__link_sync_append's: rlock__link_sync_read's */
 } owed_reply;
 
 struct rlock__link_sync {
@@ -36,7 +41,8 @@ struct rlock__link_sync {
     bool broken;
 };
 
-static int owe(rlock__link_sync *s, rlock__link_sync_late_cb late, void *arg)
+static int owe(rlock__link_sync *s, rlock__link_sync_late_cb late, void *arg,
+               bool mine)
 {
     if (s->owed_n == s->owed_cap) {
         size_t cap = s->owed_cap ? s->owed_cap * 2 : 8;
@@ -51,7 +57,7 @@ static int owe(rlock__link_sync *s, rlock__link_sync_late_cb late, void *arg)
         s->owed_head = 0;
     }
     s->owed[(s->owed_head + s->owed_n++) % s->owed_cap] =
-        (owed_reply){late, arg};
+        (owed_reply){late, arg, mine};
     return RLOCK_OK;
 }
 
@@ -224,7 +230,7 @@ int rlock__link_sync_call(rlock__link_sync *s, int argc, const char **argv,
         return RLOCK_EINVAL;
     if (s->broken)
         return RLOCK_ECONN;
-    if (owe(s, late, arg) != 0)
+    if (owe(s, late, arg, false) != 0)
         return RLOCK_ENOMEM;
     if (rlock__wire_append(&s->w, argc, argv, lens) != 0) {
         unowe(s);
@@ -236,25 +242,74 @@ int rlock__link_sync_call(rlock__link_sync *s, int argc, const char **argv,
     if (rc == 0 && (rc = reply_by(&s->w, deadline_ms, out)) == 0) {
         s->owed_n--; /* ours: read, so nobody is owed it */
         s->owed_head = (s->owed_head + 1) % s->owed_cap;
+    } else if (rc != RLOCK_ETIMEDOUT) {
+        /* broken: our caller hears it now, so late never will */
+        s->owed[(s->owed_head + s->owed_n - 1) % s->owed_cap].late = NULL;
     }
     return outcome(s, rc);
 }
 
-int rlock__link_sync_send(rlock__link_sync *s, int argc, const char **argv,
-                          const size_t *lens)
+/* Queues one command whose reply is owed as mine says; writes what the
+ * socket takes now (the rest goes with the next call or read). */
+static int queue(rlock__link_sync *s, int argc, const char **argv,
+                 const size_t *lens, bool mine)
 {
     if (s == NULL || argc < 1 || argv == NULL)
         return RLOCK_EINVAL;
     if (s->broken)
         return RLOCK_ECONN;
-    if (owe(s, NULL, NULL) != 0)
+    if (owe(s, NULL, NULL, mine) != 0)
         return RLOCK_ENOMEM;
     if (rlock__wire_append(&s->w, argc, argv, lens) != 0) {
         unowe(s);
         return RLOCK_ENOMEM;
     }
     int rc = rlock__wire_flush(&s->w);
-    return rc > 0 ? RLOCK_OK : outcome(s, rc); /* the rest goes next call */
+    return rc >= 0 ? RLOCK_OK : outcome(s, rc);
+}
+
+int rlock__link_sync_send(rlock__link_sync *s, int argc, const char **argv,
+                          const size_t *lens)
+{
+    return queue(s, argc, argv, lens, false);
+}
+
+int rlock__link_sync_append(rlock__link_sync *s, int argc, const char **argv,
+                            const size_t *lens)
+{
+    return queue(s, argc, argv, lens, true);
+}
+
+int rlock__link_sync_read(rlock__link_sync *s, int64_t deadline_ms,
+                          redisReply **out)
+{
+    if (out != NULL)
+        *out = NULL;
+    if (s == NULL || out == NULL)
+        return RLOCK_EINVAL;
+    if (s->broken)
+        return RLOCK_ECONN;
+    int rc = flush_by(&s->w, deadline_ms);
+    /* the replies of those who stopped waiting come first */
+    while (rc == 0 && s->owed_n > 0 && !s->owed[s->owed_head].mine) {
+        redisReply *late = NULL;
+        if ((rc = reply_by(&s->w, deadline_ms, &late)) == 0) {
+            settle_owed(s, late);
+            freeReplyObject(late);
+        }
+    }
+    if (rc == 0 && (rc = reply_by(&s->w, deadline_ms, out)) == 0 &&
+        s->owed_n > 0) {
+        s->owed_n--; /* an appended command's: read, so owed no more */
+        s->owed_head = (s->owed_head + 1) % s->owed_cap;
+    }
+    return outcome(s, rc);
+}
+
+void rlock__link_sync_abandon(rlock__link_sync *s)
+{
+    for (size_t i = 0; s != NULL && i < s->owed_n; i++)
+        s->owed[(s->owed_head + i) % s->owed_cap].mine = false;
 }
 
 int rlock__link_sync_drain(rlock__link_sync *s)
@@ -284,9 +339,19 @@ int rlock__link_sync_fd(const rlock__link_sync *s)
     return s != NULL && !s->broken ? s->w.fd : -1;
 }
 
+const char *rlock__link_sync_error(const rlock__link_sync *s)
+{
+    return s != NULL && s->broken ? s->w.err : "";
+}
+
 bool rlock__link_sync_broken(const rlock__link_sync *s)
 {
     return s == NULL || s->broken;
+}
+
+void rlock__link_reply_free(redisReply *r)
+{
+    freeReplyObject(r);
 }
 
 void rlock__link_sync_free(rlock__link_sync *s)

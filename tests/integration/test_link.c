@@ -1,8 +1,8 @@
 /*
  * test_link.c: the transport rlock owns (src/io/link.h, issue 13), against
  * real redis-server processes: connect and handshake, deadlines, late
- * replies, pipelining, a killed connection, the subscriber link and the
- * blocking link.
+ * replies, pipelining, a killed connection, the subscriber link, and TLS
+ * for both links. The blocking link's own tests are test_link_sync.c.
  *
  * Each test drives its own libev loop on the test's thread, so a callback's
  * effects are checked right after the loop iteration that ran it. Servers
@@ -841,139 +841,6 @@ static void test_tls_link_to_a_server_of_another_ca_fails_with_etls(
     rlock__tls_ctx_free(ctx);
 }
 
-/* ------------------------------------------------------------ blocking */
-
-static void test_blocking_link_round_trip(void **state)
-{
-    (void)state;
-    rlock__link_opts o = opts_for(&server);
-    o.client_name = "link-sync";
-    o.db = 2;
-    rlock__link_sync *s = NULL;
-    char err[128];
-    assert_int_equal(rlock__link_sync_open(&o, &s, err, sizeof(err)), 0);
-    redisReply *r = NULL;
-    const char *argv[2] = {"ECHO", "sync"};
-    assert_int_equal(rlock__link_sync_call(s, 2, argv, NULL,
-                                           rt_now_ms() + 2000, &r, NULL, NULL),
-                     0);
-    assert_string_equal(r->str, "sync");
-    freeReplyObject(r);
-    assert_true(client_list_has("name=link-sync"));
-    rlock__link_sync_free(s);
-}
-
-static void test_blocking_link_drops_the_reply_of_a_fire_and_forget_send(
-    void **state)
-{
-    (void)state;
-    rlock__link_opts o = opts_for(&server);
-    rlock__link_sync *s = NULL;
-    assert_int_equal(rlock__link_sync_open(&o, &s, NULL, 0), 0);
-    const char *set[3] = {"SET", "link-sync-key", "sent-ahead"};
-    assert_int_equal(rlock__link_sync_send(s, 3, set, NULL), 0);
-    const char *get[2] = {"GET", "link-sync-key"};
-    redisReply *r = NULL;
-    assert_int_equal(rlock__link_sync_call(s, 2, get, NULL,
-                                           rt_now_ms() + 5000, &r, NULL, NULL),
-                     0);
-    assert_int_equal(r->type, REDIS_REPLY_STRING); /* not SET's +OK */
-    assert_string_equal(r->str, "sent-ahead");
-    freeReplyObject(r);
-    rlock__link_sync_free(s);
-}
-
-static void on_sync_late(redisReply *r, void *arg)
-{
-    done *d = arg;
-    d->late_calls++;
-    if (r != NULL && r->str != NULL)
-        snprintf(d->late_text, sizeof(d->late_text), "%s", r->str);
-}
-
-static void test_blocking_link_hands_a_late_reply_to_its_late_callback(
-    void **state)
-{
-    (void)state;
-    rlock__link_opts o = opts_for(&server);
-    rlock__link_sync *s = NULL;
-    assert_int_equal(rlock__link_sync_open(&o, &s, NULL, 0), 0);
-    rt_redis_pause(&server);
-    redisReply *r = NULL;
-    done first = {0}, never = {0};
-    const char *argv[2] = {"ECHO", "late-one"};
-    int rc = rlock__link_sync_call(s, 2, argv, NULL, rt_now_ms() + 200, &r,
-                                   on_sync_late, &first);
-    rt_redis_resume(&server);
-    assert_int_equal(rc, RLOCK_ETIMEDOUT);
-    assert_int_equal(first.late_calls, 0);
-    /* no call needed: draining as the socket becomes readable settles it */
-    int64_t end = rt_now_ms() + 5000;
-    while ((rc = rlock__link_sync_drain(s)) > 0 && rt_now_ms() < end)
-        rt_sleep_ms(10);
-    assert_int_equal(rc, 0);
-    assert_int_equal(first.late_calls, 1);
-    assert_string_equal(first.late_text, "late-one");
-    /* a late reply still owed when the link goes is settled with NULL */
-    rt_redis_pause(&server);
-    rc = rlock__link_sync_call(s, 2, argv, NULL, rt_now_ms() + 200, &r,
-                               on_sync_late, &never);
-    assert_int_equal(rc, RLOCK_ETIMEDOUT);
-    rlock__link_sync_free(s);
-    rt_redis_resume(&server);
-    assert_int_equal(never.late_calls, 1);
-    assert_string_equal(never.late_text, "");
-}
-
-static void test_blocking_link_deadline_then_own_reply(void **state)
-{
-    (void)state;
-    rlock__link_opts o = opts_for(&server);
-    rlock__link_sync *s = NULL;
-    assert_int_equal(rlock__link_sync_open(&o, &s, NULL, 0), 0);
-    rt_redis_pause(&server);
-    redisReply *r = NULL;
-    const char *first[2] = {"ECHO", "first"};
-    int64_t start = rt_now_ms();
-    int rc = rlock__link_sync_call(s, 2, first, NULL, start + 300, &r, NULL, NULL);
-    int64_t took = rt_now_ms() - start;
-    rt_redis_resume(&server);
-    assert_int_equal(rc, RLOCK_ETIMEDOUT);
-    assert_null(r);
-    assert_true(took >= 300 && took < 300 + SLACK_MS);
-    assert_false(rlock__link_sync_broken(s));
-    const char *second[2] = {"ECHO", "second"};
-    assert_int_equal(rlock__link_sync_call(s, 2, second, NULL,
-                                           rt_now_ms() + 5000, &r, NULL, NULL),
-                     0);
-    assert_string_equal(r->str, "second");
-    freeReplyObject(r);
-    rlock__link_sync_free(s);
-}
-
-static void test_blocking_link_wrong_password_and_connect_deadline(
-    void **state)
-{
-    (void)state;
-    rlock__link_opts o = opts_for(&server);
-    o.password = "wrong";
-    rlock__link_sync *s = (rlock__link_sync *)&o;
-    char err[128];
-    assert_int_equal(rlock__link_sync_open(&o, &s, err, sizeof(err)),
-                     RLOCK_EAUTH);
-    assert_null(s);
-    assert_string_not_equal(err, "");
-    o = opts_for(&server);
-    o.connect_timeout_ms = 300;
-    rt_redis_pause(&server);
-    int64_t start = rt_now_ms();
-    int rc = rlock__link_sync_open(&o, &s, err, sizeof(err));
-    int64_t took = rt_now_ms() - start;
-    rt_redis_resume(&server);
-    assert_int_equal(rc, RLOCK_ETIMEDOUT);
-    assert_true(took >= 300 && took < 300 + SLACK_MS);
-}
-
 static int group_setup(void **state)
 {
     (void)state;
@@ -1026,14 +893,6 @@ int main(void)
         cmocka_unit_test(test_tls_link_verifies_the_server_and_round_trips),
         cmocka_unit_test(
             test_tls_link_to_a_server_of_another_ca_fails_with_etls),
-        cmocka_unit_test(test_blocking_link_round_trip),
-        cmocka_unit_test(
-            test_blocking_link_drops_the_reply_of_a_fire_and_forget_send),
-        cmocka_unit_test(test_blocking_link_deadline_then_own_reply),
-        cmocka_unit_test(
-            test_blocking_link_hands_a_late_reply_to_its_late_callback),
-        cmocka_unit_test(
-            test_blocking_link_wrong_password_and_connect_deadline),
     };
     rt_require_redis();
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
