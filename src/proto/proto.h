@@ -161,6 +161,11 @@ int rlock__reply_unlock(const struct redisReply *r);
 int rlock__reply_integer(const struct redisReply *r, int64_t *out);
 int rlock__reply_renew(const struct redisReply *r, size_t n,
                        unsigned char *renewed);
+int rlock__reply_pong(const struct redisReply *r);
+int rlock__reply_script_loaded(const struct redisReply *r, const char *sha1);
+int rlock__reply_is_noperm(const struct redisReply *r);
+int rlock__reply_dryrun_refused(const struct redisReply *r, char *why,
+                                size_t whylen);
 rlock_admin_reply *rlock__admin_reply_copy(const struct redisReply *r);
 void rlock__admin_reply_free(rlock_admin_reply *r);
 

@@ -9,6 +9,7 @@
 
 /* for the redisReply type only (proto.h) */
 #include <hiredis/hiredis.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -153,6 +154,53 @@ int rlock__reply_renew(const struct redisReply *r, size_t n,
         renewed[i] = (unsigned char)e->integer;
     }
     return RLOCK_OK;
+}
+
+/* ------------------------------------------------ what connecting reads */
+
+/* What PING's reply at connect means: 0 for a status reply, RLOCK_EAUTH for
+ * an authentication error, RLOCK_EPROTO for anything else (whatever answers
+ * does not speak Redis as a lock needs). */
+int rlock__reply_pong(const struct redisReply *r)
+{
+    if (r->type == REDIS_REPLY_STATUS)
+        return RLOCK_OK;
+    return rlock__reply_error_code(r) == RLOCK_EAUTH ? RLOCK_EAUTH
+                                                    : RLOCK_EPROTO;
+}
+
+/* What SCRIPT LOAD's reply means: 0 when the server names the script by
+ * sha1 (the SHA-1 we computed, any case), an error reply's code, or
+ * RLOCK_EPROTO for any other answer. */
+int rlock__reply_script_loaded(const struct redisReply *r, const char *sha1)
+{
+    int err = rlock__reply_error_code(r);
+    if (err != 0)
+        return err;
+    if (r->type != REDIS_REPLY_STRING || r->len != strlen(sha1) ||
+        strncasecmp(r->str, sha1, r->len) != 0)
+        return RLOCK_EPROTO;
+    return RLOCK_OK;
+}
+
+/* Returns 1 when an error reply is an ACL refusal (NOPERM), else 0. */
+int rlock__reply_is_noperm(const struct redisReply *r)
+{
+    return r->type == REDIS_REPLY_ERROR && starts_with(r, "NOPERM");
+}
+
+/* What ACL DRYRUN's reply means: 1 when the user may not run the command,
+ * with the server's reason copied into why (a bulk string); 0 when it may
+ * (+OK) or the server will not say (an error: no right to ask, or a server
+ * without DRYRUN). */
+int rlock__reply_dryrun_refused(const struct redisReply *r, char *why,
+                                size_t whylen)
+{
+    if (r->type != REDIS_REPLY_STRING)
+        return 0;
+    snprintf(why, whylen, "%.*s", r->len > 1024 ? 1024 : (int)r->len,
+             r->str);
+    return 1;
 }
 
 /* Returns a copy of r as a tree the caller owns (admin_reply.h), or NULL

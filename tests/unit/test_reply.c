@@ -681,6 +681,125 @@ static void test_renew_noscript_error_is_eserver(void **state)
     rb_free(r);
 }
 
+/* ------------------------------------------------------ connect checks */
+
+#define SHA_OF_SCRIPT "1f3c8f0e5b2a4d6c7e9f0a1b2c3d4e5f60718293"
+
+static void test_pong_status_is_ok(void **state)
+{
+    redisReply *r = rb_status("PONG");
+
+    (void)state;
+    assert_int_equal(rlock__reply_pong(r), 0);
+    rb_free(r);
+}
+
+static void test_pong_noauth_is_eauth(void **state)
+{
+    redisReply *r = rb_err("NOAUTH Authentication required.");
+
+    (void)state;
+    assert_int_equal(rlock__reply_pong(r), RLOCK_EAUTH);
+    rb_free(r);
+}
+
+static void test_pong_other_error_or_type_is_eproto(void **state)
+{
+    redisReply *err = rb_err("ERR unknown command 'PING'");
+    redisReply *num = rb_int(1);
+
+    (void)state;
+    assert_int_equal(rlock__reply_pong(err), RLOCK_EPROTO);
+    assert_int_equal(rlock__reply_pong(num), RLOCK_EPROTO);
+    rb_free(err);
+    rb_free(num);
+}
+
+static void test_script_loaded_same_sha_in_any_case_is_ok(void **state)
+{
+    redisReply *lower = rb_str(SHA_OF_SCRIPT);
+    redisReply *upper = rb_str("1F3C8F0E5B2A4D6C7E9F0A1B2C3D4E5F60718293");
+
+    (void)state;
+    assert_int_equal(rlock__reply_script_loaded(lower, SHA_OF_SCRIPT), 0);
+    assert_int_equal(rlock__reply_script_loaded(upper, SHA_OF_SCRIPT), 0);
+    rb_free(lower);
+    rb_free(upper);
+}
+
+static void test_script_loaded_other_sha_or_prefix_is_eproto(void **state)
+{
+    redisReply *other = rb_str("0000000000000000000000000000000000000000");
+    redisReply *prefix = rb_str("1f3c8f0e");
+    redisReply *num = rb_int(1);
+
+    (void)state;
+    assert_int_equal(rlock__reply_script_loaded(other, SHA_OF_SCRIPT),
+                     RLOCK_EPROTO);
+    assert_int_equal(rlock__reply_script_loaded(prefix, SHA_OF_SCRIPT),
+                     RLOCK_EPROTO);
+    assert_int_equal(rlock__reply_script_loaded(num, SHA_OF_SCRIPT),
+                     RLOCK_EPROTO);
+    rb_free(other);
+    rb_free(prefix);
+    rb_free(num);
+}
+
+static void test_script_loaded_error_keeps_its_code(void **state)
+{
+    redisReply *noperm = rb_err("NOPERM this user has no permissions");
+    redisReply *other = rb_err("ERR Error compiling script");
+
+    (void)state;
+    assert_int_equal(rlock__reply_script_loaded(noperm, SHA_OF_SCRIPT),
+                     RLOCK_EAUTH);
+    assert_int_equal(rlock__reply_script_loaded(other, SHA_OF_SCRIPT),
+                     RLOCK_ESERVER);
+    rb_free(noperm);
+    rb_free(other);
+}
+
+static void test_is_noperm_only_for_a_noperm_error(void **state)
+{
+    redisReply *noperm = rb_err("NOPERM this user has no permissions");
+    redisReply *noscript = rb_err("NOSCRIPT No matching script.");
+    redisReply *text = rb_str("NOPERM");
+
+    (void)state;
+    assert_int_equal(rlock__reply_is_noperm(noperm), 1);
+    assert_int_equal(rlock__reply_is_noperm(noscript), 0);
+    assert_int_equal(rlock__reply_is_noperm(text), 0);
+    rb_free(noperm);
+    rb_free(noscript);
+    rb_free(text);
+}
+
+static void test_dryrun_bulk_string_is_a_refusal_with_its_reason(void **st)
+{
+    redisReply *r = rb_str("User alice has no permissions to run 'publish'");
+    char why[16];
+
+    (void)st;
+    assert_int_equal(rlock__reply_dryrun_refused(r, why, sizeof(why)), 1);
+    assert_string_equal(why, "User alice has "); /* cut to fit */
+    rb_free(r);
+}
+
+static void test_dryrun_ok_or_error_is_no_refusal(void **state)
+{
+    redisReply *ok = rb_status("OK");
+    redisReply *err = rb_err("NOPERM this user has no permissions to run "
+                             "the 'acl|dryrun' command");
+    char why[64] = "untouched";
+
+    (void)state;
+    assert_int_equal(rlock__reply_dryrun_refused(ok, why, sizeof(why)), 0);
+    assert_int_equal(rlock__reply_dryrun_refused(err, why, sizeof(why)), 0);
+    assert_string_equal(why, "untouched");
+    rb_free(ok);
+    rb_free(err);
+}
+
 /* ------------------------------------------------------------ admin copy */
 
 static void test_admin_copy_keeps_every_type_and_value(void **state)
@@ -830,6 +949,15 @@ int main(void)
         cmocka_unit_test(test_renew_nil_is_eproto),
         cmocka_unit_test(test_renew_null_reply_is_econn),
         cmocka_unit_test(test_renew_noscript_error_is_eserver),
+        cmocka_unit_test(test_pong_status_is_ok),
+        cmocka_unit_test(test_pong_noauth_is_eauth),
+        cmocka_unit_test(test_pong_other_error_or_type_is_eproto),
+        cmocka_unit_test(test_script_loaded_same_sha_in_any_case_is_ok),
+        cmocka_unit_test(test_script_loaded_other_sha_or_prefix_is_eproto),
+        cmocka_unit_test(test_script_loaded_error_keeps_its_code),
+        cmocka_unit_test(test_is_noperm_only_for_a_noperm_error),
+        cmocka_unit_test(test_dryrun_bulk_string_is_a_refusal_with_its_reason),
+        cmocka_unit_test(test_dryrun_ok_or_error_is_no_refusal),
         cmocka_unit_test(test_admin_copy_keeps_every_type_and_value),
         cmocka_unit_test(test_admin_copy_keeps_bytes_after_a_nul),
         cmocka_unit_test(test_admin_copy_of_an_empty_array_has_no_elements),
