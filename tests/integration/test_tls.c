@@ -467,18 +467,6 @@ static void test_unknown_verify_mode_is_invalid(void **state)
 /* The library's connections, until the new transport carries TLS           */
 /* ------------------------------------------------------------------------ */
 
-/* Connections the server has accepted so far (rt_cmd's own included). */
-static long long connections_received(rt_redis *r)
-{
-    char *info = rt_cmd_str(r, "INFO stats");
-    assert_non_null(info);
-    const char *p = strstr(info, "total_connections_received:");
-    assert_non_null(p);
-    long long n = atoll(p + strlen("total_connections_received:"));
-    free(info);
-    return n;
-}
-
 /* rediss:// parses, but hiredis 0.14's connections have no TLS: connecting
  * says so, and sends the TLS port nothing in plain text. */
 static void test_client_connect_to_rediss_is_not_supported_yet(void **state)
@@ -486,7 +474,7 @@ static void test_client_connect_to_rediss_is_not_supported_yet(void **state)
     (void)state;
     char uri[64];
     rlock_client *c = (rlock_client *)&c; /* must become NULL */
-    long long before = connections_received(&server);
+    long long before = rt_connections_received(&server);
     snprintf(uri, sizeof(uri), "rediss://127.0.0.1:%d", server.tls_port);
     assert_int_equal(rlock_client_connect(&c, uri), RLOCK_ENOTSUP);
     assert_null(c);
@@ -498,8 +486,8 @@ static void test_client_connect_to_rediss_is_not_supported_yet(void **state)
     assert_int_equal(rlock_client_connect_with(&c, NULL, cfg), RLOCK_ENOTSUP);
     assert_null(c);
     rlock_config_free(cfg);
-    /* one more: the INFO of connections_received() itself */
-    assert_int_equal(connections_received(&server), before + 1);
+    /* one more: the INFO of rt_connections_received() itself */
+    assert_int_equal(rt_connections_received(&server), before + 1);
 }
 
 int main(void)

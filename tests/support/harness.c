@@ -822,6 +822,16 @@ char *rt_cmd_str(rt_redis *r, const char *fmt, ...)
     return s;
 }
 
+long long rt_connections_received(rt_redis *r)
+{
+    static const char field[] = "total_connections_received:";
+    char *info = rt_cmd_str(r, "INFO stats");
+    const char *p = info != NULL ? strstr(info, field) : NULL;
+    long long n = p != NULL ? atoll(p + strlen(field)) : RT_CMD_ERROR;
+    free(info);
+    return n;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Subscriber                                                               */
 /* ------------------------------------------------------------------------ */

@@ -112,6 +112,10 @@ long long rt_cmd_int(rt_redis *r, const char *fmt, ...);
  * nil or error reply or a failed connection. */
 char *rt_cmd_str(rt_redis *r, const char *fmt, ...);
 
+/* INFO stats' total_connections_received: the connections the server has
+ * accepted so far, this call's own included. RT_CMD_ERROR if unreachable. */
+long long rt_connections_received(rt_redis *r);
+
 /* A subscriber on its own thread and connection that records every message
  * published on one channel. */
 typedef struct rt_sub rt_sub;
