@@ -14,72 +14,69 @@
  * find out would be seen by Redisson clients and by MONITOR.
  */
 #include "internal.h"
+#include "io/link.h"
 
-#include <hiredis/hiredis.h>
-#include <stdio.h>
 #include <string.h>
 
 /* A lock channel as Redisson names one, for a lock nobody uses. */
 #define PROBE_CHANNEL "redisson_lock__channel:{rlock:acl-check}"
 
+/* One command on s, by the command timeout. Returns 0 with *out set, or a
+ * code (no reply). */
+static int ask(rlock_client *c, rlock__link_sync *s, int argc,
+               const char **argv, struct redisReply **out)
+{
+    return rlock__link_sync_call(s, argc, argv, NULL,
+                                 rlock__now_ms() + c->cfg.command_timeout_ms,
+                                 out, NULL, NULL);
+}
+
 /* Asks ACL DRYRUN whether user may run the command argv (argc words).
  * Returns 1 with the server's reason in why when it may not, 0 when it may
  * or when the server will not say. */
-static int dry_run_refused(rlock_client *c, redisContext *ctx,
+static int dry_run_refused(rlock_client *c, rlock__link_sync *s,
                            const char *user, int argc, const char **argv,
                            char *why, size_t whylen)
 {
     const char *full[8] = {"ACL", "DRYRUN", user};
     for (int i = 0; i < argc && i < 5; i++)
         full[3 + i] = argv[i];
-    redisReply *r = NULL;
-    int refused = 0;
-    if (rlock__sync_command(ctx, 3 + argc, full, NULL,
-                            rlock__now_ms() + c->cfg.command_timeout_ms,
-                            &r) != 0)
+    struct redisReply *r = NULL;
+    if (ask(c, s, 3 + argc, full, &r) != 0)
         return 0;
-    /* +OK: allowed; a bulk string: refused, and why; an error: the user
-     * may not ask, or the server does not know DRYRUN */
-    if (r->type == REDIS_REPLY_STRING) {
-        snprintf(why, whylen, "%s", r->str);
-        refused = 1;
-    }
-    freeReplyObject(r);
+    int refused = rlock__reply_dryrun_refused(r, why, whylen);
+    rlock__link_reply_free(r);
     return refused;
 }
 
-/* Checks ctx's user (connected and authenticated as c's) for what rlock
+/* Checks s's user (connected and authenticated as c's) for what rlock
  * needs. Returns 0, or RLOCK_EAUTH when EVALSHA is refused (connecting
  * checked SCRIPT LOAD), or a connection error; what the lock can live
  * without goes into out, for rlock__acl_report() once the client runs. */
-int rlock__acl_check(rlock_client *c, redisContext *ctx, rlock__acl *out)
+int rlock__acl_check(rlock_client *c, rlock__link_sync *s, rlock__acl *out)
 {
     memset(out, 0, sizeof(*out));
     const char *evalsha[3] = {"EVALSHA",
                               "0000000000000000000000000000000000000000",
                               "0"};
-    redisReply *r = NULL;
-    int rc = rlock__sync_command(ctx, 3, evalsha, NULL,
-                                 rlock__now_ms() + c->cfg.command_timeout_ms,
-                                 &r);
+    struct redisReply *r = NULL;
+    int rc = ask(c, s, 3, evalsha, &r);
     if (rc != 0)
         return rc;
     /* NOSCRIPT is the answer to a user who may run it; anything but an
      * ACL refusal is left for the first real call to report */
-    rc = r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOPERM", 6) == 0
-             ? RLOCK_EAUTH
-             : RLOCK_OK;
-    freeReplyObject(r);
+    rc = rlock__reply_is_noperm(r) ? RLOCK_EAUTH : RLOCK_OK;
+    rlock__link_reply_free(r);
     if (rc != 0)
         return rc;
 
     const char *user = c->uri.user != NULL ? c->uri.user : "default";
     const char *publish[3] = {"PUBLISH", PROBE_CHANNEL, "0"};
     const char *subscribe[2] = {"SUBSCRIBE", PROBE_CHANNEL};
-    out->no_publish = dry_run_refused(c, ctx, user, 3, publish,
+    out->no_publish = dry_run_refused(c, s, user, 3, publish,
                                       out->publish_why,
                                       sizeof(out->publish_why));
-    out->no_subscribe = dry_run_refused(c, ctx, user, 2, subscribe,
+    out->no_subscribe = dry_run_refused(c, s, user, 2, subscribe,
                                         out->subscribe_why,
                                         sizeof(out->subscribe_why));
     return RLOCK_OK;

@@ -3,16 +3,20 @@
  * synchronously, so that a wrong address, password or database fails at
  * connect time with a clear code; then the I/O thread takes over with its
  * command connections, the subscriber and the watchdog.
+ *
+ * What every connection of the client shares is made here, once, on the
+ * caller's thread: c->link_opts, the server's address (resolved so that no
+ * reconnect on the I/O thread waits for a name server), the credentials,
+ * database and name, and for rediss:// the TLS context (src/io/tls.h:
+ * read-only once made, so any thread may connect with it). Every
+ * connection's handshake (src/io/link.h) starts from it.
  */
 #include "core/core.h"
+#include "io/link.h"
+#include "io/tls.h"
 
-#include <errno.h>
-#include <hiredis/hiredis.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 /* Every script, loaded into the server's cache when a client connects. */
@@ -48,40 +52,93 @@ rlock__conn *rlock__client_pick_conn(rlock_client *c)
     return &c->conns[c->next_conn++ % (unsigned)c->cfg.connections];
 }
 
+/* Opens a blocking connection to c's server, its handshake done within
+ * connect_ms. Returns 0, or the code the handshake failed with (err, which
+ * may be NULL, says why); *out is NULL then. */
+int rlock__client_sync_open(rlock_client *c, int64_t connect_ms,
+                            rlock__link_sync **out, char *err, size_t errlen)
+{
+    rlock__link_opts o = *c->link_opts;
+    o.connect_timeout_ms = connect_ms;
+    return rlock__link_sync_open(&o, out, err, errlen);
+}
+
+/* Reads the next reply of check_server's pipeline by deadline_ms: PING's
+ * (sha1 NULL) or a SCRIPT LOAD's. Returns 0 or why not. */
+static int check_reply(rlock__link_sync *s, int64_t deadline_ms,
+                       const char *sha1)
+{
+    struct redisReply *r = NULL;
+    int rc = rlock__link_sync_read(s, deadline_ms, &r);
+    if (rc == 0)
+        rc = sha1 != NULL ? rlock__reply_script_loaded(r, sha1)
+                          : rlock__reply_pong(r);
+    rlock__link_reply_free(r);
+    return rc;
+}
+
 /* Connects once, synchronously: AUTH, SELECT, PING and SCRIPT LOAD of every
- * script (checking that Redis names it by the SHA-1 we computed), then the
- * user's permissions (acl.c), whose warnings go into acl. */
+ * script (checking that Redis names it by the SHA-1 we computed), in one
+ * pipeline, then the user's permissions (acl.c), whose warnings go into
+ * acl. */
 static int check_server(rlock_client *c, rlock__acl *acl)
 {
-    redisContext *ctx = NULL;
-    int rc = rlock__sync_connect(c, c->cfg.connect_timeout_ms, &ctx);
+    rlock__link_sync *s = NULL;
+    int rc = rlock__client_sync_open(c, c->cfg.connect_timeout_ms, &s, NULL,
+                                     0);
     if (rc != 0)
         return rc;
     const char *ping[1] = {"PING"};
-    rc = rlock__sync_expect(ctx, c->cfg.command_timeout_ms, 1, ping, NULL,
-                            RLOCK_EPROTO, REDIS_REPLY_STATUS);
+    rc = rlock__link_sync_append(s, 1, ping, NULL);
     const rlock__script *const *scripts = rlock__all_scripts;
     for (size_t i = 0; rc == 0 && i < rlock__all_scripts_count; i++) {
         const char *argv[3] = {"SCRIPT", "LOAD",
                                (const char *)scripts[i]->body};
         size_t lens[3] = {6, 4, scripts[i]->len};
-        redisReply *r = NULL;
-        rc = rlock__sync_command(ctx, 3, argv, lens,
-                                 rlock__now_ms() + c->cfg.command_timeout_ms,
-                                 &r);
-        if (rc != 0)
-            ; /* no reply */
-        else if (r->type == REDIS_REPLY_ERROR)
-            rc = rlock__reply_error_code(r);
-        else if (r->type != REDIS_REPLY_STRING ||
-                 strcasecmp(r->str, scripts[i]->sha1) != 0)
-            rc = RLOCK_EPROTO;
-        freeReplyObject(r);
+        rc = rlock__link_sync_append(s, 3, argv, lens);
     }
+    int64_t deadline = rlock__now_ms() + c->cfg.command_timeout_ms;
     if (rc == 0)
-        rc = rlock__acl_check(c, ctx, acl);
-    redisFree(ctx);
+        rc = check_reply(s, deadline, NULL);
+    for (size_t i = 0; rc == 0 && i < rlock__all_scripts_count; i++)
+        rc = check_reply(s, deadline, scripts[i]->sha1);
+    if (rc == 0)
+        rc = rlock__acl_check(c, s, acl);
+    rlock__link_sync_free(s);
     return rc;
+}
+
+/* Makes c->link_opts, how every link reaches and greets the server: the
+ * address is resolved here, on the caller's thread, so that no reconnect
+ * on the I/O thread ever waits for a name server; a rediss:// server gets
+ * the client's one TLS context. Returns 0, RLOCK_ECONN (the name does not
+ * resolve), RLOCK_EINVAL, RLOCK_ETLS or RLOCK_ENOMEM. */
+static int link_opts_init(rlock_client *c)
+{
+    rlock__link_opts *o = rlock__malloc(sizeof(*o));
+    if (o == NULL)
+        return RLOCK_ENOMEM;
+    c->link_opts = o;
+    rlock__link_opts_init(o);
+    int rc = rlock__link_resolve(c->uri.host, c->uri.port, c->uri.path,
+                                 &o->addr);
+    if (rc != 0)
+        return rc;
+    o->host = c->uri.host;
+    o->user = c->uri.user;
+    o->password = c->uri.password;
+    o->db = c->uri.db;
+    o->client_name = c->cfg.client_name;
+    o->connect_timeout_ms = c->cfg.connect_timeout_ms;
+    if (c->uri.tls) {
+        rlock__tls_settings ts;
+        rlock__config_tls(&c->cfg, &ts);
+        rc = rlock__tls_ctx_new(&ts, &c->tls, NULL, 0);
+        if (rc != 0)
+            return rc;
+        o->tls = c->tls;
+    }
+    return RLOCK_OK;
 }
 
 /* Runs on the I/O thread when the loop stops: nothing may touch a hiredis
@@ -112,6 +169,8 @@ static void destroy(rlock_client *c)
     rlock__pubsub_free(c->pubsub);
     rlock__loop_free(c->loop);
     rlock__direct_free(c->direct);
+    rlock__tls_ctx_free(c->tls); /* after every link */
+    free(c->link_opts);
     rlock__notifier_free(c->notifier);
     rlock__threads_destroy(c);
     rlock__async_client_free(c);
@@ -162,9 +221,10 @@ int rlock_client_connect_with(rlock_client **out, const char *uri,
     int rc = copied;
     if (rc == 0)
         rc = rlock__uri_parse(uri, &c->uri);
-    /* rediss:// parses, and its settings exist, but the connections here
-     * are hiredis 0.14's, which has no TLS: say so rather than talk plain
-     * text to a TLS port. The new transport (issue 13) lifts this. */
+    /* rediss:// parses, and every connection but the I/O thread's command
+     * connections (conn.c, still hiredis 0.14's async ones, without TLS)
+     * would carry it: say so rather than talk plain text to a TLS port.
+     * Those moving onto rlock__link (issue 13) lifts this. */
     if (rc == 0 && c->uri.tls)
         rc = RLOCK_ENOTSUP;
     /* redis+sentinel:// parses and has its settings; following a master
@@ -175,6 +235,8 @@ int rlock_client_connect_with(rlock_client **out, const char *uri,
         rc = rlock__config_apply_uri(&c->cfg, &c->uri);
     if (rc == 0 && c->cfg.stats)
         rc = rlock__stats_new(&c->stats);
+    if (rc == 0)
+        rc = link_opts_init(c);
     if (rc == 0)
         rc = rlock__uuid4(c->id);
     if (rc == 0)

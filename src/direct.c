@@ -3,49 +3,78 @@
  *
  * Handing every blocking call to the I/O thread costs two thread wake-ups
  * per round trip, which on a small machine doubles the time of an
- * uncontended lock+unlock. So a client also keeps a few synchronous
- * connections ("slots"). A blocking call that finds a slot idle takes it
- * (a trylock, never a wait) and does its round trip right there; one that
- * finds every slot busy goes through the I/O thread as before, where
- * requests from many threads share its connections and pipeline. The
- * latch DEL after an unlock is written behind the reply on the same slot
- * and its reply is skipped by the slot's next user ("owed").
+ * uncontended lock+unlock. So a client also keeps a few blocking
+ * connections ("slots"), each an rlock__link_sync (src/io/link.h: the
+ * transport's connect, handshake and TLS, waited for with poll() on the
+ * caller's thread). A blocking call that finds a slot idle takes it (a
+ * try, never a wait) and does its round trip right there; one that finds
+ * every slot busy goes through the I/O thread as before, where requests
+ * from many threads share its connections and pipeline. The latch DEL
+ * after an unlock is sent behind the reply on the same slot, and its reply
+ * dropped when the slot next reads.
  *
- * A reply that does not come within the command timeout cannot simply be
- * dropped: the script may still run, and an acquire that then succeeds
- * would leave a hold nobody knows about. The slot is "parked": the I/O
- * thread watches its socket, reads the late replies, gives back a hold a
- * late acquire took (as command.c does for an abandoned request), and then
- * returns the slot to use. A slot parked longer than the unlock latch's
- * lifetime is closed.
+ * Late replies. A reply that does not come within the command timeout
+ * cannot simply be dropped: the script may still run, and an acquire that
+ * then succeeds would leave a hold nobody knows about. The link keeps the
+ * timed-out call's place (Redis answers in order): its reply is read
+ * before any later one, by whoever reads the slot next, and an acquire's
+ * goes to on_late_acquire, which gives back a hold it took
+ * (rlock__req_give_back, as command.c does for an abandoned request). The
+ * slot stays usable: its next user reads the late replies first, within
+ * its own deadline. While it sits idle, the I/O thread watches its socket
+ * and reads them as they come (rlock__link_sync_drain). A slot whose late
+ * replies have not all come within the unlock latch's lifetime is closed
+ * (a hold taken meanwhile then expires with its lease).
  *
- * Lock order: a slot's mutex is held for one round trip, and nothing else
- * is taken while it is held.
+ * Who has a slot. A slot's `state` word says whether it is held (by a user
+ * thread for one round trip, or by the I/O thread for a drain) and whether
+ * the I/O thread watches it. Both sides take a slot by compare-and-swap and
+ * never wait for one: a user who finds it held tries the next; the I/O
+ * thread, woken for a slot a user holds, stops watching it (clearing
+ * WATCHED in the same word) and leaves the late replies to that user, who
+ * asks for a watch again when it leaves if some are still owed. Leaving and
+ * giving up the watch are swaps of the same word, so whichever comes second
+ * sees the other, and a watch is never lost between them.
+ *
+ * The watch is on a duplicate of the link's socket, owned by the I/O
+ * thread: a user may close the link at any time (a broken connection),
+ * and libev must never watch a descriptor closed or reused under it. A user
+ * closing a link shuts its socket down, which wakes a watch on it.
  */
 #include "internal.h"
+#include "io/link.h"
 
-#include <errno.h>
-#include <hiredis/hiredis.h>
+#include <fcntl.h>
 #include <poll.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/time.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* Why a slot whose late replies are overdue was closed, for its reconnect. */
+static const char overdue[] =
+    "closed: a late reply did not come within the unlock latch's lifetime";
+
+enum {
+    SLOT_HELD = 1u,    /* a user thread or the I/O thread has the slot */
+    SLOT_WATCHED = 2u, /* the I/O thread watches it, or is asked to */
+};
 
 typedef struct slot {
-    pthread_mutex_t mu; /* held by the thread using the slot */
+    atomic_uint state; /* SLOT_* */
     rlock__direct *direct;
-    redisContext *ctx; /* NULL: not connected */
-    int owed;           /* replies to skip before the next one is ours */
-    int64_t used_at_ms; /* the last round trip's start */
-    const char *closed_why; /* why the last connection closed (NULL: none
-                               yet): the next connect is a reconnect */
-    bool parked;        /* the I/O thread owns ctx until the replies came */
-    /* parked state, I/O thread only */
-    rlock__req *late;   /* the request whose reply is late, or NULL */
-    rlock__fdwatch *watch;
-    rlock__timer *expiry;
-    rlock__task park_task;
+    /* the holder's */
+    rlock__link_sync *link; /* NULL: not connected */
+    unsigned gen;           /* counts links: tells a new one from a watched */
+    int64_t used_at_ms;     /* the last round trip's start */
+    int64_t late_since_ms;  /* 0, or since when late replies are owed */
+    const char *closed_why; /* why the last link closed (NULL: none yet):
+                               the next connect is a reconnect */
+    /* the I/O thread's */
+    rlock__fdwatch *watch; /* on watch_fd */
+    int watch_fd;          /* a duplicate of link gen watch_gen's socket */
+    unsigned watch_gen;
+    rlock__timer *expiry; /* the late replies are overdue */
+    rlock__task watch_task;
 } slot;
 
 struct rlock__direct {
@@ -55,209 +84,235 @@ struct rlock__direct {
     slot slots[];
 };
 
-static struct timeval to_timeval(int64_t ms)
+/* ------------------------------------------------------------- having one */
+
+/* Takes s if nobody has it. Returns true when taken. Any thread. */
+static bool take(slot *s)
 {
-    struct timeval tv = {.tv_sec = (time_t)(ms / 1000),
-                         .tv_usec = (suseconds_t)(ms % 1000) * 1000};
-    return tv;
+    unsigned old = atomic_load_explicit(&s->state, memory_order_relaxed);
+    while ((old & SLOT_HELD) == 0)
+        if (atomic_compare_exchange_weak_explicit(&s->state, &old,
+                                                  old | SLOT_HELD,
+                                                  memory_order_acquire,
+                                                  memory_order_relaxed))
+            return true;
+    return false;
 }
 
-/* Maps a failed synchronous hiredis context to an RLOCK_E* code. */
-int rlock__context_error(const redisContext *ctx)
+/* A user thread leaves s, asking the I/O thread to watch it when late
+ * replies are owed and nobody watches it yet. */
+static void leave(slot *s)
 {
-    if (ctx == NULL)
-        return RLOCK_ENOMEM;
-    if (ctx->err == REDIS_ERR_PROTOCOL)
-        return RLOCK_EPROTO;
-    if (ctx->err == REDIS_ERR_IO &&
-        (errno == EAGAIN || errno == ETIMEDOUT || errno == EWOULDBLOCK))
-        return RLOCK_ETIMEDOUT;
-    if (ctx->err == REDIS_ERR_OOM)
-        return RLOCK_ENOMEM;
-    return RLOCK_ECONN;
+    bool owed = s->late_since_ms != 0;
+    unsigned old = atomic_load_explicit(&s->state, memory_order_relaxed);
+    unsigned next;
+    bool ask;
+    do {
+        ask = owed && (old & SLOT_WATCHED) == 0;
+        next = (old & ~SLOT_HELD) | (ask ? SLOT_WATCHED : 0u);
+    } while (!atomic_compare_exchange_weak_explicit(&s->state, &old, next,
+                                                    memory_order_release,
+                                                    memory_order_relaxed));
+    /* only the one who set WATCHED submits: one task in flight at most */
+    if (ask)
+        rlock__loop_submit(s->direct->client->loop, &s->watch_task);
 }
 
-/* Reads one reply by the monotonic deadline_ms, whatever the server does:
- * hiredis's own timeout bounds each read(), and a server trickling a reply
- * byte by byte would never trip it. Writes what is buffered first. Returns
- * 0 with *out set, RLOCK_ETIMEDOUT (ctx still usable: the reply may come
- * later), or a code with the context broken. */
-int rlock__sync_read(redisContext *ctx, int64_t deadline_ms,
-                     redisReply **out)
+/* Closes s's link: owed late replies are settled with NULL (a late acquire
+ * then gives nothing back: its hold expires with its lease); why (a static
+ * string) is told when it reconnects. The holder. */
+static void close_slot(slot *s, const char *why)
 {
-    int done = 0;
-    *out = NULL;
-    while (!done)
-        if (redisBufferWrite(ctx, &done) != REDIS_OK)
-            return rlock__context_error(ctx);
-    for (;;) {
-        void *reply = NULL;
-        if (redisGetReplyFromReader(ctx, &reply) != REDIS_OK)
-            return rlock__context_error(ctx);
-        if (reply != NULL) {
-            *out = reply;
-            return RLOCK_OK;
+    if (s->link != NULL)
+        s->closed_why = why;
+    int fd = rlock__link_sync_fd(s->link);
+    if (fd >= 0)
+        shutdown(fd, SHUT_RDWR); /* wakes a watch on its duplicate */
+    rlock__link_sync_free(s->link);
+    s->link = NULL;
+    s->late_since_ms = 0;
+}
+
+/* The reply of an acquire whose caller gave up, read by whichever thread
+ * reads the slot next (NULL: it never came). A hold it took is given
+ * back. */
+static void on_late_acquire(struct redisReply *reply, void *arg)
+{
+    rlock__req *r = arg;
+    int64_t ttl, token;
+    bool fenced = r->script == &rlock__script_fenced_acquire;
+    /* decoded here, not into r: its caller is gone, but r is still its */
+    if (reply != NULL &&
+        rlock__reply_acquire(reply, &ttl, fenced ? &token : NULL) == 1)
+        rlock__req_give_back(r);
+    rlock__req_unref(r);
+}
+
+/* ---------------------------------------------------------- the watch */
+
+/* Stops watching s. I/O thread. */
+static void unwatch(slot *s)
+{
+    rlock__timer_stop(s->expiry);
+    rlock__fdwatch_stop(s->watch);
+    rlock__fdwatch_free(s->watch);
+    s->watch = NULL;
+    if (s->watch_fd >= 0)
+        close(s->watch_fd);
+    s->watch_fd = -1;
+}
+
+static void visit(slot *s);
+
+static void on_watch_event(void *arg)
+{
+    visit(arg);
+}
+
+/* Watches the socket of s's link, and the time its late replies are due
+ * by. I/O thread, holding s. Returns 0 or a negative code. */
+static int watch(slot *s)
+{
+    rlock_client *c = s->direct->client;
+    if (s->watch_fd >= 0 && s->watch_gen != s->gen)
+        unwatch(s); /* the socket of a link gone since */
+    if (s->watch_fd < 0) {
+        int fd = fcntl(rlock__link_sync_fd(s->link), F_DUPFD_CLOEXEC, 0);
+        if (fd < 0)
+            return RLOCK_ECONN;
+        s->watch = rlock__fdwatch_new(c->loop, fd, on_watch_event, s);
+        if (s->watch == NULL) {
+            close(fd);
+            return RLOCK_ENOMEM;
         }
-        int64_t left = deadline_ms - rlock__now_ms();
-        if (left <= 0)
-            return RLOCK_ETIMEDOUT;
-        redisSetTimeout(ctx, to_timeval(left));
-        if (redisBufferRead(ctx) != REDIS_OK) {
-            int rc = rlock__context_error(ctx);
-            if (rc == RLOCK_ETIMEDOUT) {
-                /* the socket timed out: nothing is lost, hiredis just
-                 * refuses a context with err set */
-                ctx->err = 0;
-                ctx->errstr[0] = '\0';
-            }
-            return rc;
-        }
+        s->watch_fd = fd;
+        s->watch_gen = s->gen;
+        rlock__fdwatch_start(s->watch);
     }
-}
-
-/* Sends one command and reads its reply by deadline_ms. Returns 0 with
- * *out set, or a code as rlock__sync_read(). */
-int rlock__sync_command(redisContext *ctx, int argc, const char **argv,
-                        const size_t *lens, int64_t deadline_ms,
-                        redisReply **out)
-{
-    *out = NULL;
-    if (redisAppendCommandArgv(ctx, argc, argv, lens) != REDIS_OK)
-        return RLOCK_ENOMEM;
-    return rlock__sync_read(ctx, deadline_ms, out);
-}
-
-/* Sends one command and checks its reply within the command timeout:
- * returns 0, or the error, with refused as the code for an error reply
- * (RLOCK_EAUTH for NOAUTH and WRONGPASS whatever refused is), and
- * RLOCK_EPROTO for a reply not of want_type (0: any). */
-int rlock__sync_expect(redisContext *ctx, int64_t timeout_ms, int argc,
-                       const char **argv, const size_t *lens, int refused,
-                       int want_type)
-{
-    redisReply *r = NULL;
-    int rc = rlock__sync_command(ctx, argc, argv, lens,
-                                 rlock__now_ms() + timeout_ms, &r);
-    if (rc != 0)
-        return rc;
-    if (r->type == REDIS_REPLY_ERROR) {
-        int code = rlock__reply_error_code(r);
-        rc = code == RLOCK_EAUTH ? RLOCK_EAUTH : refused;
-    } else if (want_type != 0 && r->type != want_type) {
-        rc = RLOCK_EPROTO;
-    }
-    freeReplyObject(r);
-    return rc;
-}
-
-/* Opens a synchronous connection to c's server, with AUTH, SELECT and
- * CLIENT SETNAME done, and the command timeout set on the socket.
- * Returns 0 or a code; *out is NULL on failure. */
-int rlock__sync_connect(rlock_client *c, int64_t connect_ms,
-                        redisContext **out)
-{
-    const rlock__uri *u = &c->uri;
-    struct timeval ctv = to_timeval(connect_ms);
-    *out = NULL;
-    redisContext *ctx = u->path
-                            ? redisConnectUnixWithTimeout(u->path, ctv)
-                            : redisConnectWithTimeout(u->host, u->port, ctv);
-    if (ctx == NULL || ctx->err != 0) {
-        int rc = rlock__context_error(ctx);
-        if (ctx != NULL && ctx->err == REDIS_ERR_IO && errno == EINPROGRESS)
-            rc = RLOCK_ETIMEDOUT;
-        redisFree(ctx);
-        return rc;
-    }
-    int64_t timeout = c->cfg.command_timeout_ms;
-    int rc = RLOCK_OK;
-    if (u->password != NULL) {
-        const char *argv[3] = {"AUTH", u->user, u->password};
-        if (u->user == NULL)
-            argv[1] = u->password;
-        rc = rlock__sync_expect(ctx, timeout, u->user ? 3 : 2, argv, NULL,
-                                RLOCK_EAUTH, 0);
-    }
-    if (rc == 0 && u->db != 0) {
-        char db[16];
-        snprintf(db, sizeof(db), "%d", u->db);
-        const char *argv[2] = {"SELECT", db};
-        rc = rlock__sync_expect(ctx, timeout, 2, argv, NULL, RLOCK_EAUTH, 0);
-    }
-    if (rc == 0 && c->cfg.client_name != NULL) {
-        const char *argv[3] = {"CLIENT", "SETNAME", c->cfg.client_name};
-        rc = rlock__sync_expect(ctx, timeout, 3, argv, NULL, RLOCK_ESERVER,
-                                0);
-    }
-    if (rc != 0) {
-        redisFree(ctx);
-        return rc;
-    }
-    *out = ctx;
+    int64_t left = s->late_since_ms + c->latch_ms - rlock__now_ms();
+    rlock__timer_start(s->expiry, left > 0 ? left : 0, 0);
     return RLOCK_OK;
 }
 
-/* The rest of a synchronous connection as src/api/admin.c uses it, which
- * may not name hiredis: pipelining, one read, the socket, the error text,
- * and freeing. */
-int rlock__sync_append(redisContext *ctx, int argc, const char **argv,
-                       const size_t *lens)
+/* Reads the late replies that came to s, idle; closes it when they are
+ * overdue. Returns true while some are still owed. I/O thread, holding s. */
+static bool look_after(slot *s)
 {
-    return redisAppendCommandArgv(ctx, argc, argv, lens) == REDIS_OK
-               ? RLOCK_OK
-               : RLOCK_ENOMEM;
+    if (s->link == NULL || s->late_since_ms == 0)
+        return false;
+    if (rlock__now_ms() - s->late_since_ms >= s->direct->client->latch_ms) {
+        close_slot(s, overdue);
+        return false;
+    }
+    int owed = rlock__link_sync_drain(s->link);
+    if (owed < 0) {
+        close_slot(s, "lost while a late reply was owed");
+        return false;
+    }
+    if (owed == 0)
+        s->late_since_ms = 0;
+    return owed > 0;
 }
 
-/* Reads what the socket has (one read(), which blocks when nothing came:
- * poll first). Returns 0, or a code with the context broken. */
-int rlock__sync_fill(redisContext *ctx)
+/* Looks after s when its socket is readable, its late replies are overdue,
+ * or a user left it with late replies owed. I/O thread. */
+static void visit(slot *s)
 {
-    return redisBufferRead(ctx) == REDIS_OK ? RLOCK_OK
-                                            : rlock__context_error(ctx);
+    unsigned old = atomic_load_explicit(&s->state, memory_order_relaxed);
+    for (;;) {
+        if (old & SLOT_HELD) {
+            /* a user reads them; it asks again on leaving if it must */
+            if (atomic_compare_exchange_weak_explicit(
+                    &s->state, &old, old & ~SLOT_WATCHED,
+                    memory_order_acq_rel, memory_order_relaxed)) {
+                unwatch(s);
+                return;
+            }
+        } else if (atomic_compare_exchange_weak_explicit(
+                       &s->state, &old, old | SLOT_HELD,
+                       memory_order_acquire, memory_order_relaxed)) {
+            break;
+        }
+    }
+    bool owed = look_after(s);
+    if (owed && watch(s) != 0) {
+        close_slot(s, "closed: its socket could not be watched");
+        owed = false;
+    }
+    if (!owed)
+        unwatch(s);
+    atomic_fetch_and_explicit(&s->state,
+                              owed ? ~SLOT_HELD : ~(SLOT_HELD | SLOT_WATCHED),
+                              memory_order_release);
 }
 
-int rlock__sync_fd(const redisContext *ctx)
+static void run_watch(rlock__task *t, int status)
 {
-    return ctx->fd;
+    if (status != 0)
+        return; /* the client is closing: the slot goes with it */
+    visit((slot *)((char *)t - offsetof(slot, watch_task)));
 }
 
-/* Why ctx broke, as hiredis says it ("" when it did not). */
-const char *rlock__sync_errstr(const redisContext *ctx)
+/* ------------------------------------------------------------ round trip */
+
+/* Checks the socket of a slot idle for a while before use: a connection
+ * the server closed (restart, CLIENT KILL) is seen here, before a command
+ * is written to it, so that the command goes out on a fresh connection
+ * instead of failing with "may or may not have run". Late and dropped
+ * replies that came are read. A slot in steady use skips the system call:
+ * a close that lands between two calls costs a retry, not an error. The
+ * holder. */
+#define RLOCK__IDLE_CHECK_MS 5
+
+static void check_idle(slot *s, int64_t now)
 {
-    return ctx->errstr;
+    if (now - s->used_at_ms < RLOCK__IDLE_CHECK_MS &&
+        s->late_since_ms == 0)
+        return;
+    if (s->late_since_ms != 0 &&
+        now - s->late_since_ms >= s->direct->client->latch_ms) {
+        close_slot(s, overdue); /* see the design notes */
+        return;
+    }
+    struct pollfd pfd = {.fd = rlock__link_sync_fd(s->link), .events = POLLIN};
+    if (poll(&pfd, 1, 0) == 0)
+        return; /* quiet: alive as far as anyone can tell */
+    int owed = (pfd.revents & POLLIN) != 0 ? rlock__link_sync_drain(s->link)
+                                           : -1;
+    if (owed == 0)
+        s->late_since_ms = 0;
+    /* with nothing owed, what is left to read is an end or bytes nobody
+     * asked for */
+    if (owed < 0 || (owed == 0 && poll(&pfd, 1, 0) != 0))
+        close_slot(s, "closed by the server (a restart, CLIENT KILL or an "
+                      "idle timeout)");
 }
 
-void rlock__sync_reply_free(redisReply *r)
+/* Sends r on s and reads its reply by deadline_ms. Returns 0 with *out
+ * set, or a code as rlock__link_sync_call. */
+static int exchange(slot *s, rlock__req *r, int64_t deadline_ms,
+                    struct redisReply **out)
 {
-    freeReplyObject(r);
+    rlock__command cmd;
+    int n = rlock__req_command(r, &cmd);
+    if (n < 0)
+        return RLOCK_ENOMEM;
+    /* only an acquire's late reply matters: it may have taken a hold */
+    bool acquire = r->kind == RLOCK__REPLY_ACQUIRE && r->lock_entry != NULL;
+    if (acquire)
+        atomic_fetch_add(&r->refs, 1); /* on_late_acquire's */
+    int rc = rlock__link_sync_call(s->link, n, cmd.argv, cmd.lens,
+                                   deadline_ms, out,
+                                   acquire ? on_late_acquire : NULL, r);
+    rlock__command_clear(&cmd);
+    if (acquire && rc != RLOCK_ETIMEDOUT)
+        rlock__req_unref(r); /* no late reply will come */
+    return rc;
 }
 
-void rlock__sync_close(redisContext *ctx)
-{
-    redisFree(ctx);
-}
-
-/* ---------------------------------------------------------------- parking */
-
-/* Closes s's connection; why (a static string) is told when it
- * reconnects. */
-static void close_slot_why(slot *s, const char *why)
-{
-    if (s->ctx != NULL)
-        s->closed_why = why;
-    redisFree(s->ctx);
-    s->ctx = NULL;
-    s->owed = 0;
-}
-
-static void close_slot(slot *s)
-{
-    close_slot_why(s, "closed after an error");
-}
-
-/* Opens s's connection for a call of timeout_ms, and says so: a first
- * connect at DEBUG, a reconnect (counted) at INFO with why the last one
- * closed. s->mu held, on a user thread. Returns 0 or a code. */
+/* Opens s's link for a call of timeout_ms, and says so: a first connect
+ * at DEBUG, a reconnect (counted) at INFO with why the last one closed.
+ * The holder, on a user thread. Returns 0 or a code. */
 static int connect_slot(slot *s, int64_t timeout_ms)
 {
     rlock_client *c = s->direct->client;
@@ -265,13 +320,14 @@ static int connect_slot(slot *s, int64_t timeout_ms)
     int64_t connect_ms = c->cfg.connect_timeout_ms < timeout_ms
                              ? c->cfg.connect_timeout_ms
                              : timeout_ms;
-    int rc = rlock__sync_connect(c, connect_ms, &s->ctx);
+    int rc = rlock__client_sync_open(c, connect_ms, &s->link, NULL, 0);
     if (rc != 0) {
         rlock__log_later(c, RLOCK_LOG_DEBUG,
                          "caller-thread connection %d could not connect: %s",
                          index, rlock_strerror(rc));
         return rc;
     }
+    s->gen++;
     if (s->closed_why == NULL) {
         rlock__log_later(c, RLOCK_LOG_DEBUG,
                          "caller-thread connection %d connected", index);
@@ -285,244 +341,68 @@ static int connect_slot(slot *s, int64_t timeout_ms)
     return RLOCK_OK;
 }
 
-/* I/O thread: the late replies are in (or given up): the slot is free. */
-static void unpark(slot *s, bool drop)
-{
-    rlock__fdwatch_stop(s->watch);
-    rlock__fdwatch_free(s->watch);
-    s->watch = NULL;
-    rlock__timer_stop(s->expiry);
-    if (s->late != NULL) {
-        rlock__req_unref(s->late);
-        s->late = NULL;
-    }
-    pthread_mutex_lock(&s->mu);
-    if (drop)
-        close_slot(s);
-    s->parked = false;
-    pthread_mutex_unlock(&s->mu);
-}
-
-/* The late request's reply: an acquire that took the lock after its caller
- * gave up gives it back; anything else is dropped (an unlock's caller
- * retries under the same latch). */
-static void settle_late(slot *s, redisReply *reply)
-{
-    rlock__req *r = s->late;
-    rlock__req_decode(r, reply);
-    if (r->kind == RLOCK__REPLY_ACQUIRE && r->status == 0 && r->nil)
-        rlock__req_give_back(r);
-    rlock__req_unref(r);
-    s->late = NULL;
-}
-
-/* Consumes the replies hiredis has buffered; unparks when all came. */
-static void drain_parked(slot *s)
-{
-    for (;;) {
-        void *reply = NULL;
-        if (redisGetReplyFromReader(s->ctx, &reply) != REDIS_OK) {
-            unpark(s, true);
-            return;
-        }
-        if (reply == NULL)
-            return; /* wait for more */
-        if (s->owed > 0) {
-            s->owed--;
-        } else if (s->late != NULL) {
-            redisReply *rr = reply;
-            if (s->late->script != NULL && rlock__reply_is_noscript(rr)) {
-                /* the script did not run: nothing to give back */
-                rlock__req_unref(s->late);
-                s->late = NULL;
-            } else {
-                settle_late(s, rr);
-            }
-        }
-        freeReplyObject(reply);
-        if (s->owed == 0 && s->late == NULL) {
-            unpark(s, false);
-            return;
-        }
-    }
-}
-
-/* The socket is readable: one read (it cannot block now), then drain. */
-static void on_parked_readable(void *arg)
-{
-    slot *s = arg;
-    if (redisBufferRead(s->ctx) != REDIS_OK) {
-        unpark(s, true);
-        return;
-    }
-    drain_parked(s);
-}
-
-static void on_parked_too_long(void *arg)
-{
-    unpark(arg, true);
-}
-
-static void run_park(rlock__task *t, int status)
-{
-    slot *s = (slot *)((char *)t - offsetof(slot, park_task));
-    if (status != 0) {
-        /* the client is closing: the slot is freed with it */
-        if (s->late != NULL) {
-            rlock__req_unref(s->late);
-            s->late = NULL;
-        }
-        return;
-    }
-    rlock__direct *d = s->direct;
-    s->watch = rlock__fdwatch_new(d->client->loop, s->ctx->fd,
-                                  on_parked_readable, s);
-    if (s->watch == NULL) {
-        unpark(s, true);
-        return;
-    }
-    rlock__fdwatch_start(s->watch);
-    rlock__timer_start(s->expiry, d->client->latch_ms, 0);
-    drain_parked(s); /* hiredis may have buffered a reply already */
-}
-
-/* Hands the slot to the I/O thread until r's reply (and any owed ones)
- * came. s->mu held; r gets a reference. */
-static void park(slot *s, rlock__req *r)
-{
-    atomic_fetch_add(&r->refs, 1);
-    s->late = r;
-    s->parked = true;
-    rlock__loop_submit(s->direct->client->loop, &s->park_task);
-}
-
-/* ------------------------------------------------------------ round trip */
-
-/* Reads one reply by deadline_ms, skipping the owed ones first. Returns 0
- * with *out set, or a code as rlock__sync_read(). */
-static int read_reply(slot *s, int64_t deadline_ms, redisReply **out)
-{
-    while (s->owed > 0) {
-        int rc = rlock__sync_read(s->ctx, deadline_ms, out);
-        if (rc != 0)
-            return rc;
-        freeReplyObject(*out);
-        s->owed--;
-    }
-    return rlock__sync_read(s->ctx, deadline_ms, out);
-}
-
-/* Checks the socket of a slot idle for a while before use: a connection
- * the server closed (restart, CLIENT KILL) is seen here, before a command
- * is written to it, so that the command goes out on a fresh connection
- * instead of failing with "may or may not have run". Owed replies that
- * arrived are consumed. A slot in steady use skips the system call: a
- * close that lands between two calls costs a retry, not an error.
- * s->mu held. */
-#define RLOCK__IDLE_CHECK_MS 5
-
-static void check_idle(slot *s, int64_t now, int64_t deadline_ms)
-{
-    if (now - s->used_at_ms < RLOCK__IDLE_CHECK_MS)
-        return;
-    for (;;) {
-        struct pollfd pfd = {.fd = s->ctx->fd, .events = POLLIN};
-        if (poll(&pfd, 1, 0) == 0)
-            return; /* quiet: alive as far as anyone can tell */
-        if ((pfd.revents & POLLIN) == 0 || s->owed == 0) {
-            /* hung up, or bytes nobody asked for */
-            close_slot_why(s, "closed by the server (a restart, CLIENT KILL "
-                              "or an idle timeout)");
-            return;
-        }
-        redisReply *reply = NULL;
-        if (rlock__sync_read(s->ctx, deadline_ms, &reply) != 0) {
-            close_slot(s);
-            return;
-        }
-        freeReplyObject(reply);
-        s->owed--;
-    }
-}
-
-/* One request on slot s (s->mu held). Returns r->status, or a code. */
+/* One request on slot s (held). Returns r->status, or a code. */
 static int round_trip(slot *s, rlock__req *r, int64_t timeout_ms)
 {
-    int rc;
     int64_t now = rlock__now_ms(), deadline = now + timeout_ms;
-    if (s->ctx != NULL)
-        check_idle(s, now, deadline);
+    if (s->link != NULL)
+        check_idle(s, now);
     s->used_at_ms = now;
-    if (s->ctx == NULL) {
-        rc = connect_slot(s, timeout_ms);
+    if (s->link == NULL) {
+        int rc = connect_slot(s, timeout_ms);
         if (rc != 0)
             return rc == RLOCK_ETIMEDOUT ? RLOCK_ECONN : rc;
     }
-    for (int tries = 0; tries < 2; tries++) {
-        rlock__command cmd;
-        int n = rlock__req_command(r, &cmd);
-        if (n < 0)
-            return RLOCK_ENOMEM;
-        rc = redisAppendCommandArgv(s->ctx, n, cmd.argv, cmd.lens);
-        rlock__command_clear(&cmd);
-        if (rc != REDIS_OK) /* out of memory: the slot state is unknown */
-            goto out_close;
-        redisReply *reply = NULL;
-        rc = read_reply(s, deadline, &reply);
-        if (rc != 0)
-            goto out_failed;
-        if (r->script != NULL && !r->reloaded &&
-            rlock__reply_is_noscript(reply)) {
-            /* Redis lost its scripts: load this one and send it again
-             * (command.c's file comment says why not EVAL) */
-            freeReplyObject(reply);
-            r->reloaded = true;
-            rlock__req_note_reload(r);
-            const char *argv[3] = {"SCRIPT", "LOAD",
-                                   (const char *)r->script->body};
-            size_t lens[3] = {6, 4, r->script->len};
-            /* its reply is skipped: the EVALSHA behind it tells */
-            if (redisAppendCommandArgv(s->ctx, 3, argv, lens) != REDIS_OK)
-                goto out_close;
-            s->owed++;
-            continue;
-        }
-        rlock__req_decode(r, reply);
-        freeReplyObject(reply);
-        break;
+    struct redisReply *reply = NULL;
+    int rc = exchange(s, r, deadline, &reply);
+    if (rc == 0 && r->script != NULL && !r->reloaded &&
+        rlock__reply_is_noscript(reply)) {
+        /* Redis lost its scripts: load this one and send it again
+         * (command.c's file comment says why not EVAL); the load's reply
+         * is dropped, the EVALSHA behind it tells */
+        rlock__link_reply_free(reply);
+        reply = NULL;
+        r->reloaded = true;
+        rlock__req_note_reload(r);
+        const char *argv[3] = {"SCRIPT", "LOAD",
+                               (const char *)r->script->body};
+        size_t lens[3] = {6, 4, r->script->len};
+        rc = rlock__link_sync_send(s->link, 3, argv, lens);
+        if (rc == 0)
+            rc = exchange(s, r, deadline, &reply);
     }
+    if (rc == RLOCK_ETIMEDOUT) {
+        /* the script may still run: see the design notes */
+        if (s->late_since_ms == 0)
+            s->late_since_ms = rlock__now_ms();
+        return rc;
+    }
+    if (rc != 0) {
+        bool broken = rlock__link_sync_broken(s->link);
+        if (broken)
+            close_slot(s, "lost during a call");
+        /* an error reply from a broken server (EPROTO) stays what it is; a
+         * dropped connection means the command may or may not have run */
+        return rc == RLOCK_EPROTO || (rc == RLOCK_ENOMEM && !broken)
+                   ? rc
+                   : RLOCK_ECONN;
+    }
+    s->late_since_ms = 0; /* every reply owed before ours came */
+    rlock__req_decode(r, reply);
+    rlock__link_reply_free(reply);
     if (r->status == RLOCK_EAUTH) {
         /* the password changed: AUTH again next time */
-        close_slot_why(s, "closed to authenticate again");
+        close_slot(s, "closed to authenticate again");
         return r->status;
     }
     if (r->status == 0 && r->latch_del != NULL &&
         r->value != RLOCK__UNLOCK_NOT_HELD) {
-        /* written behind the reply; its own reply is skipped later */
+        /* behind the reply; out of memory, the latch expires by itself */
         const char *argv[2] = {"DEL", r->latch_del};
-        int done = 0;
-        if (redisAppendCommandArgv(s->ctx, 2, argv, NULL) == REDIS_OK) {
-            s->owed++;
-            while (!done && redisBufferWrite(s->ctx, &done) == REDIS_OK)
-                ;
-            if (!done)
-                close_slot(s);
-        }
+        if (rlock__link_sync_send(s->link, 2, argv, NULL) == RLOCK_ECONN)
+            close_slot(s, "lost during a call");
     }
     return r->status;
-
-out_failed:
-    if (rc == RLOCK_ETIMEDOUT) {
-        park(s, r); /* the script may still run: see the design notes */
-        return RLOCK_ETIMEDOUT;
-    }
-    close_slot_why(s, "lost during a call");
-    /* an error reply from a broken server (EPROTO) stays what it is; a
-     * dropped connection means the command may or may not have run */
-    return rc == RLOCK_EPROTO ? RLOCK_EPROTO : RLOCK_ECONN;
-out_close:
-    close_slot(s);
-    return RLOCK_ENOMEM;
 }
 
 /* Runs r on an idle direct connection, if there is one: returns true with
@@ -536,14 +416,10 @@ bool rlock__direct_call(rlock__direct *d, rlock__req *r, int64_t timeout_ms,
     unsigned start = atomic_fetch_add(&d->next, 1);
     for (int i = 0; i < d->n; i++) {
         slot *s = &d->slots[(start + (unsigned)i) % (unsigned)d->n];
-        if (pthread_mutex_trylock(&s->mu) != 0)
+        if (!take(s))
             continue;
-        if (s->parked) {
-            pthread_mutex_unlock(&s->mu);
-            continue;
-        }
         *rc = round_trip(s, r, timeout_ms);
-        pthread_mutex_unlock(&s->mu);
+        leave(s);
         return true;
     }
     return false;
@@ -562,10 +438,11 @@ int rlock__direct_new(rlock__direct **out, rlock_client *c, int n)
     atomic_init(&d->next, 0);
     for (int i = 0; i < n; i++) {
         slot *s = &d->slots[i];
-        pthread_mutex_init(&s->mu, NULL);
+        atomic_init(&s->state, 0);
         s->direct = d;
-        s->park_task.run = run_park;
-        s->expiry = rlock__timer_new(c->loop, on_parked_too_long, s);
+        s->watch_fd = -1;
+        s->watch_task.run = run_watch;
+        s->expiry = rlock__timer_new(c->loop, on_watch_event, s);
         if (s->expiry == NULL) {
             d->n = i + 1;
             rlock__direct_free(d);
@@ -576,14 +453,11 @@ int rlock__direct_new(rlock__direct **out, rlock_client *c, int n)
     return RLOCK_OK;
 }
 
-/* Stops watching parked slots. I/O thread, at stop. */
+/* Stops watching the slots. I/O thread, at stop. */
 void rlock__direct_shutdown(rlock__direct *d)
 {
-    for (int i = 0; d != NULL && i < d->n; i++) {
-        slot *s = &d->slots[i];
-        rlock__fdwatch_stop(s->watch);
-        rlock__timer_stop(s->expiry);
-    }
+    for (int i = 0; d != NULL && i < d->n; i++)
+        unwatch(&d->slots[i]);
 }
 
 /* Closes every slot; after the I/O thread has stopped. NULL is ignored. */
@@ -593,12 +467,11 @@ void rlock__direct_free(rlock__direct *d)
         return;
     for (int i = 0; i < d->n; i++) {
         slot *s = &d->slots[i];
-        rlock__fdwatch_free(s->watch);
+        rlock__fdwatch_free(s->watch); /* stopped with the loop */
+        if (s->watch_fd >= 0)
+            close(s->watch_fd);
         rlock__timer_free(s->expiry);
-        if (s->late != NULL)
-            rlock__req_unref(s->late);
-        redisFree(s->ctx);
-        pthread_mutex_destroy(&s->mu);
+        rlock__link_sync_free(s->link);
     }
     free(d);
 }

@@ -351,32 +351,12 @@ void rlock__async_client_free(rlock_client *c);
 /* --------------------------------------------------------------- direct.c */
 
 typedef struct rlock__direct rlock__direct;
-struct redisContext;
 
 int rlock__direct_new(rlock__direct **out, rlock_client *c, int n);
 void rlock__direct_shutdown(rlock__direct *d);
 void rlock__direct_free(rlock__direct *d);
 bool rlock__direct_call(rlock__direct *d, rlock__req *r, int64_t timeout_ms,
                         int *rc);
-int rlock__context_error(const struct redisContext *ctx);
-struct redisReply;
-int rlock__sync_read(struct redisContext *ctx, int64_t deadline_ms,
-                     struct redisReply **out);
-int rlock__sync_command(struct redisContext *ctx, int argc,
-                        const char **argv, const size_t *lens,
-                        int64_t deadline_ms, struct redisReply **out);
-int rlock__sync_expect(struct redisContext *ctx, int64_t timeout_ms, int argc,
-                       const char **argv, const size_t *lens, int refused,
-                       int want_type);
-int rlock__sync_connect(rlock_client *c, int64_t connect_ms,
-                        struct redisContext **out);
-int rlock__sync_append(struct redisContext *ctx, int argc, const char **argv,
-                       const size_t *lens);
-int rlock__sync_fill(struct redisContext *ctx);
-int rlock__sync_fd(const struct redisContext *ctx);
-const char *rlock__sync_errstr(const struct redisContext *ctx);
-void rlock__sync_reply_free(struct redisReply *r);
-void rlock__sync_close(struct redisContext *ctx);
 
 /* ------------------------------------------------------------------ acl.c */
 
@@ -388,7 +368,8 @@ typedef struct rlock__acl {
     char subscribe_why[160];
 } rlock__acl;
 
-int rlock__acl_check(rlock_client *c, struct redisContext *ctx,
+struct rlock__link_sync;
+int rlock__acl_check(rlock_client *c, struct rlock__link_sync *s,
                      rlock__acl *out);
 void rlock__acl_report(rlock_client *c, const rlock__acl *found);
 
@@ -434,6 +415,13 @@ struct rlock_client {
     rlock__uri uri;
     int64_t latch_ms;
 
+    /* how every link reaches and greets the server (src/io/link.h): the
+     * address resolved and the TLS context built at creation, on the
+     * caller's thread; strings borrowed from uri and cfg. Owned; a pointer
+     * so that this header need not bring in the socket headers. */
+    struct rlock__link_opts *link_opts;
+    struct rlock__tls_ctx *tls; /* rediss:// only, else NULL */
+
     rlock__loop *loop;
     rlock__conn *conns; /* cfg.connections command connections */
     unsigned next_conn; /* I/O thread: round robin */
@@ -463,5 +451,8 @@ struct rlock_client {
 
 int rlock__client_check(const rlock_client *c);
 rlock__conn *rlock__client_pick_conn(rlock_client *c);
+int rlock__client_sync_open(rlock_client *c, int64_t connect_ms,
+                            struct rlock__link_sync **out, char *err,
+                            size_t errlen);
 
 #endif

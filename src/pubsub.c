@@ -13,8 +13,8 @@
  *
  * The connection is a subscriber rlock__link (src/io/link.h) on the I/O
  * thread's loop, opened when a channel is first wanted and kept while the
- * server keeps it; its address was resolved once, at client creation, on
- * the caller's thread. The link answers each SUBSCRIBE and UNSUBSCRIBE
+ * server keeps it, with the client's address (resolved once, at client
+ * creation, on the caller's thread), handshake and TLS. The link answers each SUBSCRIBE and UNSUBSCRIBE
  * through its own callback, tells pushed messages from its confirmations,
  * and survives an error reply. Redis answers in order, so a SUBSCRIBE may
  * follow an UNSUBSCRIBE of the same channel at once: a channel's state is
@@ -78,8 +78,7 @@ typedef struct channel {
 
 struct rlock__pubsub {
     rlock_client *client;
-    rlock__link_addr addr; /* resolved at creation, on the caller's thread */
-    rlock__link *link;     /* NULL: not open */
+    rlock__link *link; /* NULL: not open */
     bool stopping;
     rlock__map channels; /* name -> channel */
     rlock__timer *retry;
@@ -101,21 +100,12 @@ typedef struct membership_task {
 
 static void retry_subscriptions(void *arg);
 
-/* Makes the subscriber (not yet connected), resolving the server's address
- * here, on the caller's thread, so that no reconnect on the I/O thread ever
- * waits for a name server. Returns 0, RLOCK_ENOMEM, or what resolving
- * returns (RLOCK_ECONN, RLOCK_EINVAL). */
+/* Makes the subscriber (not yet connected). Returns 0 or RLOCK_ENOMEM. */
 int rlock__pubsub_new(rlock__pubsub **out, rlock_client *c)
 {
     rlock__pubsub *ps = rlock__calloc(1, sizeof(*ps));
     if (ps == NULL)
         return RLOCK_ENOMEM;
-    int rc = rlock__link_resolve(c->uri.host, c->uri.port, c->uri.path,
-                                 &ps->addr);
-    if (rc != RLOCK_OK) {
-        free(ps);
-        return rc;
-    }
     ps->client = c;
     ps->holdoff_ms = RLOCK__REFUSAL_HOLDOFF_MS;
     ps->retry = rlock__timer_new(c->loop, retry_subscriptions, ps);
@@ -234,20 +224,12 @@ static int ensure_link(rlock__pubsub *ps)
     rlock_client *c = ps->client;
     if (atomic_load(&c->closing) || ps->stopping)
         return RLOCK_ECLOSED;
-    rlock__link_opts o;
-    rlock__link_opts_init(&o);
-    o.addr = ps->addr;
-    o.host = c->uri.host;
-    o.user = c->uri.user;
-    o.password = c->uri.password;
-    o.db = c->uri.db; /* meaningless for pub/sub, but the server checks it */
-    o.client_name = c->cfg.client_name;
-    o.connect_timeout_ms = c->cfg.connect_timeout_ms;
+    /* the client's address, credentials, database (meaningless for
+     * pub/sub, but the server checks it), name and TLS */
+    rlock__link_opts o = *c->link_opts;
     /* a subscriber owes nothing while idle; one that has not answered a
      * SUBSCRIBE in a command timeout is taken for gone */
     o.stale_ms = c->cfg.command_timeout_ms;
-    /* o.tls stays NULL: a rediss:// server is refused at connect until the
-     * command connections carry TLS too (client.c) */
     rlock__link_cbs cbs = {.on_up = on_up, .on_closed = on_closed,
                            .on_push = on_push, .arg = ps};
     return rlock__link_open(rlock__loop_ev(c->loop), &o, &cbs, &ps->link);

@@ -4,18 +4,20 @@
  * Design note. Each function here is a thin use of what the library
  * already has: the names come from proto's kind table
  * (rlock__kind_make_names, the one place a lock's names are made), the
- * URL from proto's parser, and a connection from the client's synchronous
- * connect (rlock__sync_connect in direct.c, the handshake the client's own
- * slots use). This file may not name hiredis (scripts/check-layers): the
- * reading and writing go through direct.c's rlock__sync_* wrappers, and
- * replies reach the tool as proto's owned copies (admin_reply.h).
+ * URL from proto's parser, and a connection is the transport's blocking
+ * link (src/io/link.h), opened with the client's own address, handshake
+ * and TLS (rlock__client_sync_open), as the client's slots are. This file
+ * may not name hiredis (scripts/check-layers): replies reach the tool as
+ * proto's owned copies (admin_reply.h).
  *
- * A connection is a plain blocking one, used by one thread at a time; a
- * subscriber is the same connection after SUBSCRIBE, read with ppoll() so
- * that the caller's stop signals are let in only while it waits.
+ * A connection is used by one thread at a time; a pipeline is n appends
+ * and n reads on it; a subscriber is the same connection after SUBSCRIBE,
+ * its messages read as replies nobody asked for, waited for with ppoll()
+ * so that the caller's stop signals are let in only while it waits.
  */
 #include "api/admin.h"
 #include "internal.h"
+#include "io/link.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -26,8 +28,8 @@
 
 struct rlock_admin_conn {
     rlock_client *client;
-    struct redisContext *ctx;
-    char error[160]; /* what a failure said, when not the context */
+    rlock__link_sync *link;
+    char error[160]; /* what the last failure said */
 };
 
 /* ------------------------------------------------------------------ names */
@@ -181,7 +183,8 @@ int rlock_admin_open(rlock_client *c, rlock_admin_conn **out)
     if (a == NULL)
         return RLOCK_ENOMEM;
     a->client = c;
-    rc = rlock__sync_connect(c, c->cfg.connect_timeout_ms, &a->ctx);
+    rc = rlock__client_sync_open(c, c->cfg.connect_timeout_ms, &a->link,
+                                 a->error, sizeof(a->error));
     if (rc != 0) {
         free(a);
         return rc;
@@ -194,22 +197,32 @@ void rlock_admin_close(rlock_admin_conn *a)
 {
     if (a == NULL)
         return;
-    rlock__sync_close(a->ctx);
+    rlock__link_sync_free(a->link);
     free(a);
 }
 
 const char *rlock_admin_error(const rlock_admin_conn *a)
 {
-    if (a == NULL)
-        return "";
-    if (a->error[0] != '\0')
-        return a->error;
-    return rlock__sync_errstr(a->ctx);
+    return a != NULL ? a->error : "";
 }
 
 void rlock_admin_reply_free(rlock_admin_reply *r)
 {
     rlock__admin_reply_free(r);
+}
+
+/* Says why a call failed, for rlock_admin_error(); returns rc. */
+static int failed(rlock_admin_conn *a, int rc)
+{
+    if (rc == 0 || a->error[0] != '\0')
+        return rc;
+    if (rc == RLOCK_ETIMEDOUT)
+        snprintf(a->error, sizeof(a->error),
+                 "no reply within the command timeout");
+    else
+        snprintf(a->error, sizeof(a->error), "%s",
+                 rlock__link_sync_error(a->link));
+    return rc;
 }
 
 /* Reads one reply by deadline_ms into an owned copy. */
@@ -218,11 +231,11 @@ static int read_copy(rlock_admin_conn *a, int64_t deadline_ms,
 {
     struct redisReply *r = NULL;
     *out = NULL;
-    int rc = rlock__sync_read(a->ctx, deadline_ms, &r);
+    int rc = rlock__link_sync_read(a->link, deadline_ms, &r);
     if (rc != 0)
         return rc;
     *out = rlock__admin_reply_copy(r);
-    rlock__sync_reply_free(r);
+    rlock__link_reply_free(r);
     return *out != NULL ? RLOCK_OK : RLOCK_ENOMEM;
 }
 
@@ -239,21 +252,21 @@ int rlock_admin_pipeline(rlock_admin_conn *a, size_t n, const int *argc,
             return RLOCK_EINVAL;
     int rc = RLOCK_OK;
     for (size_t i = 0; rc == 0 && i < n; i++)
-        rc = rlock__sync_append(a->ctx, argc[i], (const char **)argv[i],
-                                NULL);
+        rc = rlock__link_sync_append(a->link, argc[i],
+                                     (const char **)argv[i], NULL);
     int64_t deadline = rlock__now_ms() + a->client->cfg.command_timeout_ms;
     for (size_t i = 0; rc == 0 && i < n; i++)
         rc = read_copy(a, deadline, &out[i]);
     if (rc != 0) {
+        /* the replies not read are dropped as they come, so that the next
+         * command reads its own */
+        rlock__link_sync_abandon(a->link);
         for (size_t i = 0; i < n; i++) {
             rlock__admin_reply_free(out[i]);
             out[i] = NULL;
         }
-        if (rc == RLOCK_ETIMEDOUT)
-            snprintf(a->error, sizeof(a->error),
-                     "no reply within the command timeout");
     }
-    return rc;
+    return failed(a, rc);
 }
 
 int rlock_admin_command(rlock_admin_conn *a, int argc, const char *const *argv,
@@ -304,7 +317,7 @@ static int send_subscribe(rlock_admin_conn *a, const char *verb, size_t n,
         if (names[i] == NULL)
             rc = RLOCK_EINVAL;
     if (rc == 0)
-        rc = rlock__sync_append(a->ctx, (int)n + 1, argv, NULL);
+        rc = rlock__link_sync_append(a->link, (int)n + 1, argv, NULL);
     free(argv);
     return rc;
 }
@@ -323,7 +336,7 @@ int rlock_admin_subscribe(rlock_admin_conn *a, size_t nchannels,
         rc = confirmations(a, nchannels + npatterns,
                            rlock__now_ms() +
                                a->client->cfg.command_timeout_ms);
-    return rc;
+    return failed(a, rc);
 }
 
 /* Hands r to fn when it is a message; returns fn's answer, 0 for anything
@@ -345,37 +358,41 @@ static int deliver(const rlock_admin_reply *r, rlock_admin_message_fn fn,
     return 0;
 }
 
+/* Hands fn every message already received (read without waiting).
+ * Returns 0 when none is left, fn's positive value, or a negative code. */
+static int deliver_received(rlock_admin_conn *a, rlock_admin_message_fn fn,
+                            void *arg)
+{
+    for (;;) {
+        rlock_admin_reply *r;
+        /* a deadline already past: what has come, without waiting */
+        int rc = read_copy(a, 0, &r);
+        if (rc == RLOCK_ETIMEDOUT)
+            return RLOCK_OK;
+        if (rc != 0)
+            return failed(a, rc == RLOCK_EPROTO ? rc : RLOCK_ECONN);
+        int stop = deliver(r, fn, arg);
+        rlock__admin_reply_free(r);
+        if (stop > 0)
+            return stop;
+    }
+}
+
 int rlock_admin_listen(rlock_admin_conn *a, const sigset_t *wait_mask,
                        rlock_admin_message_fn fn, void *arg)
 {
     if (a == NULL || fn == NULL)
         return RLOCK_EINVAL;
     a->error[0] = '\0';
-    for (;;) {
-        rlock_admin_reply *r;
-        /* a deadline already past: what is buffered, without reading */
-        int rc = read_copy(a, 0, &r);
-        if (rc == RLOCK_ETIMEDOUT)
-            break;
-        if (rc != 0)
-            return rc == RLOCK_EPROTO ? rc : RLOCK_ECONN;
-        int stop = deliver(r, fn, arg);
-        rlock__admin_reply_free(r);
-        if (stop > 0)
-            return stop;
-    }
-    struct pollfd pfd = {.fd = rlock__sync_fd(a->ctx), .events = POLLIN};
+    int rc = deliver_received(a, fn, arg);
+    if (rc != 0)
+        return rc;
+    struct pollfd pfd = {.fd = rlock__link_sync_fd(a->link), .events = POLLIN};
     if (ppoll(&pfd, 1, NULL, wait_mask) < 0) {
         if (errno == EINTR)
             return RLOCK_OK;
         snprintf(a->error, sizeof(a->error), "poll: %s", strerror(errno));
         return RLOCK_ECONN;
     }
-    int rc = rlock__sync_fill(a->ctx);
-    if (rc != 0) {
-        if (rlock__sync_errstr(a->ctx)[0] == '\0')
-            snprintf(a->error, sizeof(a->error), "closed");
-        return rc == RLOCK_EPROTO ? rc : RLOCK_ECONN;
-    }
-    return RLOCK_OK;
+    return deliver_received(a, fn, arg);
 }

@@ -284,6 +284,36 @@ static void test_an_error_reply_is_a_reply_not_a_failure(void **state)
     rlock_admin_close(a);
 }
 
+/* A command that timed out leaves the connection in step: its reply,
+ * when it comes, is dropped, and the next command reads its own. */
+static void test_a_command_after_a_timed_out_one_gets_its_own_reply(
+    void **state)
+{
+    fixture *f = *state;
+    rlock_config *cfg = NULL;
+    rlock_client *c = NULL;
+    assert_int_equal(rlock_config_new(&cfg), RLOCK_OK);
+    assert_int_equal(rlock_config_set_credentials(cfg, NULL, PASSWORD), 0);
+    assert_int_equal(rlock_config_set_command_timeout(cfg, 300), RLOCK_OK);
+    assert_int_equal(rlock_client_connect_with(&c, f->redis.url, cfg), 0);
+    rlock_config_free(cfg);
+    rlock_admin_conn *a = NULL;
+    assert_int_equal(rlock_admin_open(c, &a), RLOCK_OK);
+    const char *late[] = {"ECHO", "too-late"};
+    rlock_admin_reply *r = NULL;
+    rt_redis_pause(&f->redis);
+    int rc = rlock_admin_command(a, 2, late, &r);
+    rt_redis_resume(&f->redis);
+    assert_int_equal(rc, RLOCK_ETIMEDOUT);
+    assert_null(r);
+    assert_string_not_equal(rlock_admin_error(a), "");
+    r = run(a, 2, "ECHO", "on-time", NULL, NULL);
+    assert_string_equal(r->str, "on-time");
+    rlock_admin_reply_free(r);
+    rlock_admin_close(a);
+    rlock_client_free(c);
+}
+
 static void test_bad_arguments_are_einval(void **state)
 {
     fixture *f = *state;
@@ -478,6 +508,8 @@ int main(void)
         cmocka_unit_test(test_open_does_the_clients_handshake),
         cmocka_unit_test(test_pipeline_gives_one_reply_per_command_in_order),
         cmocka_unit_test(test_an_error_reply_is_a_reply_not_a_failure),
+        cmocka_unit_test(
+            test_a_command_after_a_timed_out_one_gets_its_own_reply),
         cmocka_unit_test(test_bad_arguments_are_einval),
         cmocka_unit_test(test_subscriber_hands_each_message_to_the_callback),
         cmocka_unit_test(test_listen_returns_the_callbacks_stop_value),
