@@ -709,7 +709,7 @@ wait "$HOLDER"
 
 echo "# watch"
 watch_has() {
-    grep -q -- "$2" "$1"
+    grep -qs -- "$2" "$1"
 }
 "$RLOCK" watch wn other >"$WORK/watch.out" 2>"$WORK/watch.err" &
 WATCHER=$!
@@ -734,6 +734,9 @@ else
     not_ok "watch line format" "$(cat "$WORK/watch.out")"
 fi
 
+# the first watcher's output goes first: the new one truncates the files
+# only once it runs, and until then its "watching" line would be the old one
+rm -f "$WORK/watch.out" "$WORK/watch.err"
 "$RLOCK" watch --enable-notifications wn >"$WORK/watch.out" \
     2>"$WORK/watch.err" &
 WATCHER=$!
