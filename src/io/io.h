@@ -30,7 +30,9 @@
  *              RLOCK__IO_WANT_* (nothing moved), or a negative RLOCK_E*.
  * The byte count is an out-parameter so that a count of 1 or 2 can never be
  * read as a WANT_* value.
- *   close: frees the stream; the wire closes the socket after it. */
+ *   close: frees the stream; the wire closes the socket after it.
+ *   pending: true when a read would give bytes the socket no longer shows
+ *            (a TLS record already read); a plain stream never has any. */
 typedef struct rlock__stream rlock__stream;
 struct rlock__stream {
     int (*handshake)(rlock__stream *s, char *err, size_t errlen);
@@ -38,6 +40,9 @@ struct rlock__stream {
     int (*write)(rlock__stream *s, const void *buf, size_t len,
                  size_t *done);
     void (*close)(rlock__stream *s);
+    /* true when the stream holds bytes already taken from the socket, so
+     * that the socket's readiness does not tell whether a read has data */
+    bool (*pending)(rlock__stream *s);
 };
 
 /* Where a wire is in its connect. */
@@ -99,6 +104,10 @@ int rlock__wire_flush(rlock__wire *w);
  * RLOCK__IO_WANT_* (nothing to read yet), or a negative code: RLOCK_ECONN
  * for EOF or an error. */
 int rlock__wire_fill(rlock__wire *w);
+
+/* True when the stream holds bytes the socket does not show: the next
+ * rlock__wire_fill may give data though the socket is not readable. */
+bool rlock__wire_pending(const rlock__wire *w);
 
 /* Takes the next complete reply: 0 with *out set (NULL: none complete yet),
  * or RLOCK_EPROTO (the peer does not speak RESP). */

@@ -583,6 +583,12 @@ const char *rlock__tls_conn_error(const rlock__tls_conn *t)
     return t != NULL ? t->err : "";
 }
 
+/* Whether decrypted or undecrypted bytes wait inside t (tls.h). */
+bool rlock__tls_pending(const rlock__tls_conn *t)
+{
+    return t != NULL && SSL_has_pending(t->ssl) == 1;
+}
+
 /* Frees a connection (tls.h). */
 void rlock__tls_conn_free(rlock__tls_conn *t)
 {

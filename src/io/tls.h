@@ -23,6 +23,7 @@
 #ifndef RLOCK_IO_TLS_H
 #define RLOCK_IO_TLS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* How much of the server's certificate is checked. */
@@ -83,6 +84,10 @@ int rlock__tls_write(rlock__tls_conn *t, const void *buf, size_t len,
 /* The message of the connection's last failure ("" if none). Borrowed
  * until the next call on t. */
 const char *rlock__tls_conn_error(const rlock__tls_conn *t);
+
+/* True when t holds bytes it has taken from the socket and not yet handed
+ * to a read (so the socket may look idle while a read would give data). */
+bool rlock__tls_pending(const rlock__tls_conn *t);
 
 /* Frees the connection without sending close_notify (Redis needs none);
  * the socket stays open. NULL is ignored. */

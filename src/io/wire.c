@@ -133,6 +133,12 @@ static int plain_write(rlock__stream *s, const void *buf, size_t len,
     return RLOCK_ECONN;
 }
 
+static bool plain_pending(rlock__stream *s)
+{
+    (void)s;
+    return false; /* what the kernel holds, poll() sees */
+}
+
 static void plain_close(rlock__stream *s)
 {
     free(s);
@@ -147,6 +153,7 @@ static int plain_open(int fd, rlock__stream **out)
     p->base.read = plain_read;
     p->base.write = plain_write;
     p->base.close = plain_close;
+    p->base.pending = plain_pending;
     p->fd = fd;
     *out = &p->base;
     return RLOCK_OK;
@@ -175,6 +182,11 @@ static int tls_write(rlock__stream *s, const void *buf, size_t len,
     return rlock__tls_write(((tls_stream *)s)->t, buf, len, done);
 }
 
+static bool tls_pending(rlock__stream *s)
+{
+    return rlock__tls_pending(((tls_stream *)s)->t);
+}
+
 static void tls_close(rlock__stream *s)
 {
     rlock__tls_conn_free(((tls_stream *)s)->t);
@@ -195,6 +207,7 @@ static int tls_open(rlock__wire *w)
     p->base.read = tls_read;
     p->base.write = tls_write;
     p->base.close = tls_close;
+    p->base.pending = tls_pending;
     w->stream = &p->base;
     return RLOCK_OK;
 }
@@ -367,6 +380,11 @@ int rlock__wire_fill(rlock__wire *w)
     if (redisReaderFeed(w->reader, buf, done) != REDIS_OK)
         return fail(w, RLOCK_ENOMEM, "out of memory", 0);
     return 0;
+}
+
+bool rlock__wire_pending(const rlock__wire *w)
+{
+    return w->phase == RLOCK__WIRE_READY && w->stream->pending(w->stream);
 }
 
 int rlock__wire_reply(rlock__wire *w, redisReply **out)

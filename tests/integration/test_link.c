@@ -817,6 +817,42 @@ static void test_tls_link_verifies_the_server_and_round_trips(void **state)
     rlock__tls_ctx_free(ctx);
 }
 
+/* A reply bigger than one read (the stream's buffer, a TLS record) comes
+ * whole to the blocking link, which waits on the socket only when the
+ * stream holds nothing more. */
+static void test_blocking_tls_link_reads_a_reply_larger_than_one_read(
+    void **state)
+{
+    (void)state;
+    rlock__tls_ctx *ctx = tls_trusting(tls_files.ca_crt);
+    rlock__link_opts o = tls_opts(ctx);
+    rlock__link_sync *s = NULL;
+    assert_int_equal(rlock__link_sync_open(&o, &s, NULL, 0), 0);
+    size_t len = 200000;
+    char *big = malloc(len);
+    assert_non_null(big);
+    for (size_t i = 0; i < len; i++)
+        big[i] = (char)('a' + i % 26);
+    const char *set[3] = {"SET", "link-tls-big", big};
+    size_t set_lens[3] = {3, 12, len};
+    redisReply *r = NULL;
+    assert_int_equal(rlock__link_sync_call(s, 3, set, set_lens,
+                                           rt_now_ms() + 5000, &r, NULL, NULL),
+                     0);
+    freeReplyObject(r);
+    const char *get[2] = {"GET", "link-tls-big"};
+    assert_int_equal(rlock__link_sync_call(s, 2, get, NULL,
+                                           rt_now_ms() + 5000, &r, NULL, NULL),
+                     0);
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    assert_int_equal(r->len, len);
+    assert_memory_equal(r->str, big, len);
+    freeReplyObject(r);
+    free(big);
+    rlock__link_sync_free(s);
+    rlock__tls_ctx_free(ctx);
+}
+
 static void test_tls_link_to_a_server_of_another_ca_fails_with_etls(
     void **state)
 {
@@ -891,6 +927,8 @@ int main(void)
             test_refused_subscribe_is_reported_and_the_link_survives),
         cmocka_unit_test(test_server_sent_sunsubscribe_is_seen),
         cmocka_unit_test(test_tls_link_verifies_the_server_and_round_trips),
+        cmocka_unit_test(
+            test_blocking_tls_link_reads_a_reply_larger_than_one_read),
         cmocka_unit_test(
             test_tls_link_to_a_server_of_another_ca_fails_with_etls),
     };
