@@ -1,5 +1,5 @@
 /*
- * config_keys.c: what each key of Redisson's JSON config becomes here
+ * api/config_keys.c: what each key of Redisson's JSON config becomes here
  * (config_file.c reads the file and runs these rules).
  *
  * Every key is in exactly one of three sets (README, "Redisson config
@@ -14,6 +14,8 @@
  * sentinelServersConfig gives the sentinels and the master's name, which
  * become a redis+sentinel:// URI (proto/uri.c), so that a file and a URI
  * reach the same client. Both share Redisson's BaseConfig keys (base_rules).
+ *
+ * Part of the public config reader in src/api.
  */
 #include "config_file.h"
 

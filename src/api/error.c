@@ -1,9 +1,11 @@
 /*
- * error.c: the RLOCK_E* codes as words. One table is the single source for
+ * api/error.c: the RLOCK_E* codes as words. One table is the single source for
  * both rlock_strerror() and rlock_err_name(), so they cannot drift apart.
+ *
+ * Public functions in src/api; nothing below the API needs them.
  */
-#include "internal.h"
-#include "rlock_build_id.h"
+#include "api/api.h"
+#include <rlock_build_id.h> /* generated, in the build tree */
 
 #define RLOCK_ERR_MAP(X)                                                      \
     X(RLOCK_OK, "success")                                                    \

@@ -1,5 +1,5 @@
 /*
- * fenced.c: the fenced lock (Redisson's RedissonFencedLock).
+ * api/fenced.c: the fenced lock (Redisson's RedissonFencedLock).
  *
  * A fenced lock is the plain lock plus a counter, redisson_lock_token:{N},
  * that every acquire (reentries too) increments in the same script, so each
@@ -8,8 +8,10 @@
  * alone cannot stop the paused one from writing when it wakes, but a storage
  * system that remembers the highest token it has seen can refuse it. The
  * taking, waiting and releasing are the plain lock's (kinds.c, src/core).
+ *
+ * A public lock kind in src/api, on the core's operations.
  */
-#include "internal.h"
+#include "api/api.h"
 
 int rlock_fenced_get(rlock_client *c, const char *name, rlock **out)
 {

@@ -1,5 +1,5 @@
 /*
- * config_file.c: reads Redisson's JSON config (the format of Redisson's
+ * api/config_file.c: reads Redisson's JSON config (the format of Redisson's
  * Config.fromJSON and Config.toJSON) into an rlock_config, with jansson.
  * It and config_keys.c (what each key becomes) are the only library files
  * that include <jansson.h>, through config_file.h.
@@ -16,6 +16,8 @@
  * strings, brackets, colons and commas, which is all it needs on text that
  * jansson has accepted; run up to a parse error's position, it also tells
  * which key's value was being read there.
+ *
+ * Public functions in src/api, beside config.c.
  */
 #include "config_file.h"
 

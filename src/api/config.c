@@ -1,11 +1,14 @@
 /*
- * config.c: the client's settings with Redisson's defaults, and validation.
- * A config is plain data plus a few owned strings (server, credentials,
+ * api/config.c: the client's settings with Redisson's defaults, and
+ * validation. A config is plain data plus a few owned strings (server, credentials,
  * the sentinels' credentials, client name, TLS files): the client deep-copies it at connect time
  * (rlock__config_copy), so the caller may free its own right away.
  * Reading Redisson's JSON files is config_file.c's job.
+ *
+ * Public functions in src/api; the core and the transport read the
+ * settings the client copied.
  */
-#include "internal.h"
+#include "api/api.h"
 #include "io/tls.h"
 
 #include <stdlib.h>

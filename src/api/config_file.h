@@ -1,13 +1,15 @@
 /*
- * config_file.h: what the two halves of the JSON config reader share.
+ * api/config_file.h: what the two halves of the JSON config reader share.
  * config_file.c reads the file and owns the machinery (lines, messages,
  * value checks, the rule engine); config_keys.c says what each of
  * Redisson's keys becomes. Nothing else includes this.
+ *
+ * A header of src/api.
  */
 #ifndef RLOCK_CONFIG_FILE_H
 #define RLOCK_CONFIG_FILE_H
 
-#include "internal.h"
+#include "api/api.h"
 
 #include <jansson.h>
 

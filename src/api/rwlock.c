@@ -1,5 +1,5 @@
 /*
- * rwlock.c: the read-write lock (Redisson's RedissonReadWriteLock).
+ * api/rwlock.c: the read-write lock (Redisson's RedissonReadWriteLock).
  *
  * Both sides live in one hash N: a "mode" field, a read hold count per
  * reader tag and a write hold count under the writer's tag + ":write", plus
@@ -8,8 +8,10 @@
  * every lock function works on it unchanged. Both sides wait on the one
  * channel redisson_rwlock:{N}: a write unlock publishes "1", which wakes
  * every waiter, a read unlock "0", which wakes one.
+ *
+ * Public functions in src/api: a pair of handles over the core's entries.
  */
-#include "internal.h"
+#include "api/api.h"
 
 #include <stdlib.h>
 

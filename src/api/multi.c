@@ -1,5 +1,5 @@
 /*
- * multi.c: several locks taken as one (Redisson's RedissonMultiLock and
+ * api/multi.c: several locks taken as one (Redisson's RedissonMultiLock and
  * RedissonRedLock, facts sheet section 7).
  *
  * Design notes. A multi-lock has no keys of its own: it is a list of
@@ -28,8 +28,11 @@
  * Validity is counted from the start of the successful round: every
  * sub-lock was taken after it, so each key's lease runs until at least
  * then + lease. With the watchdog it is a lower bound that renewals extend.
+ *
+ * Public functions in src/api, built on the per-lock calls of
+ * src/api/lock_sync.c and lock.c.
  */
-#include "internal.h"
+#include "api/api.h"
 
 #include <errno.h>
 #include <stdlib.h>

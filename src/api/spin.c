@@ -1,13 +1,16 @@
 /*
- * spin.c: the spin lock (Redisson's RedissonSpinLock).
+ * api/spin.c: the spin lock (Redisson's RedissonSpinLock).
  *
  * The same hash and owner tag as the plain lock, so the two exclude each
  * other, but no pub/sub at all: a waiter backs off and tries again
  * (src/core/acquire.c), and an unlock publishes nothing. It is for
  * clusters where pub/sub traffic, not the lock, is the bottleneck; the cost
  * is a wake-up latency of up to one back-off step and extra attempts.
+ *
+ * A public lock kind in src/api: its calls drive the core's acquire and
+ * release (core/core.h) like every other kind's.
  */
-#include "internal.h"
+#include "api/api.h"
 
 int rlock_spin_get(rlock_client *c, const char *name, rlock **out)
 {
