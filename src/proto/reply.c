@@ -45,6 +45,16 @@ int rlock__reply_is_noscript(const struct redisReply *r)
            starts_with(r, "NOSCRIPT");
 }
 
+/* Returns an error reply's text ("NOPERM ..."), for a log line or a
+ * refusal's reason; "" for any other reply and for NULL, so that a caller
+ * above src/io need not read hiredis's reply itself. Borrowed from r. */
+const char *rlock__reply_error_text(const struct redisReply *r)
+{
+    if (r == NULL || r->type != REDIS_REPLY_ERROR || r->str == NULL)
+        return "";
+    return r->str;
+}
+
 /* Decodes an acquire reply: returns 1 when acquired (nil), 0 when busy with
  * *ttl set to the holder's PTTL, or a negative RLOCK_E* code. With token
  * set, the fenced form is read instead: {-1, token} when acquired (*token

@@ -165,6 +165,33 @@ static void test_is_noscript_false_for_null(void **state)
     assert_int_equal(rlock__reply_is_noscript(NULL), 0);
 }
 
+/* ------------------------------------------------------------ error_text */
+
+static void test_error_text_is_the_error_reply(void **state)
+{
+    redisReply *r = rb_err("NOPERM this user has no permissions");
+
+    (void)state;
+    assert_string_equal(rlock__reply_error_text(r),
+                        "NOPERM this user has no permissions");
+    rb_free(r);
+}
+
+static void test_error_text_empty_for_string_reply(void **state)
+{
+    redisReply *r = rb_str("NOPERM");
+
+    (void)state;
+    assert_string_equal(rlock__reply_error_text(r), "");
+    rb_free(r);
+}
+
+static void test_error_text_empty_for_null(void **state)
+{
+    (void)state;
+    assert_string_equal(rlock__reply_error_text(NULL), "");
+}
+
 /* --------------------------------------------------------------- acquire */
 
 static void test_fenced_acquire_taken_gives_token(void **state)
@@ -899,6 +926,9 @@ int main(void)
         cmocka_unit_test(test_is_noscript_false_for_other_error),
         cmocka_unit_test(test_is_noscript_false_for_string),
         cmocka_unit_test(test_is_noscript_false_for_null),
+        cmocka_unit_test(test_error_text_is_the_error_reply),
+        cmocka_unit_test(test_error_text_empty_for_string_reply),
+        cmocka_unit_test(test_error_text_empty_for_null),
         cmocka_unit_test(test_acquire_nil_is_acquired),
         cmocka_unit_test(test_acquire_integer_is_busy_with_ttl),
         cmocka_unit_test(test_acquire_large_ttl_keeps_64_bits),
