@@ -1,7 +1,7 @@
 /*
  * ids.c: the text forms of the ids Redisson puts in Redis: owner tags
  * ("<uuid>:<tid>"), version 4 UUIDs in Java's form and hex request ids.
- * Formatting only: the random bytes come from the caller (owner.c reads
+ * Formatting only: the random bytes come from the caller (core/owner.c reads
  * them from the kernel), so the forms are tested with fixed bytes.
  */
 #include "proto.h"

@@ -4,13 +4,13 @@
  * Every kind (facts sheet §2-§6) keeps its holds in a hash named N and
  * changes it only through its own scripts; they differ in their extra keys,
  * their channel, their owner tag and their script arguments. This file is
- * the one place that knows those differences: src/core, watchdog.c and
+ * the one place that knows those differences: src/core (watchdog.c too) and
  * client.c take and release every kind the same way through the call specs
  * built here (rlock__spec), so reentrancy, waiting, retries, the unlock
  * latch, the watchdog and lost-lock signalling are written once.
  *
  * Pure: a lock is described by an rlock__lock_desc (names and settings),
- * never by a client's entry; entry_kinds.c describes an entry.
+ * never by a client's entry; core/entry_kinds.c describes an entry.
  *
  *   kind    channel                     extra keys             owner tag
  *   lock    redisson_lock__channel:{N}  -                      <uuid>:<tid>

@@ -1,13 +1,16 @@
 /*
- * log.c: the log hook (rlock_config_set_log).
+ * core/log.c: the log hook (rlock_config_set_log).
  *
  * rlock prints nothing by itself. A line is formatted only when the hook
  * wants its level, and handed to the hook on an rlock thread with no rlock
  * lock held: the callers of rlock__log promise that (internal.h), and
  * connecting, which runs on the user's thread, queues its lines for the I/O
  * thread with rlock__log_later.
+ *
+ * In src/core: it needs the client's settings and its I/O thread; the
+ * transport reports its failures to its callers, which log them.
  */
-#include "internal.h"
+#include "core/core.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /*
- * notify.c: lost-lock signalling. When a hold is found lost (by the
+ * core/notify.c: lost-lock signalling. When a hold is found lost (by the
  * watchdog, a query, a force unlock, or its owning thread's exit),
  * core/hold.c marks it and queues an event here; the client's notifier thread runs the
  * callbacks. A user callback may be slow or may call back into rlock, so it
@@ -18,8 +18,10 @@
  *
  * Lock order: notifier->mu is the innermost lock, so an event may be queued
  * with any other lock held.
+ *
+ * In src/core: the hold's loss (core/hold.c) ends here, above the transport.
  */
-#include "internal.h"
+#include "core/core.h"
 
 #include <stdlib.h>
 #include <string.h>

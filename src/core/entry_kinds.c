@@ -1,11 +1,13 @@
 /*
- * entry_kinds.c: a lock entry's script calls. proto/kinds.c knows what each
- * kind sends, given a description of the lock; this file describes an
+ * core/entry_kinds.c: a lock entry's script calls. proto/kinds.c knows what
+ * each kind sends, given a description of the lock; this file describes an
  * entry (its kind and names, its client's id and settings, the wall
  * clock) and hands back proto's spec, so the core calls stay in terms of
  * entries.
+ *
+ * In src/core: it turns an entry into proto's terms, for the operations.
  */
-#include "internal.h"
+#include "core/core.h"
 
 static void describe(rlock__lock_desc *d, const rlock__entry *e)
 {

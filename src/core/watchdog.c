@@ -1,5 +1,5 @@
 /*
- * watchdog.c: keeps the leases of held locks alive (Redisson's
+ * core/watchdog.c: keeps the leases of held locks alive (Redisson's
  * LockRenewalScheduler, 3.44+).
  *
  * Design notes. One timer per client, on the I/O thread, fires every third
@@ -17,6 +17,9 @@
  * judged on CLOCK_MONOTONIC. Replies are matched to holds by epoch, so a
  * reply that arrives after the hold was released, and maybe taken again,
  * changes nothing.
+ *
+ * In src/core: the renewal operation, driven by a timer of the I/O thread;
+ * it sends through the request layer and settles holds through core/hold.c.
  */
 #include "core/core.h"
 

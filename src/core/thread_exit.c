@@ -1,6 +1,6 @@
 /*
- * thread_exit.c: holds whose owning thread exited. Nobody can unlock such a
- * hold (only its owner may), so renewing it would keep the lock forever. The
+ * core/thread_exit.c: holds whose owning thread exited. Nobody can unlock
+ * such a hold (only its owner may), so renewing it would keep the lock forever. The
  * first time a thread takes a lock through a client it is registered with
  * that client; when the thread exits, a pthread key's destructor marks the
  * thread's holds lost (RLOCK_LOST_ABANDONED): the watchdog stops renewing
@@ -23,6 +23,8 @@
  * A live thread's list keeps recs of freed clients until the thread
  * registers again (they are pruned then) or exits; the freeing thread's
  * own are pruned at once.
+ *
+ * In src/core: it marks holds lost through core/hold.c.
  */
 #include "core/core.h"
 

@@ -1,5 +1,5 @@
 /*
- * pubsub.c: the client's one subscriber connection and its channels.
+ * core/pubsub.c: the client's one subscriber connection and its channels.
  *
  * Design notes. Waiting threads never poll: they wait for an unlock message
  * on the lock's channel (Redisson's LockPubSub). All local waiters of one
@@ -44,11 +44,13 @@
  * Messages (facts sheet 1.4): "0" wakes one waiter per entry, "1" wakes all.
  * When the connection drops, messages published meanwhile are lost, so on
  * resubscription every waiter is woken to re-try its acquire.
+ *
+ * In src/core: the channel table is tied to the entries (core/entry.c); it
+ * drives a subscriber link of src/io and reads replies through proto.
  */
 #include "core/core.h"
 #include "io/link.h"
 
-#include <hiredis/hiredis.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -441,7 +443,7 @@ static void on_subscribe_reply(rlock__link *l, int status,
             rlock__entry_set_subscribed(ch->entries[i], true, ch->missed);
         ch->missed = false;
     } else if (status == RLOCK_OK) {
-        note_refusal(ps, ch, reply->str);
+        note_refusal(ps, ch, rlock__reply_error_text(reply));
         refuse(ps, ch);
     } else {
         /* a closed link is retried from on_closed, which comes next; a

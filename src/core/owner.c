@@ -1,5 +1,5 @@
 /*
- * owner.c: who a lock belongs to. The client UUID, per-thread ids, random
+ * core/owner.c: who a lock belongs to. The client UUID, per-thread ids, random
  * request ids for the unlock latch, and the monotonic clock all timing uses.
  * Their text forms are proto's (proto/ids.c); this file supplies the
  * randomness, the counters and the clocks.
@@ -10,8 +10,11 @@
  * thread instead takes the next value of a process-wide counter on first
  * use. The counter is the one piece of global state in the library: ids must
  * be unique across every client of the process, as Java's are.
+ *
+ * In src/core, not proto: it holds the process's one counter and a
+ * thread-local id, and reads the kernel's randomness and clocks.
  */
-#include "internal.h"
+#include "core/core.h"
 
 #include <string.h>
 #include <sys/random.h>
