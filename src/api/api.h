@@ -1,11 +1,50 @@
 /*
  * api/api.h: what the files of src/api share: the public functions are
- * thin drivers of the core's operations (core/core.h).
+ * thin drivers of the core's operations (core/core.h): the handles, the
+ * blocking and async drivers, the lock kinds, multi-locks, the config and
+ * its file reader, the statistics and the admin calls.
  */
 #ifndef RLOCK_API_API_H
 #define RLOCK_API_API_H
 
 #include "core/core.h"
+
+/* The longest lease accepted: far beyond any real use, and far from the
+ * overflow Redis checks for in PEXPIRE. */
+#define RLOCK__LEASE_MAX ((int64_t)1 << 50)
+
+/* A handle: one user's view of an entry (lock.c). A handle still open when
+ * its client is freed is closed (rlock__handles_close, in internal.h while
+ * client.c needs it): client and entry become NULL, and every call but
+ * rlock_kind(), rlock_name() and rlock_free() answers RLOCK_ECLOSED. */
+struct rlock {
+    rlock_client *client; /* NULL once closed */
+    rlock__entry *entry;  /* referenced; NULL once closed */
+    int kind;             /* RLOCK_KIND_* */
+    char *name;           /* owned: outlives the client */
+    struct rlock *next, **prev; /* the client's handles (entries_mu) */
+    bool borrowed; /* owned by an rlock_rw: rlock_free() leaves it */
+    /* spin lock back-off (rlock_spin_set_backoff) */
+    int64_t spin_initial_ms;
+    int64_t spin_max_ms;
+    int spin_multiplier;
+};
+
+int rlock__handle_new(rlock_client *c, int kind, const char *name,
+                      rlock **out);
+void rlock__handle_free(rlock *l);
+int rlock__handle_check(const rlock *l);
+
+/* For multi.c (lock_sync.c, lock.c). rlock__trylock_ex() is rlock_trylock()
+ * that also returns a fenced lock's token (token may be NULL) and, when
+ * bounded, never lets one Redis round trip outlast the wait (a Redlock's
+ * per-server share: a stalled server costs its share, not a command
+ * timeout). rlock__set_lease() PEXPIREs a lock the calling thread holds to
+ * lease_ms and makes that the lease its inner unlocks restore
+ * (RedissonMultiLock after newLease). */
+int rlock__trylock_ex(rlock *l, int64_t wait_ms, int64_t lease_ms,
+                      int64_t *token, bool bounded);
+int rlock__set_lease(rlock *l, int64_t lease_ms);
 
 /* Hands an async call's completion to its consumer: queued for the user's
  * loop when one is attached, else run here (completions.c). Any thread. */

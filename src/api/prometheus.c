@@ -14,7 +14,7 @@
  * plus +Inf. Powers of two are bucket bounds (core/stats.c), so each
  * cumulative count is exact, not interpolated.
  */
-#include "internal.h"
+#include "api/api.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -7,7 +7,7 @@
  * knows, one built against a newer header gets zeros in the fields this
  * library does not know, and size says how much was filled.
  */
-#include "internal.h"
+#include "api/api.h"
 
 #include <string.h>
 

@@ -12,8 +12,14 @@
  *   API (src/api/lock_sync.c) drives them on the calling thread, the async
  *   API (src/api/lock_async.c) on the I/O thread.
  *
- * The files below src/core still reach the client and the requests through
- * internal.h while issue 13 sorts the rest into layers.
+ * - entry_kinds.c describes an entry to proto's lock kinds; pubsub.c keeps
+ *   the channels the entries wait on; watchdog.c renews holds; notify.c
+ *   runs the lost-lock callbacks; thread_exit.c loses a dead thread's
+ *   holds; owner.c gives ids and clocks; log.c is the log hook.
+ *
+ * The files below src/core still reach the client, the requests and the
+ * I/O thread through internal.h (the files still directly in src/ own
+ * them), while issue 13 sorts the rest into layers.
  */
 #ifndef RLOCK_CORE_H
 #define RLOCK_CORE_H
@@ -239,5 +245,70 @@ int rlock__give_back_all(rlock__entry *e, uint64_t owner, int count,
                          int64_t lease_ms,
                          void (*fn)(rlock__req *r, void *arg), void *arg);
 void rlock__log_unannounced(rlock_client *c, const char *name);
+
+
+/* ----------------------------------------------------- entry_kinds.c */
+
+/* An entry's script calls: proto's rlock__kind_* for the entry's kind,
+ * names and client settings (rlock__spec_clear() frees what they made).
+ * The release spec and rlock__req_from_spec are in internal.h while
+ * command.c needs them. */
+void rlock__kind_owner_tag(char out[RLOCK__TAG_MAX], const rlock__entry *e,
+                           uint64_t owner);
+int rlock__kind_names(rlock__entry *e, const char *waiter);
+int rlock__spec_acquire(rlock__spec *s, const rlock__entry *e, uint64_t owner,
+                        int64_t lease_ms, int64_t wait_ms, bool try_once);
+int rlock__spec_drop(rlock__spec *s, const rlock__entry *e, uint64_t owner);
+int rlock__spec_drop_phantom(rlock__spec *s, const rlock__entry *e,
+                             uint64_t owner, int known);
+int rlock__spec_force(rlock__spec *s, const rlock__entry *e);
+int rlock__spec_give_up(rlock__spec *s, const rlock__entry *e, uint64_t owner,
+                        int64_t wait_ms);
+int rlock__spec_is_locked(rlock__spec *s, const rlock__entry *e);
+
+/* ---------------------------------------------------------- pubsub.c */
+
+/* The client's subscriber (its type and rlock__pubsub_assume_refused are
+ * in internal.h while client.c and acl.c need them). */
+int rlock__pubsub_new(rlock__pubsub **out, rlock_client *c);
+void rlock__pubsub_free(rlock__pubsub *ps);
+void rlock__pubsub_shutdown(rlock__pubsub *ps);
+int rlock__pubsub_sync(rlock__entry *e);
+
+/* -------------------------------------------------------- watchdog.c */
+
+int rlock__watchdog_new(rlock__watchdog **out, rlock_client *c);
+void rlock__watchdog_start(rlock__watchdog *wd);
+void rlock__watchdog_shutdown(rlock__watchdog *wd);
+void rlock__watchdog_free(rlock__watchdog *wd);
+
+/* ---------------------------------------------------------- notify.c */
+
+int rlock__notifier_new(rlock__notifier **out);
+void rlock__notifier_free(rlock__notifier *n);
+bool rlock__notifier_on_thread(const rlock__notifier *n);
+/* Loss events (core/hold.c marks holds lost and posts them): reg is the
+ * registration of the lock's callback cb when the hold was lost. Any
+ * thread; any lock may be held. */
+void rlock__notifier_post(rlock__notifier *n, const char *name,
+                          uint64_t owner, uint64_t hold, int reason,
+                          rlock_lost_cb cb, void *arg, uint64_t reg);
+/* A lock callback's new registration number (0 is none). */
+uint64_t rlock__notifier_new_reg(void);
+/* Replacing the lock callback of registration old (rlock_on_lost): begin
+ * returns 0 with the notifier's mutex held and old's queued events
+ * stripped, or RLOCK_EDEADLK (nothing changed) when it would have to wait
+ * for old's running call on the I/O thread; end waits until old no longer
+ * runs and lets go of the mutex. */
+int rlock__notifier_replace_begin(rlock__notifier *n, rlock_client *c,
+                                  uint64_t old);
+void rlock__notifier_replace_end(rlock__notifier *n, uint64_t old);
+
+/* ----------------------------------------------------- thread_exit.c */
+
+int rlock__threads_init(rlock_client *c);
+void rlock__threads_close(rlock_client *c);
+void rlock__threads_destroy(rlock_client *c);
+int rlock__thread_watch(rlock_client *c);
 
 #endif

@@ -14,7 +14,7 @@
  * the operation and empties it after, so a failure is never explained by an
  * older one, whichever thread made it.
  */
-#include "internal.h"
+#include "proto/proto.h"
 #include "io/io.h"
 #include "io/tls.h"
 

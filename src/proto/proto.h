@@ -43,6 +43,13 @@
 
 struct redisReply;
 
+/* printf-style argument checks for every layer's formatting functions. */
+#if defined(__GNUC__)
+#define RLOCK__PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define RLOCK__PRINTF(f, a)
+#endif
+
 /* ---------------------------------------------------------------- alloc.c */
 
 /* Each allocation names the function it is made in, so that a test can

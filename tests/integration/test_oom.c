@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "internal.h"
+#include "proto/proto.h"
 #include "lock_testing.h"
 
 #define LT_SUITE "oom"

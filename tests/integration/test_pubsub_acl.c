@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "core/core.h" /* the churn tests drive entries' waiters */
+#include "api/api.h" /* the churn tests drive a handle's entry's waiters */
 #include "lock_testing.h"
 #include "rlock.h"
 

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "internal.h"
+#include "core/stats.h"
 
 static json_t *histogram_json(const rlock_histogram *h)
 {

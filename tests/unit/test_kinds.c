@@ -14,7 +14,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "internal.h"
+#include "core/core.h"
 
 /* Returns the highest literal N in "<array>[N]" in sc's body (0: none). */
 static int highest_index(const rlock__script *sc, const char *array)
