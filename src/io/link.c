@@ -601,6 +601,11 @@ bool rlock__link_is_up(const rlock__link *l)
     return l != NULL && l->state == UP;
 }
 
+bool rlock__link_failed(const rlock__link *l)
+{
+    return l == NULL || l->state == FAILED || l->freed;
+}
+
 size_t rlock__link_pending(const rlock__link *l)
 {
     size_t n = 0;

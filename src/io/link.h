@@ -2,11 +2,11 @@
  * link.h: the transport rlock owns: one connection to one Redis server.
  *
  * Moving the library onto it (issue 13): pubsub.c's subscriber is a
- * subscriber rlock__link; direct.c's connections, the connect-time check
- * (client.c, acl.c) and the rlock tool's (src/api/admin.c) are
- * rlock__link_syncs; conn.c and command.c still use hiredis 0.14's async
- * context, the next step being their move onto rlock__link. The module's
- * own tests are tests/integration/test_link.c and test_link_sync.c.
+ * subscriber rlock__link, and the I/O thread's command connections
+ * (io/conn.c, used by command.c) own one rlock__link each; direct.c's
+ * connections, the connect-time check (client.c, acl.c) and the rlock
+ * tool's (src/api/admin.c) are rlock__link_syncs. The module's own tests
+ * are tests/integration/test_link.c and test_link_sync.c.
  *
  * Two ways to drive a connection, sharing the connect, the handshake and the
  * byte stream (wire.c):
@@ -180,6 +180,12 @@ int rlock__link_subscribe(rlock__link *l, const char *verb, int n,
 
 /* True once the handshake is done and until the link fails. */
 bool rlock__link_is_up(const rlock__link *l);
+
+/* True once the link failed or was freed: no request will be answered
+ * any more. Inside a reply callback with RLOCK_ETIMEDOUT, it tells the
+ * connect's deadline (true: no late callback follows) from the request's
+ * own (false: its late callback, if any, is still to come). */
+bool rlock__link_failed(const rlock__link *l);
 
 /* Requests sent and not yet answered, timed-out ones included. */
 size_t rlock__link_pending(const rlock__link *l);
