@@ -130,6 +130,15 @@ static int link_opts_init(rlock_client *c)
     o->db = c->uri.db;
     o->client_name = c->cfg.client_name;
     o->connect_timeout_ms = c->cfg.connect_timeout_ms;
+    /* A command link owing a reply and hearing nothing for this long is
+     * taken for half-open and replaced. Closing it loses its late replies,
+     * and with them the give-back of an acquire that ran after its caller
+     * gave up (a stopped or paused server looks half-open too), so it is
+     * the longer of an unlock latch's life and a watchdog timeout: the
+     * scale at which Redisson's connection ping gives up too. */
+    o->stale_ms = c->latch_ms > c->cfg.watchdog_timeout_ms
+                      ? c->latch_ms
+                      : c->cfg.watchdog_timeout_ms;
     if (c->uri.tls) {
         rlock__tls_settings ts;
         rlock__config_tls(&c->cfg, &ts);
@@ -141,8 +150,8 @@ static int link_opts_init(rlock_client *c)
     return RLOCK_OK;
 }
 
-/* Runs on the I/O thread when the loop stops: nothing may touch a hiredis
- * context after this. */
+/* Runs on the I/O thread when the loop stops: nothing may touch a link
+ * after this. */
 static void on_loop_stop(void *arg)
 {
     rlock_client *c = arg;
@@ -221,10 +230,8 @@ int rlock_client_connect_with(rlock_client **out, const char *uri,
     int rc = copied;
     if (rc == 0)
         rc = rlock__uri_parse(uri, &c->uri);
-    /* rediss:// parses, and every connection but the I/O thread's command
-     * connections (conn.c, still hiredis 0.14's async ones, without TLS)
-     * would carry it: say so rather than talk plain text to a TLS port.
-     * Those moving onto rlock__link (issue 13) lifts this. */
+    /* rediss:// parses, and every connection now carries it; it stays
+     * refused until it is proven end to end (the next change) */
     if (rc == 0 && c->uri.tls)
         rc = RLOCK_ENOTSUP;
     /* redis+sentinel:// parses and has its settings; following a master
@@ -253,7 +260,8 @@ int rlock_client_connect_with(rlock_client **out, const char *uri,
         c->conns = rlock__calloc((size_t)c->cfg.connections, sizeof(*c->conns));
         rc = c->conns ? RLOCK_OK : RLOCK_ENOMEM;
         for (int i = 0; rc == 0 && i < c->cfg.connections; i++)
-            rlock__conn_init(&c->conns[i], c);
+            rlock__conn_init(&c->conns[i], rlock__loop_ev(c->loop),
+                             c->link_opts, rlock__req_conn_event, c);
     }
     if (rc == 0)
         rc = rlock__direct_new(&c->direct, c, c->cfg.connections);

@@ -7,23 +7,25 @@
  * and either handed to on_reply (internal users such as the watchdog) or
  * signalled to a blocked caller through mu/cv.
  *
- * Scripts go out as EVALSHA. A NOSCRIPT reply (Redis restarted, or SCRIPT
- * FLUSH) makes the I/O thread send SCRIPT LOAD with the body and the same
- * EVALSHA again behind it, on the same connection, before the caller sees
- * anything. Never EVAL: an operator may have renamed it away and left
- * EVALSHA and SCRIPT LOAD, which connecting checked. A second NOSCRIPT is
- * the call's answer.
+ * On the I/O thread a request goes out on one of the client's command
+ * connections (src/io/conn.h), which owns the transport's side of it: the
+ * deadline (the caller's, or a command timeout from being sent), EVALSHA
+ * with SCRIPT LOAD on NOSCRIPT, reconnecting on demand and authenticating
+ * afresh after NOAUTH.
  *
- * A blocked caller waits at most its timeout. If the reply comes later, the
- * request is "abandoned" and its result dropped, with one exception: an
- * acquire that succeeded after its caller gave up would leave a lock nobody
- * knows it holds, so the I/O thread gives that hold back at once.
+ * A reply nobody will see. A blocked caller waits at most until its
+ * deadline; the connection gives up on the request at that same deadline.
+ * Whichever is first, a reply that comes after the caller stopped waiting
+ * is dropped, with one exception: an acquire that succeeded after its
+ * caller gave up would leave a lock nobody knows it holds, so the I/O
+ * thread gives that hold back at once. The reply reaches us either as the
+ * request's completion (the caller's wait ended first: the request is
+ * "abandoned") or as the connection's late reply (its deadline passed
+ * first); both go through give_back_if_taken().
  */
 #include "internal.h"
 
 #include <errno.h>
-#include <hiredis/async.h>
-#include <hiredis/hiredis.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +51,8 @@ rlock__req *rlock__req_new(rlock_client *c, const rlock__script *script,
     r->argc = argc;
     r->conn = -1;
     r->task.run = run_task;
+    r->layout.argv = r->layout.inline_argv;
+    r->layout.lens = r->layout.inline_lens;
     r->argv = rlock__calloc((size_t)argc + 1, sizeof(*r->argv));
     r->argvlen = rlock__calloc((size_t)argc + 1, sizeof(*r->argvlen));
     r->nrenew = numkeys; /* one reply per key, unless told otherwise */
@@ -88,6 +92,7 @@ void rlock__req_unref(rlock__req *r)
     free(r->argvlen);
     free(r->renewed);
     free(r->latch_del);
+    rlock__command_clear(&r->layout);
     if (r->lock_entry != NULL)
         rlock__entry_unref(r->lock_entry);
     pthread_mutex_destroy(&r->mu);
@@ -133,6 +138,14 @@ void rlock__req_give_back(rlock__req *acq)
     rlock__req_unref(r);
 }
 
+/* An acquire whose caller will never see its outcome: gives the hold back
+ * if it took one (see the file comment). */
+static void give_back_if_taken(rlock__req *acq, bool taken)
+{
+    if (taken)
+        rlock__req_give_back(acq);
+}
+
 /* Records the outcome and hands it to its consumer; drops the in-flight
  * reference. */
 static void complete(rlock__req *r, int status)
@@ -149,9 +162,8 @@ static void complete(rlock__req *r, int status)
     bool abandoned = r->abandoned;
     pthread_cond_signal(&r->cv);
     pthread_mutex_unlock(&r->mu);
-    if (abandoned && r->kind == RLOCK__REPLY_ACQUIRE && r->status == 0 &&
-        r->nil)
-        rlock__req_give_back(r);
+    if (abandoned && r->kind == RLOCK__REPLY_ACQUIRE && r->status == 0)
+        give_back_if_taken(r, r->nil);
     /* the latch has done its job once its caller has the reply; a caller
      * that gave up will retry under the same latch, so it must stay */
     if (!abandoned && r->latch_del != NULL && r->status == 0 &&
@@ -163,7 +175,7 @@ static void complete(rlock__req *r, int status)
 }
 
 /* Decodes reply into r's result fields by r's kind. */
-void rlock__req_decode(rlock__req *r, const redisReply *reply)
+void rlock__req_decode(rlock__req *r, const struct redisReply *reply)
 {
     int rc;
     rlock__stats_count(r->client->stats, RLOCK__STAT_ROUND_TRIPS);
@@ -195,35 +207,6 @@ void rlock__req_decode(rlock__req *r, const redisReply *reply)
     }
 }
 
-static int issue(rlock__req *r, redisAsyncContext *ac);
-
-static void on_reply(redisAsyncContext *ac, void *reply_, void *privdata)
-{
-    rlock__req *r = privdata;
-    redisReply *reply = reply_;
-    if (reply == NULL) {
-        complete(r, atomic_load(&r->client->closing) ? RLOCK_ECLOSED
-                                                     : RLOCK_ECONN);
-        return;
-    }
-    if (r->script != NULL && !r->reloaded && rlock__reply_is_noscript(reply)) {
-        r->reloaded = true;
-        rlock__req_note_reload(r);
-        const char *argv[3] = {"SCRIPT", "LOAD", (const char *)r->script->body};
-        size_t lens[3] = {6, 4, r->script->len};
-        /* its reply is not needed: the EVALSHA behind it tells */
-        if (redisAsyncCommandArgv(ac, NULL, NULL, 3, argv, lens) != REDIS_OK ||
-            issue(r, ac) != 0)
-            complete(r, RLOCK_ECONN);
-        return;
-    }
-    rlock__req_decode(r, reply);
-    if (r->status == RLOCK_EAUTH)
-        redisAsyncDisconnect(ac); /* the password changed: AUTH again on
-                                     the next connection */
-    complete(r, 0);
-}
-
 /* Counts and logs that r's script was not in the server's cache and is
  * being loaded again. Any thread, with no rlock lock held. */
 void rlock__req_note_reload(rlock__req *r)
@@ -235,6 +218,44 @@ void rlock__req_note_reload(rlock__req *r)
                      "(NOSCRIPT: a restart, a failover or SCRIPT FLUSH): "
                      "loading it again",
                      r->script->name);
+}
+
+/* What a command connection of client arg tells (io/conn.h): counted and
+ * logged. I/O thread. */
+void rlock__req_conn_event(rlock__conn *cn, rlock__conn_event ev,
+                           rlock__conn_cmd *cmd, const char *why, void *arg)
+{
+    rlock_client *c = arg;
+    int i = (int)(cn - c->conns);
+    switch (ev) {
+    case RLOCK__CONN_CONNECTED:
+        rlock__log(c, RLOCK_LOG_DEBUG, "command connection %d connected", i);
+        break;
+    case RLOCK__CONN_RECONNECTED:
+        rlock__stats_count(c->stats, RLOCK__STAT_RECONNECTS);
+        rlock__log(c, RLOCK_LOG_INFO, "command connection %d reconnected", i);
+        break;
+    case RLOCK__CONN_FAILED:
+        rlock__log(c, RLOCK_LOG_DEBUG,
+                   "command connection %d could not connect: %s", i, why);
+        break;
+    case RLOCK__CONN_LOST:
+        rlock__log(c, RLOCK_LOG_INFO,
+                   "command connection %d lost (%s): reconnecting with the "
+                   "next command",
+                   i, why);
+        break;
+    case RLOCK__CONN_RETIRED:
+        rlock__log(c, RLOCK_LOG_INFO,
+                   "command connection %d closed to authenticate again (%s): "
+                   "reconnecting with the next command",
+                   i, why != NULL ? why : "refused");
+        break;
+    case RLOCK__CONN_RELOADING:
+        rlock__req_note_reload(
+            (rlock__req *)((char *)cmd - offsetof(rlock__req, cmd)));
+        break;
+    }
 }
 
 /* Lays out r as one command: EVALSHA sha numkeys args..., or the plain
@@ -282,33 +303,69 @@ void rlock__command_clear(rlock__command *cmd)
     cmd->lens = cmd->inline_lens;
 }
 
-/* Writes r onto ac; returns 0 or RLOCK_ECONN. */
-static int issue(rlock__req *r, redisAsyncContext *ac)
+/* The connection's answer (io/conn.h's statuses). */
+static void on_done(rlock__conn_cmd *cmd, int status, struct redisReply *reply)
 {
-    rlock__command cmd;
-    int n = rlock__req_command(r, &cmd);
-    if (n < 0)
-        return RLOCK_ECONN;
-    int rc = redisAsyncCommandArgv(ac, on_reply, r, n, cmd.argv, cmd.lens) ==
-                     REDIS_OK
-                 ? RLOCK_OK
-                 : RLOCK_ECONN;
-    rlock__command_clear(&cmd);
-    return rc;
+    rlock__req *r = (rlock__req *)((char *)cmd - offsetof(rlock__req, cmd));
+    bool late_owed = cmd->late != NULL && status == RLOCK_ETIMEDOUT;
+    bool late_ref = cmd->late != NULL;
+    if (status == RLOCK_OK)
+        rlock__req_decode(r, reply);
+    else if (status == RLOCK_ECONN && atomic_load(&r->client->closing))
+        status = RLOCK_ECLOSED;
+    complete(r, status);
+    if (late_ref && !late_owed)
+        rlock__req_unref(r); /* the late reference: no late reply comes */
 }
 
-/* Sends r on one of the client's command connections. I/O thread only. */
+/* An acquire's reply after the connection gave up on it (or NULL: none
+ * will come). Drops the late reference. */
+static void on_late(rlock__conn_cmd *cmd, struct redisReply *reply)
+{
+    rlock__req *r = (rlock__req *)((char *)cmd - offsetof(rlock__req, cmd));
+    int64_t ttl, token;
+    bool fenced = r->script == &rlock__script_fenced_acquire;
+    if (reply != NULL)
+        give_back_if_taken(r, rlock__reply_acquire(reply, &ttl,
+                                                   fenced ? &token : NULL) ==
+                                  1);
+    rlock__req_unref(r);
+}
+
+/* Sends r on one of the client's command connections. Takes the in-flight
+ * reference. I/O thread only. */
 void rlock__req_dispatch(rlock__req *r)
 {
-    rlock__conn *cn = r->conn >= 0 ? &r->client->conns[r->conn]
-                                   : rlock__client_pick_conn(r->client);
-    int rc = rlock__conn_ensure(cn);
-    if (rc == 0 && cn->ac == NULL)
-        rc = RLOCK_ECONN;
-    if (rc == 0)
-        rc = issue(r, cn->ac);
-    if (rc != 0)
+    rlock_client *c = r->client;
+    rlock__conn *cn = r->conn >= 0 ? &c->conns[r->conn]
+                                   : rlock__client_pick_conn(c);
+    rlock__command_clear(&r->layout);
+    int n = rlock__req_command(r, &r->layout);
+    if (n < 0) {
+        complete(r, RLOCK_ENOMEM);
+        return;
+    }
+    r->cmd = (rlock__conn_cmd){
+        .argc = n,
+        .argv = r->layout.argv,
+        .lens = r->layout.lens,
+        .script = r->script,
+        .deadline_ms = r->deadline_ms != 0
+                           ? r->deadline_ms
+                           : rlock__now_ms() + c->cfg.command_timeout_ms,
+        .done = on_done,
+        /* the one late reply that matters: a hold nobody knows about */
+        .late = r->kind == RLOCK__REPLY_ACQUIRE ? on_late : NULL,
+    };
+    bool late_ref = r->cmd.late != NULL;
+    if (late_ref)
+        atomic_fetch_add(&r->refs, 1); /* the late reference */
+    int rc = rlock__conn_send(cn, &r->cmd);
+    if (rc != 0) {
+        if (late_ref) /* never used; ours and the in-flight one remain */
+            atomic_fetch_sub(&r->refs, 1);
         complete(r, rc);
+    }
 }
 
 static void run_task(rlock__task *t, int status)
@@ -355,6 +412,7 @@ int rlock__req_call(rlock__req *r, int64_t timeout_ms)
     if (rlock__direct_call(r->client->direct, r, timeout_ms, &rc))
         return rc; /* done on this thread, on an idle direct connection */
     int64_t deadline = rlock__now_ms() + timeout_ms;
+    r->deadline_ms = deadline; /* the connection gives up then too */
     rlock__req_send(r);
     return rlock__req_wait(r, deadline);
 }

@@ -9,8 +9,8 @@
  * core/core.h and api/api.h, which includes core/core.h, which includes
  * this. Nothing here is API.
  *
- * Threads. A client has one I/O thread (ioloop.c) that alone touches hiredis
- * contexts, the channel table and the watchdog timer. User threads talk to it
+ * Threads. A client has one I/O thread (ioloop.c) that alone touches its
+ * links (src/io), the channel table and the watchdog timer. User threads talk to it
  * by submitting tasks (rlock__loop_submit) and, for blocking calls, waiting
  * on the request's condition variable (command.c).
  *
@@ -29,6 +29,7 @@
 
 #include "rlock.h"
 #include "core/stats.h"
+#include "io/conn.h"
 #include "proto/proto.h"
 
 #include <pthread.h>
@@ -37,8 +38,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
-
-struct redisAsyncContext;
 
 /* ---------------------------------------------------------------- owner.c */
 
@@ -138,7 +137,6 @@ void rlock__loop_free(rlock__loop *loop);
 bool rlock__loop_on_thread(const rlock__loop *loop);
 struct ev_loop;
 struct ev_loop *rlock__loop_ev(rlock__loop *loop);
-int rlock__loop_attach(rlock__loop *loop, struct redisAsyncContext *ac);
 
 rlock__timer *rlock__timer_new(rlock__loop *loop, void (*fn)(void *),
                                void *arg);
@@ -154,26 +152,17 @@ void rlock__fdwatch_start(rlock__fdwatch *fw);
 void rlock__fdwatch_stop(rlock__fdwatch *fw);
 void rlock__fdwatch_free(rlock__fdwatch *fw);
 
-/* ----------------------------------------------------------------- conn.c */
-
-typedef enum {
-    RLOCK__CONN_DOWN,
-    RLOCK__CONN_CONNECTING,
-    RLOCK__CONN_UP
-} rlock__conn_state;
-
-typedef struct rlock__conn {
-    rlock_client *client;
-    struct redisAsyncContext *ac; /* NULL while down */
-    rlock__conn_state state;
-    bool was_up; /* it connected before: the next connect is a reconnect */
-} rlock__conn;
-
-void rlock__conn_init(rlock__conn *cn, rlock_client *c);
-int rlock__conn_ensure(rlock__conn *cn);
-void rlock__conn_close(rlock__conn *cn);
-
 /* -------------------------------------------------------------- command.c */
+
+/* One request laid out as a command (rlock__req_command()). */
+#define RLOCK__COMMAND_INLINE 16
+typedef struct rlock__command {
+    const char **argv;
+    size_t *lens;
+    const char *inline_argv[RLOCK__COMMAND_INLINE];
+    size_t inline_lens[RLOCK__COMMAND_INLINE];
+    char numkeys[16];
+} rlock__command;
 
 typedef struct rlock__req rlock__req;
 struct rlock__req {
@@ -182,10 +171,14 @@ struct rlock__req {
     rlock_client *client;
     rlock__reply_kind kind;
     const rlock__script *script; /* NULL: a plain command */
-    bool reloaded; /* NOSCRIPT seen: the script was loaded again */
+    bool reloaded; /* direct.c: NOSCRIPT seen, the script loaded again */
     char *latch_del; /* unlock: latch key the I/O thread DELs once the
                         reply reached its caller (owned) */
     int conn;                    /* command connection index, -1: any */
+    /* monotonic; 0: a command timeout from when the I/O thread sends it */
+    int64_t deadline_ms;
+    rlock__conn_cmd cmd;   /* I/O thread: the send (io/conn.h) */
+    rlock__command layout; /* cmd's argv */
     int numkeys;
     int argc;
     char **argv; /* owned copies */
@@ -215,16 +208,6 @@ struct rlock__req {
     bool abandoned;
 };
 
-/* One request laid out as a command (rlock__req_command()). */
-#define RLOCK__COMMAND_INLINE 16
-typedef struct rlock__command {
-    const char **argv;
-    size_t *lens;
-    const char *inline_argv[RLOCK__COMMAND_INLINE];
-    size_t inline_lens[RLOCK__COMMAND_INLINE];
-    char numkeys[16];
-} rlock__command;
-
 rlock__req *rlock__req_new(rlock_client *c, const rlock__script *script,
                            rlock__reply_kind kind, int numkeys, int argc,
                            const char *const *argv);
@@ -242,6 +225,8 @@ rlock__req *rlock__give_back_new(rlock__req *acq);
 void rlock__req_give_back(rlock__req *acq);
 void rlock__req_decode(rlock__req *r, const struct redisReply *reply);
 void rlock__req_note_reload(rlock__req *r);
+void rlock__req_conn_event(rlock__conn *cn, rlock__conn_event ev,
+                           rlock__conn_cmd *cmd, const char *why, void *arg);
 int rlock__req_command(const rlock__req *r, rlock__command *cmd);
 void rlock__command_clear(rlock__command *cmd);
 

@@ -1,9 +1,10 @@
 /*
- * ioloop.c: the client's I/O thread. The only file that includes <ev.h> and
- * hiredis's libev adapter.
+ * ioloop.c: the client's I/O thread: its ev_loop, the submit queue, timers
+ * and fd watchers.
  *
  * Design notes. One thread per client runs a private ev_loop. It alone
- * touches hiredis contexts, so none of them needs a lock. Other threads hand
+ * touches the links (src/io) that run on that loop, so none of them needs
+ * a lock. Other threads hand
  * it work by appending an rlock__task to a mutex-protected queue and calling
  * ev_async_send(). libev merges wake-ups, so every wake-up drains the whole
  * queue (the same contract as libuv's uv_async_t).
@@ -14,15 +15,13 @@
  * A task submitted after that fails at once. Every task's run() is therefore
  * called exactly once.
  *
- * The thread blocks every signal: hiredis writes to sockets with write(2),
- * and a SIGPIPE from a server that went away must become EPIPE, not the
- * death of the user's process.
+ * The thread blocks every signal: a SIGPIPE from a server that went away
+ * must become EPIPE, not the death of the user's process (the links write
+ * with MSG_NOSIGNAL already; a user's callback on this thread may not).
  */
 #include "internal.h"
 
 #include <ev.h>
-#include <hiredis/adapters/libev.h>
-#include <hiredis/async.h>
 #include <signal.h>
 #include <stdlib.h>
 
@@ -181,13 +180,6 @@ bool rlock__loop_on_thread(const rlock__loop *loop)
 struct ev_loop *rlock__loop_ev(rlock__loop *loop)
 {
     return loop->ev;
-}
-
-/* Attaches a hiredis async context to the loop. Returns 0 or RLOCK_ECONN.
- * Thread-safety: I/O thread only. */
-int rlock__loop_attach(rlock__loop *loop, redisAsyncContext *ac)
-{
-    return redisLibevAttach(loop->ev, ac) == REDIS_OK ? RLOCK_OK : RLOCK_ECONN;
 }
 
 static void on_timer(struct ev_loop *ev, ev_timer *w, int revents)

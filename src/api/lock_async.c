@@ -7,15 +7,16 @@
  *
  * Design notes. An async call lives on the client's I/O thread and never
  * blocks it. Its machine's steps become: "send" a request whose reply
- * comes to on_reply, with a timer for the reply's deadline; "wait" the same
- * timer, ended early by the waiter's kick when an unlock message or the
- * subscription comes (core/entry.c); "done" the completion, delivered by
- * completions.c. A cancel or the client's closing is fed to the machine.
+ * comes to on_reply, by its deadline (the command connection enforces it:
+ * no reply in time is RLOCK_ETIMEDOUT); "wait" a timer, ended early by the
+ * waiter's kick when an unlock message or the subscription comes
+ * (core/entry.c); "done" the completion, delivered by completions.c. A
+ * cancel or the client's closing is fed to the machine.
  *
- * A reply that comes after its deadline, or after its call ended, is late:
- * the machine has moved on, and if it says that an acquire took the lock,
- * the hold is given back at once (rlock__req_give_back), as the transport
- * does for a blocking caller that gave up.
+ * A reply that comes after its call ended is late: the machine has moved
+ * on, and if it says that an acquire took the lock, the hold is given back
+ * at once (rlock__req_give_back). A reply after its deadline never comes
+ * here: the transport gives back what it took (command.c).
  *
  * Calls are I/O-thread objects: their fields are touched only there. A call
  * is freed once it has finished and no request of it is in flight.
@@ -122,14 +123,13 @@ static void on_reply(rlock__req *r)
     rlock__aop *op = r->ctx;
     op->inflight--;
     if (r != op->current) {
-        /* late: its deadline passed, or its call ended */
+        /* late: its call ended */
         if (r->kind == RLOCK__REPLY_ACQUIRE && r->status == 0 && r->nil)
             rlock__req_give_back(r);
         maybe_free(op);
         return;
     }
     op->current = NULL;
-    rlock__timer_stop(op->timer);
     /* the latch has done its job once the reply is in (core/release.c) */
     if (r->latch_del != NULL && r->status == 0 &&
         r->value != RLOCK__UNLOCK_NOT_HELD) {
@@ -146,16 +146,7 @@ static void on_reply(rlock__req *r)
 static void on_timer(void *arg)
 {
     rlock__aop *op = arg;
-    if (op->finished)
-        return;
-    if (op->current != NULL) {
-        /* no reply by its deadline: still in flight, it is late now */
-        rlock__req *r = op->current;
-        op->current = NULL;
-        drive(op, op->cls->reply(&op->m, r, RLOCK_ETIMEDOUT));
-        return;
-    }
-    if (!op->sleeping)
+    if (op->finished || !op->sleeping)
         return;
     op->sleeping = false;
     if (op->sleep_waiter != NULL)
@@ -177,19 +168,19 @@ static void on_kick(rlock__waiter *w)
     drive(op, op->cls->wake(&op->m, true));
 }
 
-/* Sends r for op, its reply due within timeout_ms: at once, or through
- * the I/O thread's queue when op->defer_send. op may be gone when this
- * returns: the reply can come at once (a connection that cannot be made),
- * and end the call. */
+/* Sends r for op, its reply due within timeout_ms (RLOCK_ETIMEDOUT then):
+ * at once, or through the I/O thread's queue when op->defer_send. op may be
+ * gone when this returns: the reply can come at once (a connection that
+ * cannot be made), and end the call. */
 static void send(rlock__aop *op, rlock__req *r, int64_t timeout_ms)
 {
     bool defer = op->defer_send;
     op->defer_send = false;
     r->on_reply = on_reply;
     r->ctx = op;
+    r->deadline_ms = rlock__now_ms() + timeout_ms;
     op->current = r;
     op->inflight++;
-    arm(op, rlock__now_ms() + timeout_ms);
     if (defer) {
         rlock__req_send(r);
         rlock__req_unref(r);
