@@ -191,6 +191,8 @@ static void on_late(rlock__link *l, struct redisReply *reply, void *arg)
 {
     rlock__conn_cmd *cmd = arg;
     rlock__conn *cn = cmd->cn;
+    if (reply != NULL && rlock__reply_error_code(reply) == RLOCK_EAUTH)
+        retire(cn, l, reply);
     cmd->late(cmd, reply); /* may free cmd */
     reap_retired(cn, l);
 }
