@@ -80,9 +80,9 @@ static void retire(rlock__conn *cn, rlock__link *l,
 {
     if (cn->link != l)
         return; /* already retired */
+    cn->link = NULL; /* from now on, commands open another */
     if (cn->retired != NULL)
         drop_link(cn, cn->retired); /* a second one in a row: no waiting */
-    cn->link = NULL;
     cn->retired = l;
     tell(cn, RLOCK__CONN_RETIRED, NULL, reply->str);
 }
