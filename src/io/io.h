@@ -54,7 +54,12 @@ enum {
 };
 
 /* One step of the Redis handshake; each answers one reply. */
-enum { RLOCK__HELLO_AUTH, RLOCK__HELLO_SELECT, RLOCK__HELLO_NAME };
+enum {
+    RLOCK__HELLO_AUTH,
+    RLOCK__HELLO_SELECT,
+    RLOCK__HELLO_NAME,
+    RLOCK__HELLO_PING /* TLS with no other step: see wire.c */
+};
 
 struct redisReader;
 struct redisReply;
@@ -69,6 +74,7 @@ typedef struct rlock__wire {
     char *host; /* for TLS's name check and SNI */
     struct rlock__tls_ctx *tls;
     int read_wants; /* a read that returned WANT_WRITE (TLS) */
+    bool heard;     /* the server has sent bytes past the TLS handshake */
     char err[160];  /* why the wire failed, for the caller's log */
 } rlock__wire;
 
@@ -86,14 +92,16 @@ int rlock__wire_connect_step(rlock__wire *w);
 int rlock__wire_append(rlock__wire *w, int argc, const char **argv,
                        const size_t *lens);
 
-/* Appends AUTH, SELECT and CLIENT SETNAME as o asks, records their kinds in
- * kinds[] (at least 3) and returns how many, or RLOCK_ENOMEM. */
+/* Appends AUTH, SELECT and CLIENT SETNAME as o asks (over TLS, a PING
+ * when none of them is asked), records their kinds in kinds[] (at least 3)
+ * and returns how many, or RLOCK_ENOMEM. */
 int rlock__wire_append_hello(rlock__wire *w, const rlock__link_opts *o,
                              int *kinds);
 
 /* What a handshake reply means: 0, or RLOCK_EAUTH (AUTH or SELECT refused,
  * or NOAUTH/WRONGPASS anywhere), RLOCK_ESERVER (the name refused) or
- * RLOCK_EPROTO (not a status reply). */
+ * RLOCK_EPROTO (not a status reply); a refused PING as
+ * rlock__reply_error_code says. */
 int rlock__wire_hello_result(int kind, const struct redisReply *r);
 
 /* Writes what is buffered: 0 (all written), RLOCK__IO_WANT_*, or a negative

@@ -339,6 +339,24 @@ int rlock__wire_append(rlock__wire *w, int argc, const char **argv,
     return RLOCK_OK;
 }
 
+/* A TLS server that ends the connection before its first byte past the
+ * handshake has refused us: under TLS 1.3 a server that wants a client
+ * certificate (or refuses ours) sends its alert after the handshake, and
+ * when it closes with our first command unread the reset can overtake the
+ * alert, leaving only "connection reset". Returns the failure to report. */
+static int closed_early(rlock__wire *w, int code, const char *what,
+                        int errnum)
+{
+    if (w->tls != NULL && !w->heard && code == RLOCK_ECONN) {
+        snprintf(w->err, sizeof(w->err),
+                 "handshake failed: the server closed the connection right "
+                 "after the TLS handshake (a server that requires a client "
+                 "certificate, or refuses this one, does so)");
+        code = RLOCK_ETLS;
+    }
+    return fail(w, code, what, errnum);
+}
+
 int rlock__wire_flush(rlock__wire *w)
 {
     if (w->phase == RLOCK__WIRE_DEAD)
@@ -353,7 +371,7 @@ int rlock__wire_flush(rlock__wire *w)
             return rc;
         if (rc < 0) {
             stream_reason(w);
-            return fail(w, rc, "write", w->tls ? 0 : errno);
+            return closed_early(w, rc, "write", w->tls ? 0 : errno);
         }
         w->out_off += done;
     }
@@ -373,10 +391,12 @@ int rlock__wire_fill(rlock__wire *w)
         return rc;
     if (rc < 0) {
         stream_reason(w);
-        return fail(w, rc, "read", w->tls ? 0 : errno);
+        return closed_early(w, rc, "read", w->tls ? 0 : errno);
     }
     if (done == 0)
-        return fail(w, RLOCK_ECONN, "connection closed by the server", 0);
+        return closed_early(w, RLOCK_ECONN,
+                            "connection closed by the server", 0);
+    w->heard = true;
     if (redisReaderFeed(w->reader, buf, done) != REDIS_OK)
         return fail(w, RLOCK_ENOMEM, "out of memory", 0);
     return 0;
@@ -448,6 +468,17 @@ int rlock__wire_append_hello(rlock__wire *w, const rlock__link_opts *o,
             return RLOCK_ENOMEM;
         kinds[n++] = RLOCK__HELLO_NAME;
     }
+    /* Over TLS 1.3 a server that refuses the client's certificate (or
+     * wants one) says so after the handshake, in an alert that the first
+     * read meets. A step whose answer is awaited makes that read part of
+     * the connect, so the refusal is RLOCK_ETLS from connecting, not a
+     * connection lost under a later command. */
+    if (n == 0 && o->tls != NULL) {
+        const char *argv[1] = {"PING"};
+        if (rlock__wire_append(w, 1, argv, NULL) != 0)
+            return RLOCK_ENOMEM;
+        kinds[n++] = RLOCK__HELLO_PING;
+    }
     return n;
 }
 
@@ -459,6 +490,8 @@ static bool starts_with(const redisReply *r, const char *prefix)
 
 int rlock__wire_hello_result(int kind, const redisReply *r)
 {
+    if (kind == RLOCK__HELLO_PING && r->type == REDIS_REPLY_ERROR)
+        return rlock__reply_error_code(r); /* NOAUTH: a password needed */
     if (r->type == REDIS_REPLY_ERROR) {
         /* every step pipelined behind a refused AUTH says NOAUTH */
         if (kind != RLOCK__HELLO_NAME || starts_with(r, "NOAUTH") ||
