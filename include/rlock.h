@@ -222,10 +222,9 @@ RLOCK_API int rlock_config_set_sentinel_scan_interval(rlock_config *cfg,
  * NULL clears a string setting; "" is RLOCK_EINVAL, as is a server name
  * with spaces or control characters or longer than 253 bytes. Paths are
  * copied as strings; the files are read when a client connects, where an
- * unreadable or malformed one fails with RLOCK_ETLS.
- * TLS connections themselves arrive with rlock's new transport: until
- * then rlock_client_connect() and its variants return RLOCK_ENOTSUP for a
- * rediss:// server, after checking the URI.
+ * unreadable or malformed one fails with RLOCK_ETLS, as does connecting
+ * to a server whose certificate fails these checks, or that refuses the
+ * client's certificate (or wants one).
  * Return 0, or RLOCK_EINVAL (the config unchanged) or RLOCK_ENOMEM.
  * Thread-safety: as rlock_config_new().
  * Redisson: BaseConfig.setSslTruststore() and friends (Java key stores;
@@ -324,7 +323,7 @@ typedef struct rlock_client rlock_client;
  * it. uri is one of
  *   redis://[[user]:password@]host[:port][/db]    (port 6379, db 0 default)
  *   rediss://...   the same with TLS (rlock_config_set_tls_ca_file() and
- *                  the other TLS settings); for now RLOCK_ENOTSUP
+ *                  the other TLS settings), on every connection
  *   unix:///path/to/redis.sock[?db=N]
  *   redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/master[/db]
  *                  a master behind Redis Sentinel: the sentinels (port
@@ -344,8 +343,11 @@ typedef struct rlock_client rlock_client;
  * RLOCK_ECONN (unreachable); RLOCK_EAUTH (AUTH or SELECT refused, or
  * SCRIPT LOAD or EVALSHA refused by the user's ACL);
  * RLOCK_EPROTO (the server does not speak Redis); RLOCK_ETIMEDOUT;
- * RLOCK_ENOTSUP (a rediss:// or redis+sentinel:// URI: they arrive with
- * rlock's new transport); RLOCK_ENOMEM. On failure *out is set to NULL.
+ * RLOCK_ETLS (rediss://: a CA, certificate or key file unusable, the
+ * server's certificate not trusted or not for the host, or the server
+ * refusing the client's certificate or wanting one); RLOCK_ENOTSUP (a
+ * redis+sentinel:// URI: it arrives with rlock's new transport);
+ * RLOCK_ENOMEM. On failure *out is set to NULL.
  * Ownership: the caller frees the client with rlock_client_free().
  * Thread-safety: any thread.
  * Redisson: Redisson.create(config). */

@@ -230,10 +230,6 @@ int rlock_client_connect_with(rlock_client **out, const char *uri,
     int rc = copied;
     if (rc == 0)
         rc = rlock__uri_parse(uri, &c->uri);
-    /* rediss:// parses, and every connection now carries it; it stays
-     * refused until it is proven end to end (the next change) */
-    if (rc == 0 && c->uri.tls)
-        rc = RLOCK_ENOTSUP;
     /* redis+sentinel:// parses and has its settings; following a master
      * needs the connections on the new transport (issue 15) */
     if (rc == 0 && c->uri.master != NULL)

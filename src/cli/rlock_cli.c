@@ -46,7 +46,8 @@ static const char global_help[] =
     "  help [COMMAND]     this text, or a command's own\n"
     "\n"
     "Options (every command takes them, before or after its name):\n"
-    "  --url URL          redis://[[user]:password@]host[:port][/db] or\n"
+    "  --url URL          redis://[[user]:password@]host[:port][/db],\n"
+    "                     rediss://... (TLS: the config file's ssl*) or\n"
     "                     unix:///path/to/redis.sock[?db=N]\n"
     "  --config FILE      a Redisson JSON config file (singleServerConfig\n"
     "                     and lockWatchdogTimeout; see the README)\n"
@@ -66,7 +67,7 @@ static const char global_help[] =
     "  75     exec: the lock was not acquired within --wait\n"
     "  76     exec: the lock was lost while CMD ran\n"
     "  77     the server refused the password or the database\n"
-    "  78     bad config file or URL\n"
+    "  78     bad config file or URL, or TLS refused\n"
     "  126    exec: CMD could not be run\n"
     "  127    exec: CMD was not found\n"
     "  128+N  exec: CMD was killed by signal N\n";
@@ -319,9 +320,15 @@ static void connect_failed(const rlock_config *cfg, int rc)
     case RLOCK_EPROTO:
         cli_error("the server at %s does not answer as Redis does", server);
         break;
-    case RLOCK_ENOTSUP: /* the only connect that gives it: rediss:// */
-        cli_error("%s: TLS (rediss://) connections arrive with rlock's new "
-                  "transport; this build cannot make them yet",
+    case RLOCK_ETLS:
+        cli_error("TLS with %s failed: its certificate is not from a "
+                  "trusted CA (the config file's sslTruststore, else the "
+                  "system's) or not for this host, or it wants a client "
+                  "certificate (sslKeystore) or refuses this one",
+                  server);
+        break;
+    case RLOCK_ENOTSUP: /* the only connect that gives it: Sentinel */
+        cli_error("%s: this build cannot connect through Redis Sentinel yet",
                   server);
         break;
     default:
@@ -347,8 +354,10 @@ int cli_connect(const cli_common *cm, rlock_config **cfg_out,
     if (rc != 0) {
         connect_failed(cfg, rc);
         rlock_config_free(cfg);
-        /* rediss:// (for now): a setting to change, as a bad URL is */
-        return rc == RLOCK_ENOTSUP ? CLI_CONFIG : cli_status_of(rc);
+        /* a setting to change, as a bad URL is: a Sentinel URL (for
+         * now), TLS files or a CA that does not fit the server */
+        return rc == RLOCK_ENOTSUP || rc == RLOCK_ETLS ? CLI_CONFIG
+                                                       : cli_status_of(rc);
     }
     if (cfg_out != NULL)
         *cfg_out = cfg;

@@ -3,15 +3,20 @@
 # a user would, against redis-servers this script starts on free loopback
 # ports (never 6379) and always stops (trap on EXIT).
 #
-#   tests/cli/test_cli.sh PATH/TO/rlock
+#   tests/cli/test_cli.sh PATH/TO/rlock [PATH/TO/rt-tls-files]
+#
+# With rt-tls-files (tests/support/tls_files_main.c), a TLS server is
+# started too and the tool is driven over rediss://.
 #
 # Exit status: 0 when every check passed, 1 otherwise, 77 (CTest "skipped")
 # when redis-server or redis-cli is missing, unless RLOCK_TEST_REQUIRE_REDIS=1
 # makes that a failure. Needs python3 for reading --json output.
 set -u
 
-RLOCK=${1:?usage: test_cli.sh PATH/TO/rlock}
+RLOCK=${1:?usage: test_cli.sh PATH/TO/rlock [PATH/TO/rt-tls-files]}
 case "$RLOCK" in /*) ;; *) RLOCK="$PWD/$RLOCK" ;; esac
+TLS_FILES=${2:-}
+TLS_DIR=
 
 for tool in redis-server redis-cli python3; do
     if ! command -v "$tool" >/dev/null 2>&1; then
@@ -45,6 +50,7 @@ cleanup() {
     done
     wait 2>/dev/null
     rm -rf "$WORK"
+    [ -n "$TLS_DIR" ] && rm -rf "$TLS_DIR"
 }
 trap cleanup EXIT
 
@@ -117,21 +123,31 @@ now_ms() {
     date +%s%3N
 }
 
-# start_redis VAR: starts a redis-server on a free loopback port and stores
-# the port in VAR. Picks random ports until one binds.
+# start_redis VAR [--tls TLSVAR TLS-ARGS...]: starts a redis-server on a
+# free loopback port and stores the port in VAR; with --tls, a TLS port too
+# (the next one up, stored in TLSVAR), with the --tls-* TLS-ARGS. Picks
+# random ports until they bind.
 start_redis() {
-    local var=$1 port pid dir
+    local var=$1 tls_var= port pid dir
+    local -a tls=()
+    shift
+    if [ "${1:-}" = --tls ]; then
+        tls_var=$2
+        shift 2
+    fi
     for _ in $(seq 20); do
         port=$((20000 + RANDOM % 40000))
+        [ -n "$tls_var" ] && tls=(--tls-port $((port + 1)) "$@")
         dir="$WORK/redis-$port"
         mkdir -p "$dir"
         redis-server --port "$port" --bind 127.0.0.1 --save "" \
-            --appendonly no --dir "$dir" >"$dir/log" 2>&1 &
+            --appendonly no --dir "$dir" "${tls[@]}" >"$dir/log" 2>&1 &
         pid=$!
         for _ in $(seq 100); do
             if [ "$(redis-cli -p "$port" ping 2>/dev/null)" = PONG ]; then
                 REDIS_PIDS+=("$pid")
                 printf -v "$var" '%s' "$port"
+                [ -n "$tls_var" ] && printf -v "$tls_var" '%s' $((port + 1))
                 return 0
             fi
             kill -0 "$pid" 2>/dev/null || break
@@ -298,19 +314,8 @@ expect_text "$err" "--url is not a valid URL" "bad --url is explained"
 REDIS_URL=bogus run info n
 expect_status 78 "a bad REDIS_URL"
 expect_text "$err" "REDIS_URL is not a valid URL" "bad REDIS_URL is explained"
-# rediss:// parses, but TLS connections come with the new transport: each
-# way in says so instead of sending plain text to a TLS port
-for cmd in info "unlock --force" watch exec; do
-    if [ "$cmd" = exec ]; then
-        run exec --url "rediss://127.0.0.1:$DEAD" n -- true
-    else
-        # shellcheck disable=SC2086
-        run $cmd --url "rediss://127.0.0.1:$DEAD" n
-    fi
-    expect_status 78 "$cmd, rediss:// URL"
-    expect_text "$err" "TLS (rediss://) connections arrive with rlock's new transport" \
-        "$cmd says TLS is not there yet"
-done
+run info --url "rediss://127.0.0.1:$DEAD" n
+expect_status 69 "info, unreachable TLS server"
 
 printf '{\n  "singleServerConfig": {\n    "adress": "redis://h"\n  }\n}\n' \
     >"$WORK/typo.json"
@@ -806,6 +811,44 @@ else
 fi
 check "the lock is free after exec" is_free np
 rcli acl deluser nopub >/dev/null
+
+# --------------------------------------------------------------------- TLS
+
+# A server on a TLS port (certificates from the C tests' fixture); the
+# Redisson config file names the CA to trust (sslTruststore). Its plain
+# port, for redis-cli, shows what the tool did.
+if [ -n "$TLS_FILES" ] && tls_vars=$("$TLS_FILES") && eval "$tls_vars"; then
+    start_redis TLS_PLAIN_PORT --tls TLS_PORT \
+        --tls-cert-file "$TLS_SERVER_CRT" --tls-key-file "$TLS_SERVER_KEY" \
+        --tls-ca-cert-file "$TLS_CA" --tls-auth-clients no
+    tls_config() { # FILE CA
+        printf '{\n  "singleServerConfig": {\n    "address": "%s",\n    "sslTruststore": "%s"\n  }\n}\n' \
+            "rediss://localhost:$TLS_PORT" "$2" >"$1"
+    }
+    tls_config "$WORK/tls.json" "$TLS_CA"
+    tls_config "$WORK/tls-other-ca.json" "$TLS_OTHER_CA"
+
+    run --config "$WORK/tls.json" exec tlslock -- \
+        redis-cli -p "$TLS_PLAIN_PORT" hkeys tlslock
+    expect_status 0 "exec over TLS (rediss:// in the config file)"
+    if [[ "$out" =~ ^$UUID_RE:[0-9]+$ ]]; then
+        ok "the lock is held over TLS while CMD runs"
+    else
+        not_ok "lock not found during exec over TLS" "got: $out"
+    fi
+    check "the lock is free after exec over TLS" \
+        test "$(redis-cli -p "$TLS_PLAIN_PORT" exists tlslock)" = 0
+    run --config "$WORK/tls.json" --url "rediss://localhost:$TLS_PORT" \
+        info tlslock
+    expect_status 0 "info over TLS (rediss:// in --url, the CA in the file)"
+    run --config "$WORK/tls-other-ca.json" info tlslock
+    expect_status 78 "info trusting another CA than the server's"
+    expect_text "$err" "TLS with" "a refused certificate is explained"
+    run --config "$WORK/tls-other-ca.json" exec tlslock -- true
+    expect_status 78 "exec trusting another CA than the server's"
+else
+    not_ok "TLS checks: no certificates (rt-tls-files: '$TLS_FILES')"
+fi
 
 # ------------------------------------------------------------------- total
 

@@ -7,6 +7,8 @@
  * socket, runs the handshake with poll(2) in between, sends PING as
  * hiredis formats it and reads the reply with hiredis's reader, so what is
  * tested is exactly what the transport will do with these functions.
+ * The last tests connect the library itself (rediss://) to the same
+ * servers: every connection of a client carries TLS.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,6 +23,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
@@ -464,26 +468,164 @@ static void test_unknown_verify_mode_is_invalid(void **state)
 }
 
 /* ------------------------------------------------------------------------ */
-/* The library's connections, until the new transport carries TLS           */
+/* The library's connections over TLS (rediss://), end to end                */
 /* ------------------------------------------------------------------------ */
 
-/* rediss:// parses, but hiredis 0.14's connections have no TLS: connecting
- * says so, and sends the TLS port nothing in plain text. */
-static void test_client_connect_to_rediss_is_not_supported_yet(void **state)
+/* Connects a client to the TLS port of r (by the name "localhost", which
+ * the server's certificate holds) with cfg's TLS settings; returns what
+ * connecting returned. */
+static int connect_tls(rt_redis *r, rlock_config *cfg, rlock_client **c)
 {
-    (void)state;
     char uri[64];
-    rlock_client *c = (rlock_client *)&c; /* must become NULL */
-    long long before = rt_connections_received(&server);
-    snprintf(uri, sizeof(uri), "rediss://127.0.0.1:%d", server.tls_port);
-    assert_int_equal(rlock_client_connect(&c, uri), RLOCK_ENOTSUP);
-    assert_null(c);
+    snprintf(uri, sizeof(uri), "rediss://localhost:%d", r->tls_port);
+    return rlock_client_connect_with(c, uri, cfg);
+}
 
+static rlock_config *config_trusting(const char *ca_file)
+{
     rlock_config *cfg = NULL;
     assert_int_equal(rlock_config_new(&cfg), 0);
-    assert_int_equal(rlock_config_set_server(cfg, uri), 0);
-    assert_int_equal(rlock_config_set_tls_ca_file(cfg, files.ca_crt), 0);
-    assert_int_equal(rlock_client_connect_with(&c, NULL, cfg), RLOCK_ENOTSUP);
+    assert_int_equal(rlock_config_set_tls_ca_file(cfg, ca_file), 0);
+    return cfg;
+}
+
+typedef struct waiter {
+    rlock *l;
+    int rc;
+} waiter;
+
+static void *wait_for_lock(void *arg)
+{
+    waiter *w = arg;
+    w->rc = rlock_trylock(w->l, 10000, RLOCK_LEASE_WATCHDOG);
+    if (w->rc == RLOCK_OK)
+        rlock_unlock(w->l);
+    return NULL;
+}
+
+typedef struct async_done {
+    atomic_int calls;
+    atomic_int status;
+} async_done;
+
+static void on_async_done(rlock *l, uint64_t owner, int status, void *arg)
+{
+    async_done *d = arg;
+    (void)l;
+    (void)owner;
+    atomic_store(&d->status, status);
+    atomic_fetch_add(&d->calls, 1);
+}
+
+static int await_async(async_done *d)
+{
+    int64_t end = rt_now_ms() + IO_BUDGET_MS;
+    while (atomic_load(&d->calls) == 0 && rt_now_ms() < end)
+        rt_sleep_ms(5);
+    assert_int_equal(atomic_load(&d->calls), 1);
+    return atomic_load(&d->status);
+}
+
+/* A client verifying the server by the fixture's CA locks and unlocks over
+ * TLS on each of its connections: a blocking round trip (the caller's own
+ * connection), a waiter woken by the unlock message (the subscriber) and
+ * an async lock and unlock (the I/O thread's command connections); the
+ * plain port shows what the lock wrote. */
+static void test_client_locks_over_tls_verified_by_its_ca(void **state)
+{
+    (void)state;
+    rlock_config *cfg = config_trusting(files.ca_crt);
+    rlock_client *c = NULL;
+    assert_int_equal(connect_tls(&server, cfg, &c), 0);
+    rlock_config_free(cfg);
+    rlock *l = NULL;
+    assert_int_equal(rlock_get(c, "tls:lock", &l), 0);
+
+    assert_int_equal(rlock_lock(l), RLOCK_OK);
+    assert_int_equal(rt_cmd_int(&server, "HLEN tls:lock"), 1);
+    waiter w = {.l = l, .rc = 1};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, wait_for_lock, &w), 0);
+    rt_sleep_ms(200); /* the waiter subscribes and waits */
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_int_equal(w.rc, RLOCK_OK);
+
+    uint64_t owner = rlock_owner_new();
+    async_done locked = {0}, unlocked = {0};
+    assert_int_equal(rlock_lock_async(l, owner, 5000, 30000, on_async_done,
+                                      &locked),
+                     0);
+    assert_int_equal(await_async(&locked), RLOCK_OK);
+    assert_int_equal(rt_cmd_int(&server, "EXISTS tls:lock"), 1);
+    assert_int_equal(rlock_unlock_async(l, owner, on_async_done, &unlocked),
+                     0);
+    assert_int_equal(await_async(&unlocked), RLOCK_OK);
+    assert_int_equal(rt_cmd_int(&server, "EXISTS tls:lock"), 0);
+    rlock_free(l);
+    rlock_client_free(c);
+}
+
+/* A server that requires client certificates takes the client's. */
+static void test_client_with_a_certificate_locks_over_mutual_tls(
+    void **state)
+{
+    (void)state;
+    rlock_config *cfg = config_trusting(files.ca_crt);
+    assert_int_equal(rlock_config_set_tls_client_cert(cfg, files.client_crt,
+                                                      files.client_key),
+                     0);
+    rlock_client *c = NULL;
+    assert_int_equal(connect_tls(&mutual_server, cfg, &c), 0);
+    rlock_config_free(cfg);
+    rlock *l = NULL;
+    assert_int_equal(rlock_get(c, "tls:mutual", &l), 0);
+    assert_int_equal(rlock_trylock(l, 0, 30000), RLOCK_OK);
+    assert_int_equal(rt_cmd_int(&mutual_server, "EXISTS tls:mutual"), 1);
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    assert_int_equal(rt_cmd_int(&mutual_server, "EXISTS tls:mutual"), 0);
+    rlock_free(l);
+    rlock_client_free(c);
+}
+
+/* Trusting another CA than the server's: connecting fails with RLOCK_ETLS
+ * and makes no client. */
+static void test_client_trusting_another_ca_fails_to_connect_with_etls(
+    void **state)
+{
+    (void)state;
+    rlock_config *cfg = config_trusting(files.other_ca_crt);
+    rlock_client *c = (rlock_client *)&c; /* must become NULL */
+    assert_int_equal(connect_tls(&server, cfg, &c), RLOCK_ETLS);
+    assert_null(c);
+    rlock_config_free(cfg);
+}
+
+/* A server that requires a client certificate refuses a client without
+ * one: RLOCK_ETLS at connect. */
+static void test_client_without_a_required_certificate_fails_with_etls(
+    void **state)
+{
+    (void)state;
+    rlock_config *cfg = config_trusting(files.ca_crt);
+    rlock_client *c = (rlock_client *)&c;
+    assert_int_equal(connect_tls(&mutual_server, cfg, &c), RLOCK_ETLS);
+    assert_null(c);
+    rlock_config_free(cfg);
+}
+
+/* An unreadable CA file is found when the client is made: RLOCK_ETLS, and
+ * the server is not even asked. */
+static void test_client_with_an_unreadable_ca_file_fails_with_etls(
+    void **state)
+{
+    (void)state;
+    char missing[RT_TLS_PATH + 16];
+    snprintf(missing, sizeof(missing), "%s/missing.crt", files.dir);
+    rlock_config *cfg = config_trusting(missing);
+    rlock_client *c = (rlock_client *)&c;
+    long long before = rt_connections_received(&server);
+    assert_int_equal(connect_tls(&server, cfg, &c), RLOCK_ETLS);
     assert_null(c);
     rlock_config_free(cfg);
     /* one more: the INFO of rt_connections_received() itself */
@@ -512,7 +654,14 @@ int main(void)
         cmocka_unit_test(test_encrypted_key_is_refused_as_not_unencrypted_pem),
         cmocka_unit_test(test_certificate_without_key_is_invalid),
         cmocka_unit_test(test_unknown_verify_mode_is_invalid),
-        cmocka_unit_test(test_client_connect_to_rediss_is_not_supported_yet),
+        cmocka_unit_test(test_client_locks_over_tls_verified_by_its_ca),
+        cmocka_unit_test(test_client_with_a_certificate_locks_over_mutual_tls),
+        cmocka_unit_test(
+            test_client_trusting_another_ca_fails_to_connect_with_etls),
+        cmocka_unit_test(
+            test_client_without_a_required_certificate_fails_with_etls),
+        cmocka_unit_test(
+            test_client_with_an_unreadable_ca_file_fails_with_etls),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -706,8 +706,7 @@ static void test_more_bad_uris_are_einval(void **state)
 {
     static const char *const bad[] = {
         "rediss://",                     /* TLS without a host (a good
-                                            rediss:// URI is RLOCK_ENOTSUP
-                                            until the new transport:
+                                            rediss:// URI connects:
                                             test_tls.c) */
         "redisss://127.0.0.1",           /* one s too many */
         "redis:/127.0.0.1",              /* one slash */
