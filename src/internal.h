@@ -1,7 +1,7 @@
 /*
- * internal.h: what the files still directly in src/ (ioloop.c, conn.c,
- * command.c, direct.c, acl.c, client.c) share with the layers while issue
- * 13 sorts them: the I/O thread's loop, the command connections, the
+ * internal.h: what the files still directly in src/ (ioloop.c, command.c,
+ * direct.c, acl.c, client.c) share with the layers while issue 13 sorts
+ * them: the I/O thread's loop, the command connections (io/conn.h), the
  * requests, the direct connections, the client itself, and the
  * declarations of src/core and src/api those files use (owner.c's ids and
  * clocks, log.c, config.c, and the few marked below). Everything else the
@@ -10,9 +10,9 @@
  * this. Nothing here is API.
  *
  * Threads. A client has one I/O thread (ioloop.c) that alone touches its
- * links (src/io), the channel table and the watchdog timer. User threads talk to it
- * by submitting tasks (rlock__loop_submit) and, for blocking calls, waiting
- * on the request's condition variable (command.c).
+ * links (src/io), the channel table and the watchdog timer. User threads
+ * talk to it by submitting tasks (rlock__loop_submit) and, for blocking
+ * calls, waiting on the request's condition variable (command.c).
  *
  * Locks, outermost first (never take them in another order):
  *   client->entries_mu  the name -> entry table and every entry's refs
@@ -106,7 +106,7 @@ void rlock__config_tls(const rlock_config *cfg,
 
 /* ------------------------------------------------------------------ log.c */
 
-/* (core/log.c; here while conn.c, command.c, direct.c and acl.c log.) */
+/* (core/log.c; here while command.c, direct.c and acl.c log.) */
 /* Log lines go to the config's hook. Call rlock__log only on an rlock
  * thread and with no rlock lock held (rlock.h promises both); connecting
  * runs on the caller's thread, so it uses rlock__log_later, which hands the
