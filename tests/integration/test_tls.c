@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "harness.h"
+#include "lock_testing.h"
 #include "internal.h"
 #include "io/io.h"
 #include "io/tls.h"
@@ -24,7 +25,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
@@ -503,29 +503,6 @@ static void *wait_for_lock(void *arg)
     return NULL;
 }
 
-typedef struct async_done {
-    atomic_int calls;
-    atomic_int status;
-} async_done;
-
-static void on_async_done(rlock *l, uint64_t owner, int status, void *arg)
-{
-    async_done *d = arg;
-    (void)l;
-    (void)owner;
-    atomic_store(&d->status, status);
-    atomic_fetch_add(&d->calls, 1);
-}
-
-static int await_async(async_done *d)
-{
-    int64_t end = rt_now_ms() + IO_BUDGET_MS;
-    while (atomic_load(&d->calls) == 0 && rt_now_ms() < end)
-        rt_sleep_ms(5);
-    assert_int_equal(atomic_load(&d->calls), 1);
-    return atomic_load(&d->status);
-}
-
 /* A client verifying the server by the fixture's CA locks and unlocks over
  * TLS on each of its connections: a blocking round trip (the caller's own
  * connection), a waiter woken by the unlock message (the subscriber) and
@@ -552,15 +529,13 @@ static void test_client_locks_over_tls_verified_by_its_ca(void **state)
     assert_int_equal(w.rc, RLOCK_OK);
 
     uint64_t owner = rlock_owner_new();
-    async_done locked = {0}, unlocked = {0};
-    assert_int_equal(rlock_lock_async(l, owner, 5000, 30000, on_async_done,
-                                      &locked),
-                     0);
-    assert_int_equal(await_async(&locked), RLOCK_OK);
+    lt_completion locked = {0}, unlocked = {0};
+    assert_int_equal(
+        rlock_lock_async(l, owner, 5000, 30000, lt_on_done, &locked), 0);
+    assert_int_equal(lt_await_completion(&locked, IO_BUDGET_MS), RLOCK_OK);
     assert_int_equal(rt_cmd_int(&server, "EXISTS tls:lock"), 1);
-    assert_int_equal(rlock_unlock_async(l, owner, on_async_done, &unlocked),
-                     0);
-    assert_int_equal(await_async(&unlocked), RLOCK_OK);
+    assert_int_equal(rlock_unlock_async(l, owner, lt_on_done, &unlocked), 0);
+    assert_int_equal(lt_await_completion(&unlocked, IO_BUDGET_MS), RLOCK_OK);
     assert_int_equal(rt_cmd_int(&server, "EXISTS tls:lock"), 0);
     rlock_free(l);
     rlock_client_free(c);
