@@ -290,6 +290,21 @@ RLOCK_API int rlock_config_set_log(rlock_config *cfg, int level,
  * Thread-safety: as rlock_config_new(). */
 RLOCK_API int rlock_config_set_stats(rlock_config *cfg, int on);
 
+/* Lets the thread that just released an RLock (and a fenced lock, and a
+ * read-write lock's write side) take it straight back, as Redisson does
+ * (on = 1), or not (on = 0, the default). Off, a thread of this client that
+ * released the lock moments ago, or that arrives while others of this
+ * client wait, waits its turn (a few ms, or until the next unlock message),
+ * so that the waiters the unlock message wakes go first. On, it tries at
+ * once: the most acquisitions per second when one process loops on a
+ * lock, and waits of seconds for the others. Either way every waiting
+ * process is woken by each unlock message, and Redis sees the same keys
+ * and messages. The config file's rlockLockBarging key (true or false)
+ * sets it too.
+ * Returns 0, or RLOCK_EINVAL (cfg NULL).
+ * Thread-safety: as rlock_config_new(). */
+RLOCK_API int rlock_config_set_lock_barging(rlock_config *cfg, int on);
+
 /* Reads a Redisson JSON config file (the format of Config.fromJSON):
  * singleServerConfig's address, username, password, database,
  * connectTimeout, timeout, retryAttempts, retryInterval, clientName,

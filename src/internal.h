@@ -91,6 +91,7 @@ struct rlock_config {
     void *log_arg;       /* borrowed */
     int log_level;       /* RLOCK_LOG_*: the least severe line passed on */
     bool stats;          /* count (rlock_client_stats); default on */
+    bool lock_barging;   /* Redisson's barging waiters; default off */
 };
 
 void rlock__config_defaults(rlock_config *cfg);

@@ -47,6 +47,16 @@ static int apply_fair_wait(loader *ld, const char *path, const json_t *v)
                     ld, path, rlock_config_set_fair_wait_timeout(ld->cfg, ms));
 }
 
+/* rlock's own key (Redisson has no such setting): see
+ * rlock_config_set_lock_barging(). */
+static int apply_lock_barging(loader *ld, const char *path, const json_t *v)
+{
+    if (!json_is_boolean(v))
+        return rlock__cf_fail(ld, path, "must be true or false");
+    return rlock__cf_setter(
+        ld, path, rlock_config_set_lock_barging(ld->cfg, json_is_true(v)));
+}
+
 static int apply_connect_timeout(loader *ld, const char *path, const json_t *v)
 {
     int64_t ms = 0;
@@ -498,6 +508,7 @@ static const key_rule top_own_rules[] = {
     {"protocol", IGNORE_STRING, NULL},
     {"lockWatchdogBatchSize", IGNORE_INT, NULL},
     {"fairLockWaitTimeout", HONOURED, apply_fair_wait},
+    {"rlockLockBarging", HONOURED, apply_lock_barging},
     {"nettyHook", IGNORE_ANY, NULL},
     {"connectionListener", IGNORE_ANY, NULL},
     {"addressResolverGroupFactory", IGNORE_ANY, NULL},

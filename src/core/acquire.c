@@ -16,6 +16,7 @@
  * Anti-barging: a new acquire of a kind that lets anyone in may first wait
  * its turn (first_wait_ms); otherwise a thread that just unlocked would take
  * the lock straight back, ahead of the waiters its unlock message is waking.
+ * rlock_config_set_lock_barging() turns it off: Redisson's own behaviour.
  *
  * Lost replies: an attempt whose connection dropped may or may not have run,
  * so before trying again the machine removes the hold it may have taken (a
@@ -232,6 +233,8 @@ static rlock__step try_once(rlock__acquire *a)
  * Never for an owner that holds it (reentry). */
 static int64_t first_wait_ms(const rlock__acquire *a, int64_t now)
 {
+    if (client_of(a)->cfg.lock_barging)
+        return 0;
     rlock__entry_view v;
     rlock__entry_look(a->entry, a->owner, &v);
     if (v.holds)

@@ -106,6 +106,36 @@ static void test_every_honoured_key(void **state)
     rlock_config_free(cfg);
 }
 
+/* rlock's own rlockLockBarging key sets what
+ * rlock_config_set_lock_barging() sets; without it, barging is off. */
+static void test_lock_barging_key(void **state)
+{
+    (void)state;
+    rlock_config *cfg = load_ok("{\"rlockLockBarging\": true}\n");
+    assert_true(cfg->lock_barging);
+    rlock_config_free(cfg);
+    cfg = load_ok("{\"rlockLockBarging\": false}\n");
+    assert_false(cfg->lock_barging);
+    rlock_config_free(cfg);
+    cfg = load_ok("{\"lockWatchdogTimeout\": 30000}\n");
+    assert_false(cfg->lock_barging);
+    rlock_config_free(cfg);
+}
+
+static void test_lock_barging_setter(void **state)
+{
+    (void)state;
+    rlock_config *cfg;
+    assert_int_equal(rlock_config_new(&cfg), 0);
+    assert_false(cfg->lock_barging);
+    assert_int_equal(rlock_config_set_lock_barging(cfg, 1), 0);
+    assert_true(cfg->lock_barging);
+    assert_int_equal(rlock_config_set_lock_barging(cfg, 0), 0);
+    assert_false(cfg->lock_barging);
+    assert_int_equal(rlock_config_set_lock_barging(NULL, 1), RLOCK_EINVAL);
+    rlock_config_free(cfg);
+}
+
 /* A file the way Redisson's Config.toJSON writes one: nulls, a codec
  * object and every pool setting. Ignored keys change nothing. */
 static void test_redisson_to_json_output(void **state)
@@ -800,6 +830,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_honoured_key),
+        cmocka_unit_test(test_lock_barging_key),
+        cmocka_unit_test(test_lock_barging_setter),
         cmocka_unit_test(test_redisson_to_json_output),
         cmocka_unit_test(test_no_server),
         cmocka_unit_test(test_pool_size_capped),
@@ -832,6 +864,9 @@ int main(void)
         REFUSES("trailing_garbage", "{}\n\nxyz\n", 3, "malformed JSON",
                 "end of file expected"),
         REFUSES("empty_file", "", 1, "malformed JSON", "expected"),
+        REFUSES("lock_barging_not_a_boolean",
+                "{\n  \"rlockLockBarging\": \"yes\"\n}\n", 2,
+                "rlockLockBarging", "true or false"),
         REFUSES("duplicate_key",
                 "{\n  \"lockWatchdogTimeout\": 30000,\n"
                 "  \"lockWatchdogTimeout\": 40000\n}\n",
