@@ -5,7 +5,7 @@
  *   rlock-bench --url redis://127.0.0.1:PORT --scenario NAME
  *               [--workers N] [--seconds S] [--procs] [--locks K]
  *               [--watchdog-ms MS] [--connections N] [--limit-seconds S]
- *               [--prefix P] [--stats on|off]
+ *               [--prefix P] [--stats on|off] [--barging on|off]
  *
  * One run prints one JSON object on one line of stdout. Every scenario
  * other than "limit" first measures the limit itself for --limit-seconds
@@ -38,6 +38,7 @@ static void usage(FILE *f)
                "         [--kind lock|fair|spin|fenced|write]\n"
                "         [--watchdog-ms MS] [--connections N]\n"
                "         [--limit-seconds S] [--prefix P] [--stats on|off]\n"
+               "         [--barging on|off]\n"
                "scenarios: uncontended contended parallel held limit\n");
 }
 
@@ -51,6 +52,8 @@ int bench_client(const bench_opts *o, rlock_client **out)
         rc = rlock_config_set_connections(cfg, o->connections);
     if (rc == 0 && o->stats_off) /* what counting costs (README) */
         rc = rlock_config_set_stats(cfg, 0);
+    if (rc == 0 && o->barging) /* Redisson's waiting (issue 17) */
+        rc = rlock_config_set_lock_barging(cfg, 1);
     if (rc == 0)
         rc = rlock_client_connect_with(out, o->url, cfg);
     rlock_config_free(cfg);
@@ -76,6 +79,7 @@ static int parse_args(int argc, char **argv, bench_opts *o)
         {"limit-seconds", required_argument, NULL, 'l'},
         {"prefix", required_argument, NULL, 'x'},
         {"stats", required_argument, NULL, 'S'},
+        {"barging", required_argument, NULL, 'B'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -125,6 +129,13 @@ static int parse_args(int argc, char **argv, bench_opts *o)
                 return 2;
             }
             o->stats_off = strcmp(optarg, "off") == 0;
+            break;
+        case 'B':
+            if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0) {
+                usage(stderr);
+                return 2;
+            }
+            o->barging = strcmp(optarg, "on") == 0;
             break;
         case 'h':
             usage(stdout);
@@ -212,6 +223,7 @@ int main(int argc, char **argv)
     json_object_set_new(out, "workers", json_integer(o.workers));
     bench_set_num(out, "seconds", o.seconds);
     json_object_set_new(out, "stats", json_boolean(!o.stats_off));
+    json_object_set_new(out, "barging", json_boolean(o.barging));
 
     redisContext *c = bench_connect(&o);
     char version[32] = "";

@@ -15,6 +15,8 @@ import statistics
 import sys
 
 PEERS = ["node-redisson", "redlock", "redlock-fast", "redis-py"]
+# rlock's other settings and kinds, shown beside it where they were run
+VARIANTS = [("rlock-barging", "rlock, barging on"), ("rlock-fair", "rlock fair lock")]
 
 # (figure, label, better): better is "high" or "low"
 FIGURES = {
@@ -56,6 +58,8 @@ def load(path):
             obj = json.loads(line)
             if "meta" in obj:
                 meta = obj["meta"]
+            elif "meta_after" in obj:
+                meta.update(obj["meta_after"])
             else:
                 runs.append(obj)
     return meta, runs
@@ -91,6 +95,33 @@ def ratio(a, b):
     return a / b
 
 
+def issue17(meta, med, target):
+    """Issue 17's goal for the processes on one RLock, both settings."""
+    workers = meta.get("workers")
+    limit = 100 if workers is not None and workers <= 8 else 250
+    scen = "contended-procs"
+    best = max([x for x in (med(scen, p, "acq_per_s") for p in PEERS)
+                if x is not None] or [0])
+    for lib, tag in [("rlock", "RLock"), ("rlock-barging", "RLock barging")]:
+        v = med(scen, lib, "acq_per_s")
+        target("%s, %s processes: acquisitions/s at least the best peer's"
+               % (tag, workers), v, ">= %s" % fmt(best),
+               v is not None and v >= best)
+        v = med(scen, lib, "max_wait_ms")
+        target("%s, %s processes: longest wait under %d ms"
+               % (tag, workers, limit), v, "%d ms" % limit,
+               v is not None and v < limit)
+        lo, hi = med(scen, lib, "min_acq"), med(scen, lib, "max_acq")
+        spread = hi / lo if lo else None
+        target("%s, %s processes: per-worker acquisitions within 3x"
+               % (tag, workers), spread, "3x",
+               spread is not None and spread <= 3,
+               spread is not None and "%sx" % fmt(spread))
+        v = med(scen, lib, "redis_cmds_per_acq")
+        target("%s, %s processes: at most 8 Redis commands per acquisition"
+               % (tag, workers), v, "8", v is not None and v <= 8)
+
+
 def main():
     meta, runs = load(sys.argv[1])
     groups = {}
@@ -111,11 +142,11 @@ def main():
     out = []
     w = out.append
     w("Measured %s on %s CPU(s), %s, Redis %s, rlock %s; medians of %s"
-      " run(s) of %s s; load average before the run: %s." % (
+      " run(s) of %s s; load average before the run: %s, after: %s." % (
           meta.get("date", "?"), meta.get("nproc", "?"), meta.get("cpu", "?"),
           meta.get("redis_version", "?"), meta.get("commit", "?"),
           meta.get("runs", "?"), meta.get("seconds", "?"),
-          meta.get("loadavg_before", "?")))
+          meta.get("loadavg_before", "?"), meta.get("loadavg_after", "?")))
     w("")
     w("Floor (`limit`, plain hiredis, rlock's own scripts): PING p50 %s us,"
       " EVALSHA p50 %s us (lock %s, unlock %s), %s EVALSHA/s pipelined x16,"
@@ -144,11 +175,13 @@ def main():
         if not any(k[0] == scen for k in groups):
             continue
         figs = FIGURES["contended" if scen.startswith("contended") else scen]
+        variants = [v for v in VARIANTS if (scen, v[0]) in groups]
         w("**%s**" % titles[scen])
         w("")
         w("| figure | rlock | rlock / floor | " +
+          "".join("%s | " % v[1] for v in variants) +
           " | ".join("%s (rlock/peer)" % p for p in PEERS) + " |")
-        w("|---|---:|---:|" + "---:|" * len(PEERS))
+        w("|---|---:|---:|" + "---:|" * (len(variants) + len(PEERS)))
         for field, label, better in figs:
             mine = med(scen, "rlock", field)
             floor = (fmt(med(scen, "rlock", field, "vs_limit"))
@@ -163,11 +196,13 @@ def main():
                 cells.append("%s (%s)" % (fmt(theirs), fmt(rr))
                              if rr is not None else fmt(theirs))
             arrow = {"high": " ↑", "low": " ↓"}.get(better, "")
-            w("| %s%s | %s | %s | %s |" % (label, arrow, fmt(mine), floor,
-                                           " | ".join(cells)))
+            extra = "".join("%s | " % fmt(med(scen, v[0], field))
+                            for v in variants)
+            w("| %s%s | %s | %s | %s%s |" % (label, arrow, fmt(mine), floor,
+                                             extra, " | ".join(cells)))
         w("")
 
-    w("**Targets (issue 4)**")
+    w("**Targets (issues 4 and 17)**")
     w("")
     w("| target | measured | |")
     w("|---|---|---|")
@@ -206,6 +241,7 @@ def main():
         v = med(scen, "rlock", "redis_reads_per_acq")
         target("request batches per acquisition at most 4 (%s)" % tag, v,
                "4", v is not None and v <= 4)
+    issue17(meta, med, target)
     v = med("parallel", "rlock", "cycles_per_s", "vs_limit")
     target("parallel at least 60% of the EVALSHA pair ceiling", v, "0.6",
            v is not None and v >= 0.6, v is not None and "%sx" % fmt(v))
