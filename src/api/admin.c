@@ -16,7 +16,7 @@
  * so that the caller's stop signals are let in only while it waits.
  */
 #include "api/admin.h"
-#include "internal.h"
+#include "api/api.h"
 #include "io/link.h"
 
 #include <errno.h>

@@ -14,8 +14,8 @@
 #define RLOCK__LEASE_MAX ((int64_t)1 << 50)
 
 /* A handle: one user's view of an entry (lock.c). A handle still open when
- * its client is freed is closed (rlock__handles_close, in internal.h while
- * client.c needs it): client and entry become NULL, and every call but
+ * its client is freed is closed (rlock__handles_close, from client.c):
+ * client and entry become NULL, and every call but
  * rlock_kind(), rlock_name() and rlock_free() answers RLOCK_ECLOSED. */
 struct rlock {
     rlock_client *client; /* NULL once closed */
@@ -34,6 +34,7 @@ int rlock__handle_new(rlock_client *c, int kind, const char *name,
                       rlock **out);
 void rlock__handle_free(rlock *l);
 int rlock__handle_check(const rlock *l);
+void rlock__handles_close(rlock_client *c);
 
 /* For multi.c (lock_sync.c, lock.c). rlock__trylock_ex() is rlock_trylock()
  * that also returns a fenced lock's token (token may be NULL) and, when
@@ -50,5 +51,22 @@ int rlock__set_lease(rlock *l, int64_t lease_ms);
  * loop when one is attached, else run here (completions.c). Any thread. */
 void rlock__deliver(rlock_client *c, rlock_done_cb cb, rlock *lock,
                     uint64_t owner, int status, void *arg);
+
+/* The async calls (lock_async.c): client.c ends them when it closes. */
+typedef struct rlock__aop rlock__aop;
+void rlock__async_shutdown(rlock_client *c);
+void rlock__async_client_free(rlock_client *c);
+
+/* The settings (config.c; struct rlock_config is core/client.h's). */
+void rlock__config_defaults(rlock_config *cfg);
+int64_t rlock__config_latch_ms(const rlock_config *cfg);
+int rlock__config_copy(rlock_config *dst, const rlock_config *src);
+void rlock__config_clear(rlock_config *cfg);
+int rlock__config_apply_uri(const rlock_config *cfg, rlock__uri *uri);
+/* The config's TLS settings as src/io/tls.h takes them (strings borrowed
+ * from cfg). */
+struct rlock__tls_settings;
+void rlock__config_tls(const rlock_config *cfg,
+                       struct rlock__tls_settings *out);
 
 #endif

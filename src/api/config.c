@@ -151,7 +151,7 @@ _Static_assert(RLOCK_TLS_VERIFY_FULL == RLOCK__TLS_VERIFY_FULL &&
                    RLOCK_TLS_VERIFY_NONE_INSECURE == RLOCK__TLS_VERIFY_NONE,
                "rlock.h and io/tls.h disagree on the verify modes");
 
-/* Fills out with cfg's TLS settings (rlock__config_tls in internal.h). */
+/* Fills out with cfg's TLS settings (rlock__config_tls in api/api.h). */
 void rlock__config_tls(const rlock_config *cfg, rlock__tls_settings *out)
 {
     out->ca_file = cfg->tls_ca_file;

@@ -16,7 +16,7 @@
  * A reply that comes after its call ended is late: the machine has moved
  * on, and if it says that an acquire took the lock, the hold is given back
  * at once (rlock__req_give_back). A reply after its deadline never comes
- * here: the transport gives back what it took (command.c).
+ * here: the transport gives back what it took (core/request.c).
  *
  * Calls are I/O-thread objects: their fields are touched only there. A call
  * is freed once it has finished and no request of it is in flight.

@@ -5,7 +5,7 @@
  *
  * The machine runs on the calling thread: a "send" is one round trip by
  * rlock__req_call, which does it on this very thread when a direct
- * connection is idle (direct.c: the measured fast path, two thread wake-ups
+ * connection is idle (core/direct.c: the measured fast path, two thread wake-ups
  * fewer per round trip) and through the I/O thread otherwise; a "wait"
  * blocks on the thread's own condition variable until the waiter's wake-up
  * (an unlock message, the subscription) or the time the machine named.

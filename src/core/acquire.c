@@ -23,7 +23,7 @@
  * phantom; send_drop), retrying at once, then every retry interval, at most
  * retry_attempts times. An attempt whose reply never came by its deadline
  * ends the acquire (RLOCK_ETIMEDOUT); the transport gives back what its late
- * reply took (command.c, direct.c, and the async driver).
+ * reply took (request.c, direct.c, and the async driver).
  */
 #include "core.h"
 

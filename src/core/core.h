@@ -17,20 +17,82 @@
  *   runs the lost-lock callbacks; thread_exit.c loses a dead thread's
  *   holds; owner.c gives ids and clocks; log.c is the log hook.
  *
- * The files below src/core still reach the client, the requests and the
- * I/O thread through internal.h (the files still directly in src/ own
- * them), while issue 13 sorts the rest into layers.
+ * - request.c (core/request.h) sends requests on the I/O thread's command
+ *   connections (src/io/conn.h) and gives back a hold an acquire took after
+ *   its caller gave up; direct.c runs requests on the caller's thread
+ *   instead, over an idle blocking link; acl.c checks the user's
+ *   permissions once at connect; client.c (core/client.h) is what the core
+ *   needs of the client object, whose life src/api/client.c runs.
+ *
+ * The core reaches the I/O thread through io/loop.h and the connections
+ * through io/conn.h and io/link.h, never through libev or hiredis.
  */
 #ifndef RLOCK_CORE_H
 #define RLOCK_CORE_H
 
-#include "internal.h"
+#include "core/client.h"
+#include "core/request.h"
+#include "core/stats.h"
+#include "io/loop.h"
+#include "proto/proto.h"
+
+#include "rlock.h"
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
+/* ---------------------------------------------------------- owner.c */
+
+uint64_t rlock__thread_id(void);
+int rlock__random_bytes(void *buf, size_t len);
+int rlock__uuid4(char out[RLOCK__UUID_LEN + 1]);
+int rlock__request_id(char out[RLOCK__REQUEST_ID_LEN + 1]);
+int64_t rlock__now_ms(void);
+int64_t rlock__wall_ms(void);
+void rlock__abs_timespec(int64_t deadline_ms, struct timespec *ts);
+
+/* ------------------------------------------------------------ log.c */
+
+/* Log lines go to the config's hook. Call rlock__log only on an rlock
+ * thread and with no rlock lock held (rlock.h promises both); connecting
+ * runs on the caller's thread, so it uses rlock__log_later, which hands the
+ * line to the I/O thread. */
+bool rlock__log_enabled(const rlock_client *c, int level);
+void rlock__log(const rlock_client *c, int level, const char *fmt, ...)
+    RLOCK__PRINTF(3, 4);
+void rlock__log_later(rlock_client *c, int level, const char *fmt, ...)
+    RLOCK__PRINTF(3, 4);
+
+/* The client's parts (api/client.c makes and ends them with the functions
+ * below). */
+typedef struct rlock__pubsub rlock__pubsub;
+typedef struct rlock__watchdog rlock__watchdog;
+typedef struct rlock__notifier rlock__notifier;
+typedef struct rlock__thread_rec rlock__thread_rec;
+typedef struct rlock__direct rlock__direct;
+
 /* ---------------------------------------------------------- entry.c */
+
+/* Shared state of one lock within a client (Redisson's RedissonLockEntry
+ * plus the watchdog's entry): one per kind and name. The fields here are
+ * set when the entry is made and never change, so any file may read them;
+ * its holds, waiters and flags belong to entry.c and hold.c (entry_impl.h),
+ * whose functions are below, and nobody else writes them. A fair lock's
+ * waiting thread also waits on an entry of its own (RLOCK__KIND_FAIR_WAIT),
+ * whose channel is that waiter's; it never holds anything. */
+typedef struct rlock__entry {
+    rlock_client *client;
+    int kind;      /* RLOCK_KIND_* or RLOCK__KIND_FAIR_WAIT */
+    char *name;
+    char *channel; /* where its waiters are woken */
+    char *aux[2];  /* fair: queue, timeouts; fenced: token key;
+                      read/write: the key prefix "{N}" */
+} rlock__entry;
+
+void rlock__entry_ref(rlock__entry *e);
+void rlock__entry_unref(rlock__entry *e);
 
 rlock__entry *rlock__entry_get(rlock_client *c, int kind, const char *name,
                                const char *waiter);
@@ -250,9 +312,7 @@ void rlock__log_unannounced(rlock_client *c, const char *name);
 /* ----------------------------------------------------- entry_kinds.c */
 
 /* An entry's script calls: proto's rlock__kind_* for the entry's kind,
- * names and client settings (rlock__spec_clear() frees what they made).
- * The release spec and rlock__req_from_spec are in internal.h while
- * command.c needs them. */
+ * names and client settings (rlock__spec_clear() frees what they made). */
 void rlock__kind_owner_tag(char out[RLOCK__TAG_MAX], const rlock__entry *e,
                            uint64_t owner);
 int rlock__kind_names(rlock__entry *e, const char *waiter);
@@ -265,15 +325,42 @@ int rlock__spec_force(rlock__spec *s, const rlock__entry *e);
 int rlock__spec_give_up(rlock__spec *s, const rlock__entry *e, uint64_t owner,
                         int64_t wait_ms);
 int rlock__spec_is_locked(rlock__spec *s, const rlock__entry *e);
+int rlock__spec_release(rlock__spec *s, const rlock__entry *e, uint64_t owner,
+                        int64_t lease_ms, const char *latch);
+rlock__req *rlock__req_from_spec(rlock_client *c, const rlock__spec *s);
 
 /* ---------------------------------------------------------- pubsub.c */
 
-/* The client's subscriber (its type and rlock__pubsub_assume_refused are
- * in internal.h while client.c and acl.c need them). */
+/* The client's subscriber. */
 int rlock__pubsub_new(rlock__pubsub **out, rlock_client *c);
 void rlock__pubsub_free(rlock__pubsub *ps);
 void rlock__pubsub_shutdown(rlock__pubsub *ps);
 int rlock__pubsub_sync(rlock__entry *e);
+/* acl.c: the user may not subscribe. */
+void rlock__pubsub_assume_refused(rlock__pubsub *ps);
+
+/* ---------------------------------------------------------- direct.c */
+
+int rlock__direct_new(rlock__direct **out, rlock_client *c, int n);
+void rlock__direct_shutdown(rlock__direct *d);
+void rlock__direct_free(rlock__direct *d);
+bool rlock__direct_call(rlock__direct *d, rlock__req *r, int64_t timeout_ms,
+                        int *rc);
+
+/* ------------------------------------------------------------- acl.c */
+
+/* What connecting found the user may not do, short of failing. */
+typedef struct rlock__acl {
+    bool no_publish;
+    bool no_subscribe;
+    char publish_why[160];
+    char subscribe_why[160];
+} rlock__acl;
+
+struct rlock__link_sync;
+int rlock__acl_check(rlock_client *c, struct rlock__link_sync *s,
+                     rlock__acl *out);
+void rlock__acl_report(rlock_client *c, const rlock__acl *found);
 
 /* -------------------------------------------------------- watchdog.c */
 

@@ -2,7 +2,7 @@
  * core/entry_impl.h: an entry's state, private to entry.c and hold.c (the
  * two files that own it; nobody else sees these fields).
  *
- * An rlock__entry (internal.h) is the first member of the entry.c's
+ * An rlock__entry (core/core.h) is the first member of the entry.c's
  * struct, whose mutable part only these two files can reach, as jansson's
  * json_object_t embeds the public json_t.
  *

@@ -3,7 +3,7 @@
  *
  * rlock prints nothing by itself. A line is formatted only when the hook
  * wants its level, and handed to the hook on an rlock thread with no rlock
- * lock held: the callers of rlock__log promise that (internal.h), and
+ * lock held: the callers of rlock__log promise that (core/core.h), and
  * connecting, which runs on the user's thread, queues its lines for the I/O
  * thread with rlock__log_later.
  *

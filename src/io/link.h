@@ -3,9 +3,10 @@
  *
  * Moving the library onto it (issue 13): pubsub.c's subscriber is a
  * subscriber rlock__link, and the I/O thread's command connections
- * (io/conn.c, used by command.c) own one rlock__link each; direct.c's
- * connections, the connect-time check (client.c, acl.c) and the rlock
- * tool's (src/api/admin.c) are rlock__link_syncs. The module's own tests
+ * (io/conn.c, used by core/request.c) own one rlock__link each;
+ * core/direct.c's connections, the connect-time check (api/client.c,
+ * core/acl.c) and the rlock tool's (src/api/admin.c) are
+ * rlock__link_syncs. The module's own tests
  * are tests/integration/test_link.c and test_link_sync.c.
  *
  * Two ways to drive a connection, sharing the connect, the handshake and the

@@ -1,5 +1,5 @@
 /*
- * link_sync.c: the blocking link, on the calling thread (what direct.c, the
+ * link_sync.c: the blocking link, on the calling thread (what core/direct.c, the
  * connect-time check and the rlock tool's connection need), on the same
  * wire as the loop link: the same connect, secure stream and handshake,
  * waited for with poll() instead of libev.

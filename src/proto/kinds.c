@@ -5,7 +5,7 @@
  * changes it only through its own scripts; they differ in their extra keys,
  * their channel, their owner tag and their script arguments. This file is
  * the one place that knows those differences: src/core (watchdog.c too) and
- * client.c take and release every kind the same way through the call specs
+ * src/api take and release every kind the same way through the call specs
  * built here (rlock__spec), so reentrancy, waiting, retries, the unlock
  * latch, the watchdog and lost-lock signalling are written once.
  *

@@ -18,7 +18,7 @@
 
 static long iterations = 2000000;
 
-/* The counting of one uncontended cycle (lock.c, command.c). */
+/* The counting of one uncontended cycle (lock.c, core/request.c). */
 static void one_cycle(rlock__stats *s)
 {
     int64_t start = rlock__stats_clock(s);

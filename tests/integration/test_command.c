@@ -1,6 +1,6 @@
 /*
  * test_command.c: requests on the I/O thread's command connections
- * (src/command.c over src/io/conn.c), seen through the async API, whose
+ * (src/core/request.c over src/io/conn.c), seen through the async API, whose
  * calls always go that way: every attempt has a deadline the transport
  * enforces, and an acquire that runs after its caller was told it timed
  * out is given back when its late reply comes.

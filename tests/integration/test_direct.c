@@ -1,5 +1,5 @@
 /*
- * test_direct.c: the blocking calls' own connections ("slots", src/direct.c)
+ * test_direct.c: the blocking calls' own connections ("slots", src/core/direct.c)
  * when a reply is late: the slot stays usable, a late acquire's hold is
  * given back whoever reads it (the slot's next user, or the I/O thread
  * watching the idle slot), and a slot whose late reply is overdue (the

@@ -17,7 +17,7 @@
 
 #include "harness.h"
 #include "lock_testing.h"
-#include "internal.h"
+#include "api/api.h"
 #include "io/io.h"
 #include "io/tls.h"
 #include "tls_fixture.h"

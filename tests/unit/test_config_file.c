@@ -3,7 +3,7 @@
  * written to temporary files, and the server setters it relies on.
  *
  * Accepted files: every honoured key lands in the config (read through
- * internal.h), ignored keys change nothing, defaults stay where the file is
+ * core/client.h), ignored keys change nothing, defaults stay where the file is
  * silent. Refused files: each case names the line and the key the message
  * must carry ("FILE:LINE: KEY: ..."), and a phrase saying why; the result
  * pointer must come back NULL (ASan/LSan would catch a leak). No network.
@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "api/api.h"
 
 static char dir[64];
 static char path[128];

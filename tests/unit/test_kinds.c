@@ -14,7 +14,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "core/core.h"
+#include "api/api.h" /* rlock__config_defaults, and core/core.h */
 
 /* Returns the highest literal N in "<array>[N]" in sc's body (0: none). */
 static int highest_index(const rlock__script *sc, const char *array)

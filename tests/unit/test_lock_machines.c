@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/core.h"
+#include "api/api.h" /* rlock__config_defaults, and core/core.h */
 
 /* A client with just what the machines touch: its id, settings, entry
  * table and the clock its requests' condition variables use. */

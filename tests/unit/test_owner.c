@@ -14,7 +14,7 @@
 #include <time.h>
 #include <cmocka.h>
 
-#include "internal.h"
+#include "api/api.h"
 
 /* ------------------------------------------------------------- thread ids */
 

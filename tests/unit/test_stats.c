@@ -15,7 +15,7 @@
 #include <pthread.h>
 #include <cmocka.h>
 
-#include "core/core.h"
+#include "api/api.h" /* rlock__config_defaults, and core/core.h */
 
 /* ---------------------------------------------------------------- buckets */
 

@@ -1,5 +1,6 @@
 /*
- * command.c: requests, the unit of work between user threads and Redis.
+ * core/request.c: requests (layer core; core/request.h), the unit of work
+ * between the lock operations and Redis.
  *
  * A request is a command (or a script call) plus its decoded result. It is
  * reference-counted: one reference for whoever created it, one while it is
@@ -23,7 +24,7 @@
  * "abandoned") or as the connection's late reply (its deadline passed
  * first); both go through give_back_if_taken().
  */
-#include "internal.h"
+#include "core/core.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -332,13 +333,19 @@ static void on_late(rlock__conn_cmd *cmd, struct redisReply *reply)
     rlock__req_unref(r);
 }
 
+/* Returns the command connection for the next request (round robin).
+ * I/O thread only. */
+static rlock__conn *pick_conn(rlock_client *c)
+{
+    return &c->conns[c->next_conn++ % (unsigned)c->cfg.connections];
+}
+
 /* Sends r on one of the client's command connections. Takes the in-flight
  * reference. I/O thread only. */
 void rlock__req_dispatch(rlock__req *r)
 {
     rlock_client *c = r->client;
-    rlock__conn *cn = r->conn >= 0 ? &c->conns[r->conn]
-                                   : rlock__client_pick_conn(c);
+    rlock__conn *cn = r->conn >= 0 ? &c->conns[r->conn] : pick_conn(c);
     rlock__command_clear(&r->layout);
     int n = rlock__req_command(r, &r->layout);
     if (n < 0) {

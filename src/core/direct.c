@@ -1,5 +1,7 @@
 /*
- * direct.c: round trips made on the calling thread.
+ * core/direct.c: round trips made on the calling thread (layer core: it runs
+ * the core's requests over src/io's blocking links; rlock__req_call tries it
+ * before the I/O thread).
  *
  * Handing every blocking call to the I/O thread costs two thread wake-ups
  * per round trip, which on a small machine doubles the time of an
@@ -19,7 +21,7 @@
  * timed-out call's place (Redis answers in order): its reply is read
  * before any later one, by whoever reads the slot next, and an acquire's
  * goes to on_late_acquire, which gives back a hold it took
- * (rlock__req_give_back, as command.c does for an abandoned request). The
+ * (rlock__req_give_back, as request.c does for an abandoned request). The
  * slot stays usable: its next user reads the late replies first, within
  * its own deadline. While it sits idle, the I/O thread watches its socket
  * and reads them as they come (rlock__link_sync_drain). A slot whose late
@@ -41,7 +43,7 @@
  * and libev must never watch a descriptor closed or reused under it. A user
  * closing a link shuts its socket down, which wakes a watch on it.
  */
-#include "internal.h"
+#include "core/core.h"
 #include "io/link.h"
 
 #include <fcntl.h>
@@ -358,7 +360,7 @@ static int round_trip(slot *s, rlock__req *r, int64_t timeout_ms)
     if (rc == 0 && r->script != NULL && !r->reloaded &&
         rlock__reply_is_noscript(reply)) {
         /* Redis lost its scripts: load this one and send it again
-         * (command.c's file comment says why not EVAL); the load's reply
+         * (io/conn.h says why not EVAL); the load's reply
          * is dropped, the EVALSHA behind it tells */
         rlock__link_reply_free(reply);
         reply = NULL;

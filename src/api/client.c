@@ -1,5 +1,6 @@
 /*
- * client.c: the client's lifecycle. Connecting checks the server once,
+ * api/client.c: the public client object's lifecycle (layer api): connect,
+ * free, and the fork check. Connecting checks the server once,
  * synchronously, so that a wrong address, password or database fails at
  * connect time with a clear code; then the I/O thread takes over with its
  * command connections, the subscriber and the watchdog.
@@ -10,8 +11,12 @@
  * database and name, and for rediss:// the TLS context (src/io/tls.h:
  * read-only once made, so any thread may connect with it). Every
  * connection's handshake (src/io/link.h) starts from it.
+ *
+ * The object's definition is core/client.h's, since the core reads most of
+ * it; what the core needs to do with a client (the fork check, a blocking
+ * connection) is core/client.c's.
  */
-#include "core/core.h"
+#include "api/api.h"
 #include "io/link.h"
 #include "io/tls.h"
 
@@ -32,36 +37,6 @@ const rlock__script *const rlock__all_scripts[] = {
     &rlock__script_rw_is_locked,        &rlock__script_lock_drop};
 const size_t rlock__all_scripts_count =
     sizeof(rlock__all_scripts) / sizeof(*rlock__all_scripts);
-
-/* Returns 0 when c may be used by this process, else the reason not. */
-int rlock__client_check(const rlock_client *c)
-{
-    if (c == NULL)
-        return RLOCK_EINVAL;
-    if (getpid() != c->pid)
-        return RLOCK_EFORKED;
-    if (atomic_load(&c->closing))
-        return RLOCK_ECLOSED;
-    return RLOCK_OK;
-}
-
-/* Returns the command connection for the next request (round robin).
- * I/O thread only. */
-rlock__conn *rlock__client_pick_conn(rlock_client *c)
-{
-    return &c->conns[c->next_conn++ % (unsigned)c->cfg.connections];
-}
-
-/* Opens a blocking connection to c's server, its handshake done within
- * connect_ms. Returns 0, or the code the handshake failed with (err, which
- * may be NULL, says why); *out is NULL then. */
-int rlock__client_sync_open(rlock_client *c, int64_t connect_ms,
-                            rlock__link_sync **out, char *err, size_t errlen)
-{
-    rlock__link_opts o = *c->link_opts;
-    o.connect_timeout_ms = connect_ms;
-    return rlock__link_sync_open(&o, out, err, errlen);
-}
 
 /* Reads the next reply of check_server's pipeline by deadline_ms: PING's
  * (sha1 NULL) or a SCRIPT LOAD's. Returns 0 or why not. */

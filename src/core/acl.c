@@ -1,7 +1,7 @@
 /*
- * acl.c: what the server lets this client's user run, checked once at
- * connect time (Redis 6+ ACLs), so that a missing permission is named
- * before it costs anything.
+ * core/acl.c: what the server lets this client's user run (layer core),
+ * checked once at connect time (Redis 6+ ACLs), so that a missing
+ * permission is named before it costs anything.
  *
  * What a lock cannot do without (SCRIPT LOAD, EVALSHA) makes connecting
  * fail with RLOCK_EAUTH; connecting already loads every script, and an
@@ -13,7 +13,7 @@
  * Redis 7, the check is skipped silently. Publishing or subscribing just to
  * find out would be seen by Redisson clients and by MONITOR.
  */
-#include "internal.h"
+#include "core/core.h"
 #include "io/link.h"
 
 #include <string.h>

@@ -1,6 +1,6 @@
 /*
- * ioloop.c: the client's I/O thread: its ev_loop, the submit queue, timers
- * and fd watchers.
+ * io/loop.c: the client's I/O thread (layer io): its ev_loop, the submit
+ * queue, timers and fd watchers (io/loop.h).
  *
  * Design notes. One thread per client runs a private ev_loop. It alone
  * touches the links (src/io) that run on that loop, so none of them needs
@@ -19,9 +19,13 @@
  * must become EPIPE, not the death of the user's process (the links write
  * with MSG_NOSIGNAL already; a user's callback on this thread may not).
  */
-#include "internal.h"
+#include "io/loop.h"
+#include "proto/proto.h" /* rlock__calloc */
+
+#include "rlock.h"
 
 #include <ev.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 
