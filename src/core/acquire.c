@@ -189,7 +189,7 @@ static rlock__step send_drop(rlock__acquire *a)
         r = req_of(e->client, &spec,
                    rlock__spec_drop_phantom(&spec, e, a->owner, known));
     } else {
-        r = rlock__release_req(e, a->owner, effective_lease(a), true);
+        r = rlock__release_req(e, a->owner, effective_lease(a), false);
     }
     return send(a, A_DROPPING, r, call_timeout(a));
 }
@@ -302,7 +302,8 @@ static rlock__step on_attempt(rlock__acquire *a, rlock__req *r, int status)
     if (acquired && a->canceled) {
         /* the caller is told once nothing is held any more */
         a->result = RLOCK_ECANCELED;
-        rlock__req *back = rlock__give_back_new(r);
+        rlock__req *back = rlock__release_req(r->lock_entry, r->lock_owner,
+                                              r->lock_lease_ms, true);
         if (back == NULL)
             return done(a, RLOCK_ECANCELED); /* expires with its lease */
         a->state = A_GIVING_BACK;

@@ -18,11 +18,12 @@
  *   holds; owner.c gives ids and clocks; log.c is the log hook.
  *
  * - request.c (core/request.h) sends requests on the I/O thread's command
- *   connections (src/io/conn.h) and gives back a hold an acquire took after
- *   its caller gave up; direct.c runs requests on the caller's thread
- *   instead, over an idle blocking link; acl.c checks the user's
- *   permissions once at connect; client.c (core/client.h) is what the core
- *   needs of the client object, whose life src/api/client.c runs.
+ *   connections (src/io/conn.h) and hands the reply of an acquire whose
+ *   caller gave up to release.c, which gives back the hold; direct.c runs
+ *   requests on the caller's thread instead, over an idle blocking link;
+ *   acl.c checks the user's permissions once at connect; client.c
+ *   (core/client.h) is what the core needs of the client object, whose
+ *   life src/api/client.c runs.
  *
  * The core reaches the I/O thread through io/loop.h and the connections
  * through io/conn.h and io/link.h, never through libev or hiredis.
@@ -301,8 +302,14 @@ void rlock__release_init(rlock__release *rel, rlock__entry *e,
                          uint64_t owner);
 rlock__step rlock__release_start(rlock__release *rel);
 void rlock__release_clear(rlock__release *rel);
+/* The release request of one of owner's holds on e, with a fresh latch:
+ * for an unlock (give_back false: its reply is decoded and the latch DELed
+ * once its caller has it) or to give back a hold an acquire took after its
+ * caller gave up (give_back true: the reply is ignored and the latch left
+ * to expire). NULL when out of memory, or when e is NULL. */
 rlock__req *rlock__release_req(rlock__entry *e, uint64_t owner,
-                               int64_t lease_ms, bool del_latch);
+                               int64_t lease_ms, bool give_back);
+void rlock__req_give_back(rlock__req *acq);
 int rlock__give_back_all(rlock__entry *e, uint64_t owner, int count,
                          int64_t lease_ms,
                          void (*fn)(rlock__req *r, void *arg), void *arg);

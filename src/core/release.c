@@ -1,7 +1,7 @@
 /*
  * release.c: one unlock, as a state machine written once for the blocking
  * and the async API (core.h says how drivers run it), and the requests
- * that give holds back.
+ * that give holds back (a late acquire's, a client's at shutdown).
  *
  * An unlock runs the kind's release script under a latch key named after a
  * fresh request id (facts sheet 1.8). A reply lost with its connection, or
@@ -38,27 +38,49 @@ void rlock__log_unannounced(rlock_client *c, const char *name)
 }
 
 /* One release of owner's hold on e restoring lease_ms, under a fresh latch
- * that the request's transport deletes behind the reply when del_latch.
- * Returns NULL when out of memory. */
+ * (core.h): an unlock's, whose latch the request's transport deletes behind
+ * the reply, or a give-back's, whose reply is ignored. A phantom's drop, a
+ * client's shutdown and a late acquire's give-back all come here; only the
+ * unlock machine below builds its own, to keep one latch across retries. */
 rlock__req *rlock__release_req(rlock__entry *e, uint64_t owner,
-                               int64_t lease_ms, bool del_latch)
+                               int64_t lease_ms, bool give_back)
 {
     char id[RLOCK__REQUEST_ID_LEN + 1];
-    if (rlock__request_id(id) != 0)
+    if (e == NULL || rlock__request_id(id) != 0)
         return NULL;
     char *latch = rlock__latch_name(e->name, id);
     rlock__spec spec;
     rlock__req *r = NULL;
     if (latch != NULL &&
         rlock__spec_release(&spec, e, owner, lease_ms, latch) == 0) {
+        if (give_back)
+            spec.reply = RLOCK__REPLY_IGNORE;
         r = rlock__req_from_spec(e->client, &spec);
         rlock__spec_clear(&spec);
     }
-    if (r != NULL && del_latch)
+    if (r != NULL && !give_back)
         r->latch_del = latch;
     else
         free(latch);
     return r;
+}
+
+/* Gives back a hold that the acquire acq took after its caller gave up
+ * (core/request.c and core/direct.c say when): its release, reply ignored,
+ * sent at once on the I/O thread, else through its queue. Out of memory,
+ * the hold expires with its lease. Any thread. */
+void rlock__req_give_back(rlock__req *acq)
+{
+    rlock__req *r = rlock__release_req(acq->lock_entry, acq->lock_owner,
+                                       acq->lock_lease_ms, true);
+    if (r == NULL)
+        return;
+    if (rlock__loop_on_thread(r->client->loop)) {
+        rlock__req_dispatch(r);
+        return;
+    }
+    rlock__req_send(r);
+    rlock__req_unref(r);
 }
 
 /* Builds the requests that give back all count holds owner has on e (a
@@ -79,7 +101,7 @@ int rlock__give_back_all(rlock__entry *e, uint64_t owner, int count,
         return RLOCK_OK;
     }
     for (int i = 0; i < count; i++) {
-        rlock__req *r = rlock__release_req(e, owner, lease_ms, true);
+        rlock__req *r = rlock__release_req(e, owner, lease_ms, false);
         if (r == NULL)
             return RLOCK_ENOMEM;
         fn(r, arg);

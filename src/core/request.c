@@ -22,7 +22,8 @@
  * thread gives that hold back at once. The reply reaches us either as the
  * request's completion (the caller's wait ended first: the request is
  * "abandoned") or as the connection's late reply (its deadline passed
- * first); both go through give_back_if_taken().
+ * first); both go through give_back_if_taken(), and the give-back itself is
+ * an unlock's release request (core/release.c, rlock__req_give_back).
  */
 #include "core/core.h"
 
@@ -99,44 +100,6 @@ void rlock__req_unref(rlock__req *r)
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->cv);
     free(r);
-}
-
-/* Makes the request that gives back a hold acquire acq took: its kind's
- * release with a fresh latch. Returns NULL when out of memory, or when acq
- * does not say whose hold it took. */
-rlock__req *rlock__give_back_new(rlock__req *acq)
-{
-    rlock__entry *e = acq->lock_entry;
-    char id[RLOCK__REQUEST_ID_LEN + 1];
-    rlock__req *r = NULL;
-    if (e == NULL || rlock__request_id(id) != 0)
-        return NULL;
-    char *latch = rlock__latch_name(e->name, id);
-    rlock__spec spec;
-    if (latch != NULL &&
-        rlock__spec_release(&spec, e, acq->lock_owner, acq->lock_lease_ms,
-                            latch) == 0) {
-        spec.reply = RLOCK__REPLY_IGNORE;
-        r = rlock__req_from_spec(acq->client, &spec);
-        rlock__spec_clear(&spec);
-    }
-    free(latch);
-    return r;
-}
-
-/* Gives back a hold that an abandoned acquire took (see the file comment):
- * the release script with a fresh latch, its reply ignored. */
-void rlock__req_give_back(rlock__req *acq)
-{
-    rlock__req *r = rlock__give_back_new(acq);
-    if (r == NULL)
-        return; /* out of memory: the hold expires with its lease */
-    if (rlock__loop_on_thread(r->client->loop)) {
-        rlock__req_dispatch(r);
-        return;
-    }
-    rlock__req_send(r);
-    rlock__req_unref(r);
 }
 
 /* An acquire whose caller will never see its outcome: gives the hold back

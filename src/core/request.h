@@ -52,7 +52,7 @@ struct rlock__req {
     size_t *argvlen;
 
     /* an acquire: whose hold it takes, so that a hold taken after its
-     * caller gave up can be given back (rlock__give_back_new) */
+     * caller gave up can be given back (rlock__req_give_back) */
     struct rlock__entry *lock_entry; /* referenced */
     uint64_t lock_owner;
     int64_t lock_lease_ms;
@@ -88,8 +88,6 @@ int rlock__call(rlock_client *c, const rlock__script *script,
                 rlock__reply_kind kind, int numkeys, int argc,
                 const char *const *argv, int64_t *value, bool *nil);
 void rlock__req_dispatch(rlock__req *r);
-rlock__req *rlock__give_back_new(rlock__req *acq);
-void rlock__req_give_back(rlock__req *acq);
 void rlock__req_decode(rlock__req *r, const struct redisReply *reply);
 void rlock__req_note_reload(rlock__req *r);
 void rlock__req_conn_event(rlock__conn *cn, rlock__conn_event ev,
