@@ -1,1 +1,0 @@
-/* stands for the unlayered umbrella header */
