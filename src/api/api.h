@@ -36,6 +36,17 @@ void rlock__handle_free(rlock *l);
 int rlock__handle_check(const rlock *l);
 void rlock__handles_close(rlock_client *c);
 
+/* The blocking driver's executor (lock_sync.c): rlock__sync_call() does
+ * one round trip of r on the calling thread when a direct connection is
+ * idle, else through the I/O thread, within timeout_ms; it returns r's
+ * status (the caller keeps its reference). rlock__sync_command() builds,
+ * runs and frees one request with the command timeout and copies out its
+ * value and nil flag (either may be NULL). */
+int rlock__sync_call(rlock__req *r, int64_t timeout_ms);
+int rlock__sync_command(rlock_client *c, const rlock__script *script,
+                        rlock__reply_kind kind, int numkeys, int argc,
+                        const char *const *argv, int64_t *value, bool *nil);
+
 /* For multi.c (lock_sync.c, lock.c). rlock__trylock_ex() is rlock_trylock()
  * that also returns a fenced lock's token (token may be NULL) and, when
  * bounded, never lets one Redis round trip outlast the wait (a Redlock's

@@ -47,8 +47,8 @@ int64_t rlock_fenced_token(rlock *l)
     const char *argv[] = {"GET", l->entry->aux[0]};
     int64_t token = 0;
     bool nil = false;
-    rc = rlock__call(l->client, NULL, RLOCK__REPLY_INTEGER, 0, 2, argv, &token,
-                     &nil);
+    rc = rlock__sync_command(l->client, NULL, RLOCK__REPLY_INTEGER, 0, 2,
+                             argv, &token, &nil);
     if (rc != 0)
         return rc;
     return nil ? 0 : token;

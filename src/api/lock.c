@@ -155,7 +155,7 @@ int rlock_force_unlock(rlock *l)
     rlock__req *r = rlock__req_from_spec(l->client, &spec);
     if (r == NULL)
         return RLOCK_ENOMEM;
-    rc = rlock__req_call(r, l->client->cfg.command_timeout_ms);
+    rc = rlock__sync_call(r, l->client->cfg.command_timeout_ms);
     int64_t deleted = rc == 0 ? r->value : 0;
     rlock__req_unref(r);
     if (rc != 0)
@@ -193,8 +193,8 @@ int rlock__set_lease(rlock *l, int64_t lease_ms)
     snprintf(lease, sizeof(lease), "%lld", (long long)lease_ms);
     const char *argv[] = {"PEXPIRE", e->name, lease};
     int64_t set = 0;
-    rc = rlock__call(l->client, NULL, RLOCK__REPLY_INTEGER, 0, 3, argv, &set,
-                     NULL);
+    rc = rlock__sync_command(l->client, NULL, RLOCK__REPLY_INTEGER, 0, 3,
+                             argv, &set, NULL);
     if (rc != 0)
         return rc;
     rlock__hold_set_lease(e, tid, lease_ms, set == 1);
@@ -212,8 +212,8 @@ static int query(rlock *l, int argc, const char *const *argv, int64_t *value)
         return rc;
     bool nil = false;
     *value = 0;
-    rc = rlock__call(l->client, NULL, RLOCK__REPLY_INTEGER, 0, argc, argv,
-                     value, &nil);
+    rc = rlock__sync_command(l->client, NULL, RLOCK__REPLY_INTEGER, 0, argc,
+                             argv, value, &nil);
     if (rc == 0 && nil)
         *value = 0;
     return rc;
@@ -227,8 +227,8 @@ int rlock_is_locked(rlock *l)
     rlock__spec spec;
     rlock__spec_is_locked(&spec, l->entry);
     int64_t v = 0;
-    rc = rlock__call(l->client, spec.script, spec.reply, spec.numkeys,
-                     spec.argc, spec.argv, &v, NULL);
+    rc = rlock__sync_command(l->client, spec.script, spec.reply,
+                             spec.numkeys, spec.argc, spec.argv, &v, NULL);
     return rc != 0 ? rc : v > 0;
 }
 

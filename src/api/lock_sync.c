@@ -3,10 +3,12 @@
  * rlock_unlock; Redisson's RLock), the blocking driver of the core's
  * acquire and release machines (core/acquire.c, core/release.c).
  *
- * The machine runs on the calling thread: a "send" is one round trip by
- * rlock__req_call, which does it on this very thread when a direct
- * connection is idle (core/direct.c: the measured fast path, two thread wake-ups
- * fewer per round trip) and through the I/O thread otherwise; a "wait"
+ * The machine runs on the calling thread: a "send" is one round trip,
+ * and which executor runs it is this driver's choice (rlock__sync_call):
+ * this very thread when a direct connection is idle (core/direct.c: the
+ * measured fast path, two thread wake-ups fewer per round trip), the I/O
+ * thread otherwise (core/request.c), where requests of many threads share
+ * its connections and pipeline; a "wait"
  * blocks on the thread's own condition variable until the waiter's wake-up
  * (an unlock message, the subscription) or the time the machine named.
  * Nothing here decides anything about locks: a call is the machine's steps
@@ -47,6 +49,33 @@ static void sleep_until(int64_t until_ms)
         ;
 }
 
+int rlock__sync_call(rlock__req *r, int64_t timeout_ms)
+{
+    int rc;
+    if (!rlock__loop_on_thread(r->client->loop) &&
+        rlock__direct_call(r->client->direct, r, timeout_ms, &rc))
+        return rc;
+    return rlock__req_call(r, timeout_ms);
+}
+
+int rlock__sync_command(rlock_client *c, const rlock__script *script,
+                        rlock__reply_kind kind, int numkeys, int argc,
+                        const char *const *argv, int64_t *value, bool *nil)
+{
+    rlock__req *r = rlock__req_new(c, script, kind, numkeys, argc, argv);
+    if (r == NULL)
+        return RLOCK_ENOMEM;
+    int rc = rlock__sync_call(r, c->cfg.command_timeout_ms);
+    if (rc == 0) {
+        if (value != NULL)
+            *value = r->value;
+        if (nil != NULL)
+            *nil = r->nil;
+    }
+    rlock__req_unref(r);
+    return rc;
+}
+
 /* Runs a machine from its first step st until it is done, on this
  * thread. Returns its status. */
 static int run(const rlock__op_class *cls, void *op, rlock__step st)
@@ -54,7 +83,7 @@ static int run(const rlock__op_class *cls, void *op, rlock__step st)
     for (;;) {
         switch (st.kind) {
         case RLOCK__STEP_SEND: {
-            int rc = rlock__req_call(st.req, st.timeout_ms);
+            int rc = rlock__sync_call(st.req, st.timeout_ms);
             rlock__step next = cls->reply(op, st.req, rc);
             rlock__req_unref(st.req); /* a late reply may still come */
             st = next;

@@ -1,7 +1,7 @@
 /*
  * core/direct.c: round trips made on the calling thread (layer core: it runs
- * the core's requests over src/io's blocking links; rlock__req_call tries it
- * before the I/O thread).
+ * the core's requests over src/io's blocking links; the blocking driver,
+ * api/lock_sync.c, tries it before the I/O thread).
  *
  * Handing every blocking call to the I/O thread costs two thread wake-ups
  * per round trip, which on a small machine doubles the time of an

@@ -371,16 +371,16 @@ int rlock__req_wait(rlock__req *r, int64_t deadline_ms)
     return done ? r->status : RLOCK_ETIMEDOUT;
 }
 
-/* Sends r and waits at most timeout_ms for its reply. Returns r->status, or
- * RLOCK_ETIMEDOUT (r is then abandoned), or RLOCK_EDEADLK on the I/O
- * thread. The caller still owns its reference. */
+/* Sends r through the I/O thread and waits at most timeout_ms for its
+ * reply. Returns r->status, or RLOCK_ETIMEDOUT (r is then abandoned), or
+ * RLOCK_EDEADLK on the I/O thread. The caller still owns its reference.
+ * Whether a round trip goes this way or on the caller's own thread (a
+ * direct connection, core/direct.c) is the blocking driver's choice
+ * (api/lock_sync.c), not this layer's. */
 int rlock__req_call(rlock__req *r, int64_t timeout_ms)
 {
     if (rlock__loop_on_thread(r->client->loop))
         return RLOCK_EDEADLK;
-    int rc;
-    if (rlock__direct_call(r->client->direct, r, timeout_ms, &rc))
-        return rc; /* done on this thread, on an idle direct connection */
     int64_t deadline = rlock__now_ms() + timeout_ms;
     r->deadline_ms = deadline; /* the connection gives up then too */
     rlock__req_send(r);
@@ -403,25 +403,4 @@ void rlock__send_ignored(rlock_client *c, const rlock__script *script,
     }
     rlock__req_send(r);
     rlock__req_unref(r);
-}
-
-/* One blocking round trip with the command timeout: builds, sends and
- * waits for a request, and copies out its value and nil flag (either may be
- * NULL). Returns 0 or an RLOCK_E* code. */
-int rlock__call(rlock_client *c, const rlock__script *script,
-                rlock__reply_kind kind, int numkeys, int argc,
-                const char *const *argv, int64_t *value, bool *nil)
-{
-    rlock__req *r = rlock__req_new(c, script, kind, numkeys, argc, argv);
-    if (r == NULL)
-        return RLOCK_ENOMEM;
-    int rc = rlock__req_call(r, c->cfg.command_timeout_ms);
-    if (rc == 0) {
-        if (value != NULL)
-            *value = r->value;
-        if (nil != NULL)
-            *nil = r->nil;
-    }
-    rlock__req_unref(r);
-    return rc;
 }

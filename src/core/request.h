@@ -84,9 +84,6 @@ int rlock__req_call(rlock__req *r, int64_t timeout_ms);
 int rlock__req_wait(rlock__req *r, int64_t deadline_ms);
 void rlock__send_ignored(rlock_client *c, const rlock__script *script,
                          int numkeys, int argc, const char *const *argv);
-int rlock__call(rlock_client *c, const rlock__script *script,
-                rlock__reply_kind kind, int numkeys, int argc,
-                const char *const *argv, int64_t *value, bool *nil);
 void rlock__req_dispatch(rlock__req *r);
 void rlock__req_decode(rlock__req *r, const struct redisReply *reply);
 void rlock__req_note_reload(rlock__req *r);
