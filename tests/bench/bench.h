@@ -150,6 +150,7 @@ int bench_run_uncontended(const bench_opts *o, json_t *out);
 int bench_run_parallel(const bench_opts *o, json_t *out);
 int bench_run_contended(const bench_opts *o, json_t *out);
 int bench_run_held(const bench_opts *o, json_t *out);
+int bench_run_fanout(const bench_opts *o, json_t *out);
 
 /* Sets a number field rounded for output. */
 void bench_set_num(json_t *obj, const char *key, double v);

@@ -39,7 +39,7 @@ static void usage(FILE *f)
                "         [--watchdog-ms MS] [--connections N]\n"
                "         [--limit-seconds S] [--prefix P] [--stats on|off]\n"
                "         [--barging on|off]\n"
-               "scenarios: uncontended contended parallel held limit\n");
+               "scenarios: uncontended contended parallel held limit fanout\n");
 }
 
 int bench_client(const bench_opts *o, rlock_client **out)
@@ -207,6 +207,8 @@ static int run(const bench_opts *o, json_t *out)
         return bench_run_contended(o, out);
     if (strcmp(o->scenario, "held") == 0)
         return bench_run_held(o, out);
+    if (strcmp(o->scenario, "fanout") == 0)
+        return bench_run_fanout(o, out);
     fprintf(stderr, "rlock-bench: unknown scenario '%s'\n", o->scenario);
     return -1;
 }

@@ -202,6 +202,17 @@ def main():
                                              extra, " | ".join(cells)))
         w("")
 
+    v = med("fanout", "rlock", "acq_per_s")
+    if v is not None:
+        w("**fanout: the ceiling of one RLock whose unlock channel %s other "
+          "processes hear**" % fmt(med("fanout", "rlock", "listeners")))
+        w("")
+        w("One process locks, makes two round trips and unlocks with nobody "
+          "contending; the others only read its unlock messages: %s "
+          "acquisitions/s, %s Redis commands per acquisition (Redisson's "
+          "acquire and release scripts, and the two round trips left out)."
+          % (fmt(v), fmt(med("fanout", "rlock", "redis_cmds_per_acq"))))
+        w("")
     w("**Targets (issues 4 and 17)**")
     w("")
     w("| target | measured | |")

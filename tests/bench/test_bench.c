@@ -170,6 +170,36 @@ static void test_contended_fair_procs(void **state)
                     "fair");
 }
 
+static void test_contended_procs_barging(void **state)
+{
+    (void)state;
+    json_t *j = bench("--scenario contended --procs --workers 4 --seconds 1 "
+                      "--barging on --limit-seconds 0.3");
+    assert_common(j, "contended");
+    assert_true(json_is_true(json_object_get(j, "barging")));
+    assert_int_equal(json_integer_value(json_object_get(j, "lost_increments")),
+                     0);
+    json_decref(j);
+}
+
+/* Every unlock message reaches every listener, and the lone worker runs. */
+static void test_fanout(void **state)
+{
+    static const char *const fields[] = {"acq_per_s", "listeners",
+                                         "messages_per_acq",
+                                         "redis_cmds_per_acq", NULL};
+    (void)state;
+    json_t *j = bench("--scenario fanout --workers 4 --seconds 1 "
+                      "--limit-seconds 0.3");
+    assert_common(j, "fanout");
+    assert_numbers(j, fields);
+    assert_int_equal(json_integer_value(json_object_get(j, "listeners")), 3);
+    assert_true(json_number_value(json_object_get(j, "acq_per_s")) > 0);
+    assert_true(json_number_value(json_object_get(j, "messages_per_acq")) ==
+                1);
+    json_decref(j);
+}
+
 static void test_contended_spin_threads(void **state)
 {
     (void)state;
@@ -209,6 +239,8 @@ int main(void)
         cmocka_unit_test(test_contended_threads),
         cmocka_unit_test(test_contended_procs),
         cmocka_unit_test(test_contended_fair_procs),
+        cmocka_unit_test(test_contended_procs_barging),
+        cmocka_unit_test(test_fanout),
         cmocka_unit_test(test_contended_spin_threads),
         cmocka_unit_test(test_held),
     };
