@@ -163,6 +163,7 @@ enum {
 int rlock__reply_error_code(const struct redisReply *r);
 int rlock__reply_is_noscript(const struct redisReply *r);
 const char *rlock__reply_error_text(const struct redisReply *r);
+int rlock__reply_is_readonly(const struct redisReply *r);
 int rlock__reply_acquire(const struct redisReply *r, int64_t *ttl,
                          int64_t *token);
 int rlock__reply_unlock(const struct redisReply *r);

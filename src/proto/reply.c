@@ -55,6 +55,14 @@ const char *rlock__reply_error_text(const struct redisReply *r)
     return r->str;
 }
 
+/* True for READONLY: the server is a replica now (a master that Sentinel
+ * demoted), so the command did not run. */
+int rlock__reply_is_readonly(const struct redisReply *r)
+{
+    return r != NULL && r->type == REDIS_REPLY_ERROR &&
+           starts_with(r, "READONLY");
+}
+
 /* Decodes an acquire reply: returns 1 when acquired (nil), 0 when busy with
  * *ttl set to the holder's PTTL, or a negative RLOCK_E* code. With token
  * set, the fenced form is read instead: {-1, token} when acquired (*token

@@ -192,6 +192,31 @@ static void test_error_text_empty_for_null(void **state)
     assert_string_equal(rlock__reply_error_text(NULL), "");
 }
 
+/* ----------------------------------------------------------- is_readonly */
+
+static void test_is_readonly_true_for_a_demoted_master(void **state)
+{
+    redisReply *r =
+        rb_err("READONLY You can't write against a read only replica.");
+
+    (void)state;
+    assert_int_equal(rlock__reply_is_readonly(r), 1);
+    rb_free(r);
+}
+
+static void test_is_readonly_false_for_other_replies(void **state)
+{
+    redisReply *e = rb_err("NOSCRIPT No matching script.");
+    redisReply *s = rb_str("READONLY");
+
+    (void)state;
+    assert_int_equal(rlock__reply_is_readonly(e), 0);
+    assert_int_equal(rlock__reply_is_readonly(s), 0);
+    assert_int_equal(rlock__reply_is_readonly(NULL), 0);
+    rb_free(e);
+    rb_free(s);
+}
+
 /* --------------------------------------------------------------- acquire */
 
 static void test_fenced_acquire_taken_gives_token(void **state)
@@ -929,6 +954,8 @@ int main(void)
         cmocka_unit_test(test_error_text_is_the_error_reply),
         cmocka_unit_test(test_error_text_empty_for_string_reply),
         cmocka_unit_test(test_error_text_empty_for_null),
+        cmocka_unit_test(test_is_readonly_true_for_a_demoted_master),
+        cmocka_unit_test(test_is_readonly_false_for_other_replies),
         cmocka_unit_test(test_acquire_nil_is_acquired),
         cmocka_unit_test(test_acquire_integer_is_busy_with_ttl),
         cmocka_unit_test(test_acquire_large_ttl_keeps_64_bits),
