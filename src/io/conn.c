@@ -220,6 +220,14 @@ int rlock__conn_send(rlock__conn *cn, rlock__conn_cmd *cmd)
     return link_send(cn->link, cmd);
 }
 
+void rlock__conn_reset(rlock__conn *cn)
+{
+    if (cn->retired != NULL)
+        drop_link(cn, cn->retired);
+    if (cn->link != NULL)
+        drop_link(cn, cn->link);
+}
+
 void rlock__conn_close(rlock__conn *cn)
 {
     cn->closed = true;

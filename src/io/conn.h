@@ -110,6 +110,12 @@ void rlock__conn_init(rlock__conn *cn, struct ev_loop *loop,
  * error return, neither done nor late is ever called. */
 int rlock__conn_send(rlock__conn *cn, rlock__conn_cmd *cmd);
 
+/* Drops cn's links (the server moved: Sentinel): pending commands complete
+ * with RLOCK_ECONN (they may or may not have run) before it returns, late
+ * callbacks with NULL; the next command opens a link from the options, as
+ * they are then. */
+void rlock__conn_reset(rlock__conn *cn);
+
 /* Closes cn for good: pending commands complete with RLOCK_ECLOSED (late
  * callbacks with NULL) before it returns; later sends are refused. */
 void rlock__conn_close(rlock__conn *cn);

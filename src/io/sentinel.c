@@ -539,7 +539,7 @@ static bool learn(rlock__sentinel *s, const rlock__sentinel_master *m,
     s->current = *m;
     s->known = true;
     s->check_wanted = false;
-    note(s, RLOCK_LOG_INFO, "sentinel: the master is now %s:%d (%s)",
+    note(s, RLOCK_LOG_DEBUG, "sentinel: the master is now %s:%d (%s)",
          m->host, m->port, switched ? "+switch-master" : "poll");
     s->on_master(m->host, m->port, true, s->arg);
     return true;
