@@ -85,9 +85,7 @@ RLOCK_API const char *rlock_version_string(void);
 #define RLOCK_EFORKED (-111)   /* client inherited across fork() */
 #define RLOCK_ESERVER (-112)   /* Redis answered with an error reply */
 #define RLOCK_ECANCELED (-113) /* an async acquire was cancelled */
-#define RLOCK_ENOTSUP (-114)   /* not available for this kind of lock,
-                                  or (until the new transport) a TLS
-                                  connection */
+#define RLOCK_ENOTSUP (-114)   /* not available for this kind of lock */
 #define RLOCK_ENOTIFY (-115)   /* unlocked, but Redis refused the unlock
                                   message (PUBLISH): waiters learn of the
                                   release only when they re-check */
@@ -344,8 +342,9 @@ typedef struct rlock_client rlock_client;
  *                  a master behind Redis Sentinel: the sentinels (port
  *                  26379 default) and the master's name; the user,
  *                  password and db are the master's (the sentinels' own
- *                  are rlock_config_set_sentinel_credentials()); for now
- *                  RLOCK_ENOTSUP
+ *                  are rlock_config_set_sentinel_credentials()); the
+ *                  master is found and followed as the README's "Redis
+ *                  Sentinel" says
  *   rediss+sentinel://...   the same, with TLS to sentinels and master
  * Percent-escapes (%40 etc.) are decoded in user, password and master name.
  * IPv6 hosts go in brackets: redis://[::1]:6380.
@@ -355,14 +354,14 @@ typedef struct rlock_client rlock_client;
  * lock channels costs only wake-ups and is reported through the log hook
  * when the server lets the user ask (ACL DRYRUN), else found when refused.
  * Returns 0; RLOCK_EINVAL (out or uri NULL, or the URI does not parse);
- * RLOCK_ECONN (unreachable); RLOCK_EAUTH (AUTH or SELECT refused, or
+ * RLOCK_ECONN (unreachable; with Sentinel: no sentinel led to a master);
+ * RLOCK_EAUTH (AUTH or SELECT refused, by the server or the sentinels, or
  * SCRIPT LOAD or EVALSHA refused by the user's ACL);
  * RLOCK_EPROTO (the server does not speak Redis); RLOCK_ETIMEDOUT;
  * RLOCK_ETLS (rediss://: a CA, certificate or key file unusable, the
  * server's certificate not trusted or not for the host, or the server
- * refusing the client's certificate or wanting one); RLOCK_ENOTSUP (a
- * redis+sentinel:// URI: it arrives with rlock's new transport);
- * RLOCK_ENOMEM. On failure *out is set to NULL.
+ * refusing the client's certificate or wanting one; the same with the
+ * sentinels of a rediss+sentinel:// URI); RLOCK_ENOMEM. On failure *out is set to NULL.
  * Ownership: the caller frees the client with rlock_client_free().
  * Thread-safety: any thread.
  * Redisson: Redisson.create(config). */

@@ -95,8 +95,11 @@ static int link_opts_init(rlock_client *c)
         return RLOCK_ENOMEM;
     c->link_opts = o;
     rlock__link_opts_init(o);
-    int rc = rlock__link_resolve(c->uri.host, c->uri.port, c->uri.path,
-                                 &o->addr);
+    /* in Sentinel mode the address is discovery's (core/follow.c) */
+    int rc = c->uri.master != NULL
+                 ? RLOCK_OK
+                 : rlock__link_resolve(c->uri.host, c->uri.port, c->uri.path,
+                                       &o->addr);
     if (rc != 0)
         return rc;
     o->host = c->uri.host;
@@ -131,6 +134,7 @@ static void on_loop_stop(void *arg)
 {
     rlock_client *c = arg;
     /* any of these may be missing when connecting failed half-way */
+    rlock__follow_shutdown(c); /* no move from here on */
     rlock__async_shutdown(c);
     rlock__direct_shutdown(c->direct);
     if (c->watchdog != NULL)
@@ -151,6 +155,7 @@ static void destroy(rlock_client *c)
     }
     rlock__watchdog_free(c->watchdog);
     rlock__pubsub_free(c->pubsub);
+    rlock__follow_free(c); /* before the loop it may post to */
     rlock__loop_free(c->loop);
     rlock__direct_free(c->direct);
     rlock__tls_ctx_free(c->tls); /* after every link */
@@ -205,16 +210,14 @@ int rlock_client_connect_with(rlock_client **out, const char *uri,
     int rc = copied;
     if (rc == 0)
         rc = rlock__uri_parse(uri, &c->uri);
-    /* redis+sentinel:// parses and has its settings; following a master
-     * needs the connections on the new transport (issue 15) */
-    if (rc == 0 && c->uri.master != NULL)
-        rc = RLOCK_ENOTSUP;
     if (rc == 0) /* the config's credentials and database win */
         rc = rlock__config_apply_uri(&c->cfg, &c->uri);
     if (rc == 0 && c->cfg.stats)
         rc = rlock__stats_new(&c->stats);
     if (rc == 0)
         rc = link_opts_init(c);
+    if (rc == 0 && c->uri.master != NULL) /* Sentinel finds the master */
+        rc = rlock__follow_new(c);
     if (rc == 0)
         rc = rlock__uuid4(c->id);
     if (rc == 0)
@@ -245,6 +248,7 @@ int rlock_client_connect_with(rlock_client **out, const char *uri,
         return rc;
     }
     rlock__watchdog_start(c->watchdog);
+    rlock__follow_start(c);
     rlock__acl_report(c, &acl);
     *out = c;
     return RLOCK_OK;

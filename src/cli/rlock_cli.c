@@ -47,10 +47,13 @@ static const char global_help[] =
     "\n"
     "Options (every command takes them, before or after its name):\n"
     "  --url URL          redis://[[user]:password@]host[:port][/db],\n"
-    "                     rediss://... (TLS: the config file's ssl*) or\n"
-    "                     unix:///path/to/redis.sock[?db=N]\n"
+    "                     unix:///path/to/redis.sock[?db=N], or a master\n"
+    "                     behind Redis Sentinel: redis+sentinel://[[user]:\n"
+    "                     password@]host[:port][,host[:port]...]/name[/db]\n"
+    "                     (rediss:// and rediss+sentinel:// for TLS)\n"
     "  --config FILE      a Redisson JSON config file (singleServerConfig\n"
-    "                     and lockWatchdogTimeout; see the README)\n"
+    "                     or sentinelServersConfig, lockWatchdogTimeout;\n"
+    "                     see the README)\n"
     "  -h, --help         show help\n"
     "  --version          print the version\n"
     "\n"
@@ -259,8 +262,10 @@ int cli_make_config(const cli_common *cm, rlock_config **out)
                 return CLI_SOFTWARE;
             }
             cli_error("%s is not a valid URL: expected "
-                      "redis[s]://[[user]:password@]host[:port][/db] or "
-                      "unix:///path/to/redis.sock[?db=N]",
+                      "redis[s]://[[user]:password@]host[:port][/db], "
+                      "unix:///path/to/redis.sock[?db=N] or "
+                      "redis[s]+sentinel://[[user]:password@]host[:port]"
+                      "[,host[:port]...]/name[/db]",
                       source);
             return CLI_CONFIG;
         }
@@ -327,10 +332,6 @@ static void connect_failed(const rlock_config *cfg, int rc)
                   "certificate (sslKeystore) or refuses this one",
                   server);
         break;
-    case RLOCK_ENOTSUP: /* the only connect that gives it: Sentinel */
-        cli_error("%s: this build cannot connect through Redis Sentinel yet",
-                  server);
-        break;
     default:
         cli_error("cannot connect to Redis at %s: %s", server,
                   rlock_strerror(rc));
@@ -354,10 +355,9 @@ int cli_connect(const cli_common *cm, rlock_config **cfg_out,
     if (rc != 0) {
         connect_failed(cfg, rc);
         rlock_config_free(cfg);
-        /* a setting to change, as a bad URL is: a Sentinel URL (for
-         * now), TLS files or a CA that does not fit the server */
-        return rc == RLOCK_ENOTSUP || rc == RLOCK_ETLS ? CLI_CONFIG
-                                                       : cli_status_of(rc);
+        /* a setting to change, as a bad URL is: TLS files or a CA that
+         * does not fit the server */
+        return rc == RLOCK_ETLS ? CLI_CONFIG : cli_status_of(rc);
     }
     if (cfg_out != NULL)
         *cfg_out = cfg;
@@ -428,7 +428,7 @@ int cli_open(rlock_client *c, const rlock_config *cfg, rlock_admin_conn **out)
     if (rc == 0)
         return CLI_OK;
     connect_failed(cfg, rc);
-    return rc == RLOCK_ENOTSUP ? CLI_CONFIG : cli_status_of(rc);
+    return cli_status_of(rc);
 }
 
 /* Prints why a command on a failed with rc; returns the exit status. */

@@ -8,6 +8,7 @@
  */
 #include "core/core.h"
 #include "io/link.h"
+#include "io/master.h"
 
 #include <unistd.h>
 
@@ -29,7 +30,9 @@ int rlock__client_check(const rlock_client *c)
 int rlock__client_sync_open(rlock_client *c, int64_t connect_ms,
                             rlock__link_sync **out, char *err, size_t errlen)
 {
-    rlock__link_opts o = *c->link_opts;
+    rlock__link_opts o;
+    char host[RLOCK__MASTER_HOST_MAX];
+    rlock__master_opts(c->master, c->link_opts, &o, host, NULL); /* moves */
     o.connect_timeout_ms = connect_ms;
     return rlock__link_sync_open(&o, out, err, errlen);
 }

@@ -107,6 +107,10 @@ struct rlock_client {
      * so that this header need not bring in the socket headers. */
     struct rlock__link_opts *link_opts;
     struct rlock__tls_ctx *tls; /* rediss:// only, else NULL */
+    /* redis+sentinel:// only, else NULL: where the master is
+     * (io/master.h) and what moves with it (core/follow.c) */
+    struct rlock__master *master;
+    struct rlock__follow *follow;
 
     rlock__loop *loop;
     rlock__conn *conns; /* cfg.connections command connections */

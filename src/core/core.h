@@ -343,6 +343,8 @@ int rlock__pubsub_new(rlock__pubsub **out, rlock_client *c);
 void rlock__pubsub_free(rlock__pubsub *ps);
 void rlock__pubsub_shutdown(rlock__pubsub *ps);
 int rlock__pubsub_sync(rlock__entry *e);
+/* The master moved (Sentinel): subscribe everything again on the new one. */
+void rlock__pubsub_move(rlock__pubsub *ps);
 /* acl.c: the user may not subscribe. */
 void rlock__pubsub_assume_refused(rlock__pubsub *ps);
 
@@ -368,6 +370,20 @@ struct rlock__link_sync;
 int rlock__acl_check(rlock_client *c, struct rlock__link_sync *s,
                      rlock__acl *out);
 void rlock__acl_report(rlock_client *c, const rlock__acl *found);
+
+/* ---------------------------------------------------------- follow.c */
+
+/* Sentinel mode: c->master and c->follow, from c's URI and config, the
+ * master discovered into c->link_opts (made already, with c->tls). The
+ * caller's thread, at connect. Returns 0 or the discovery's code. */
+typedef struct rlock__follow rlock__follow;
+int rlock__follow_new(rlock_client *c);
+/* Starts following once the I/O thread runs; every function here is a
+ * no-op outside Sentinel mode. */
+void rlock__follow_start(rlock_client *c);
+/* Stops following (I/O thread, at stop); frees (before the loop is). */
+void rlock__follow_shutdown(rlock_client *c);
+void rlock__follow_free(rlock_client *c);
 
 /* -------------------------------------------------------- watchdog.c */
 

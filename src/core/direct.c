@@ -44,6 +44,7 @@
  * closing a link shuts its socket down, which wakes a watch on it.
  */
 #include "core/core.h"
+#include "io/master.h"
 #include "io/link.h"
 
 #include <fcntl.h>
@@ -67,6 +68,7 @@ typedef struct slot {
     /* the holder's */
     rlock__link_sync *link; /* NULL: not connected */
     unsigned gen;           /* counts links: tells a new one from a watched */
+    uint64_t master_gen;    /* the master's generation the link went to */
     int64_t used_at_ms;     /* the last round trip's start */
     int64_t late_since_ms;  /* 0, or since when late replies are owed */
     const char *closed_why; /* why the last link closed (NULL: none yet):
@@ -322,6 +324,8 @@ static int connect_slot(slot *s, int64_t timeout_ms)
     int64_t connect_ms = c->cfg.connect_timeout_ms < timeout_ms
                              ? c->cfg.connect_timeout_ms
                              : timeout_ms;
+    /* read before the address: a link is never taken for newer than it is */
+    s->master_gen = rlock__master_gen(c->master);
     int rc = rlock__client_sync_open(c, connect_ms, &s->link, NULL, 0);
     if (rc != 0) {
         rlock__log_later(c, RLOCK_LOG_DEBUG,
@@ -347,6 +351,9 @@ static int connect_slot(slot *s, int64_t timeout_ms)
 static int round_trip(slot *s, rlock__req *r, int64_t timeout_ms)
 {
     int64_t now = rlock__now_ms(), deadline = now + timeout_ms;
+    rlock__master *master = s->direct->client->master;
+    if (s->link != NULL && s->master_gen != rlock__master_gen(master))
+        close_slot(s, "closed: the master moved (Sentinel)");
     if (s->link != NULL)
         check_idle(s, now);
     s->used_at_ms = now;
@@ -381,8 +388,10 @@ static int round_trip(slot *s, rlock__req *r, int64_t timeout_ms)
     }
     if (rc != 0) {
         bool broken = rlock__link_sync_broken(s->link);
-        if (broken)
+        if (broken) {
             close_slot(s, "lost during a call");
+            rlock__master_suspect(master); /* did it move? */
+        }
         /* an error reply from a broken server (EPROTO) stays what it is; a
          * dropped connection means the command may or may not have run */
         return rc == RLOCK_EPROTO || (rc == RLOCK_ENOMEM && !broken)
@@ -390,6 +399,16 @@ static int round_trip(slot *s, rlock__req *r, int64_t timeout_ms)
                    : RLOCK_ECONN;
     }
     s->late_since_ms = 0; /* every reply owed before ours came */
+    if (master != NULL && (s->master_gen != rlock__master_gen(master) ||
+                           rlock__reply_is_readonly(reply))) {
+        /* an answer of a master no longer ours, or of one turned into a
+         * replica: the call's outcome is not the new master's (core/follow.c) */
+        if (rlock__reply_is_readonly(reply))
+            rlock__master_suspect(master);
+        rlock__link_reply_free(reply);
+        close_slot(s, "closed: the master moved (Sentinel)");
+        return RLOCK_ECONN;
+    }
     rlock__req_decode(r, reply);
     rlock__link_reply_free(reply);
     if (r->status == RLOCK_EAUTH) {

@@ -50,6 +50,7 @@
  */
 #include "core/core.h"
 #include "io/link.h"
+#include "io/master.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -539,10 +540,15 @@ static void on_push(rlock__link *l, const rlock__push *p, void *arg)
  * it on a new link. Every answer owed was given (with the failure) before
  * on_closed, so a channel without entries is already gone; nothing is
  * freed here, which lets the table be walked. */
+typedef struct reset_walk {
+    bool wake;   /* every waiter tries at once */
+    bool wanted; /* out: a channel is to be subscribed again */
+} reset_walk;
+
 static void reset_channel(const char *key, void *value, void *arg)
 {
     channel *ch = value;
-    bool *wanted = arg;
+    reset_walk *w = arg;
     (void)key;
     if (ch->state == CH_REFUSED)
         return;
@@ -550,9 +556,20 @@ static void reset_channel(const char *key, void *value, void *arg)
     if (ch->nentries == 0)
         return;
     ch->missed = true;
-    *wanted = true;
+    w->wanted = true;
     for (int k = 0; k < ch->nentries; k++)
-        rlock__entry_set_subscribed(ch->entries[k], false, false);
+        rlock__entry_set_subscribed(ch->entries[k], false, w->wake);
+}
+
+/* Forgets the link (freed by the caller) and marks every channel to be
+ * subscribed again, waking every waiter with wake; returns true when any
+ * channel is wanted. */
+static bool forget_link(rlock__pubsub *ps, bool wake)
+{
+    ps->link = NULL;
+    reset_walk w = {.wake = wake, .wanted = false};
+    rlock__map_foreach(&ps->channels, reset_channel, &w);
+    return w.wanted;
 }
 
 static void on_closed(rlock__link *l, int status, void *arg)
@@ -565,11 +582,26 @@ static void on_closed(rlock__link *l, int status, void *arg)
                "subscriber connection closed (%s; %s): reconnecting",
                rlock_strerror(status), rlock__link_error(l));
     rlock__link_free(l);
-    ps->link = NULL;
-    bool wanted = false;
-    rlock__map_foreach(&ps->channels, reset_channel, &wanted);
-    if (wanted)
+    if (forget_link(ps, false))
         arm_retry(ps);
+    rlock__master_suspect(ps->client->master);
+}
+
+/* The master moved (core/follow.c): the subscriber leaves the old one as
+ * if its connection were lost and subscribes every wanted channel again on
+ * the new one at once. Every waiter tries at once (the holder it waits for
+ * may be gone with the old master, and unlock messages may have been
+ * missed), and again when its channel is confirmed. I/O thread. */
+void rlock__pubsub_move(rlock__pubsub *ps)
+{
+    if (ps == NULL || ps->stopping)
+        return;
+    rlock__link *l = ps->link;
+    ps->link = NULL; /* the free below answers what is owed with ECLOSED */
+    rlock__link_free(l);
+    ps->backoff_ms = 0;
+    if (forget_link(ps, true))
+        arm_retry_in(ps, 0);
 }
 
 static void retry_channel(const char *key, void *value, void *arg)

@@ -26,6 +26,7 @@
  * an unlock's release request (core/release.c, rlock__req_give_back).
  */
 #include "core/core.h"
+#include "io/master.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -204,6 +205,7 @@ void rlock__req_conn_event(rlock__conn *cn, rlock__conn_event ev,
                    "command connection %d could not connect: %s", i, why);
         break;
     case RLOCK__CONN_LOST:
+        rlock__master_suspect(c->master); /* Sentinel: did it move? */
         rlock__log(c, RLOCK_LOG_INFO,
                    "command connection %d lost (%s): reconnecting with the "
                    "next command",
@@ -273,9 +275,18 @@ static void on_done(rlock__conn_cmd *cmd, int status, struct redisReply *reply)
     rlock__req *r = (rlock__req *)((char *)cmd - offsetof(rlock__req, cmd));
     bool late_owed = cmd->late != NULL && status == RLOCK_ETIMEDOUT;
     bool late_ref = cmd->late != NULL;
-    if (status == RLOCK_OK)
+    rlock__master *master = r->client->master;
+    if (status == RLOCK_OK && master != NULL &&
+        rlock__reply_is_readonly(reply)) {
+        /* Sentinel mode: the master was demoted into a replica. Nothing
+         * ran; the caller retries as after a dropped connection, by when
+         * a sentinel has been asked where the master is (core/follow.c). */
+        rlock__master_suspect(master);
+        status = RLOCK_ECONN;
+    } else if (status == RLOCK_OK) {
         rlock__req_decode(r, reply);
-    else if (status == RLOCK_ECONN && atomic_load(&r->client->closing))
+    }
+    if (status == RLOCK_ECONN && atomic_load(&r->client->closing))
         status = RLOCK_ECLOSED;
     complete(r, status);
     if (late_ref && !late_owed)

@@ -87,20 +87,6 @@ static void data_opts(rlock__link_opts *o, const char *password)
     o->connect_timeout_ms = 2000;
 }
 
-/* A port nothing listens on (bound, then closed). */
-static int dead_port(void)
-{
-    struct sockaddr_in sa = {.sin_family = AF_INET,
-                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(sa);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(fd >= 0);
-    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
-    close(fd);
-    return ntohs(sa.sin_port);
-}
-
 /* Discovers with s and returns the master's port (asserting success). */
 static int discover_port(rlock__sentinel *s)
 {
@@ -313,7 +299,7 @@ static void test_discovery_skips_a_sentinel_that_is_down(void **state)
     sentinels sn;
     rlock__sentinel *s = NULL;
     (void)state;
-    sentinels_init(&sn, dead_port(), SENTINEL_PW);
+    sentinels_init(&sn, rt_sentinel_dead_port(), SENTINEL_PW);
     assert_int_equal(rlock__sentinel_new(&sn.o, &s), 0);
     rt_redis *m = rt_sentinel_master_node(&group);
     assert_non_null(m);
@@ -398,7 +384,7 @@ static void test_discovery_with_no_sentinel_up_is_econn(void **state)
 {
     rlock__sentinel_opts o;
     const char *hosts[] = {"127.0.0.1", "127.0.0.1"};
-    int ports[] = {dead_port(), dead_port()};
+    int ports[] = {rt_sentinel_dead_port(), rt_sentinel_dead_port()};
     rlock__sentinel *s = NULL;
     rlock__link_opts d;
     rlock__sentinel_master m;

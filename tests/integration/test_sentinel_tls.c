@@ -143,6 +143,34 @@ static void test_watcher_hears_a_failover_over_tls(void **state)
     assert_int_equal(rt_sentinel_settle(&group), 0);
 }
 
+/* The client with rediss+sentinel://: TLS to the sentinels and the master
+ * with the config's CA, its locks on the master's TLS port. */
+static void test_client_over_rediss_sentinel(void **state)
+{
+    rlock_config *cfg;
+    rlock_client *c = NULL;
+    rlock *l;
+    char url[256];
+    (void)state;
+    rt_sentinel_url(&group, NULL, url, sizeof(url));
+    assert_non_null(strstr(url, "rediss+sentinel://"));
+    assert_int_equal(rlock_config_new(&cfg), 0);
+    /* without the CA, the sentinels' certificates are not trusted */
+    assert_int_equal(rlock_client_connect_with(&c, url, cfg), RLOCK_ETLS);
+    assert_int_equal(rlock_config_set_tls_ca_file(cfg, files.ca_crt), 0);
+    int rc = rlock_client_connect_with(&c, url, cfg);
+    rlock_config_free(cfg);
+    if (rc != 0)
+        fail_msg("connect: %s", rlock_err_name(rc));
+    assert_int_equal(rlock_get(c, "sentinel_tls:held", &l), 0);
+    assert_int_equal(rlock_trylock(l, 0, RLOCK_LEASE_WATCHDOG), 0);
+    rt_redis *m = rt_sentinel_master_node(&group);
+    assert_int_equal(rt_cmd_int(m, "HLEN %s", "sentinel_tls:held"), 1);
+    assert_int_equal(rlock_unlock(l), 0);
+    rlock_free(l);
+    rlock_client_free(c);
+}
+
 static int group_setup(void **state)
 {
     (void)state;
@@ -171,6 +199,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_discovery_speaks_tls_to_sentinels_and_master),
         cmocka_unit_test(test_watcher_hears_a_failover_over_tls),
+        cmocka_unit_test(test_client_over_rediss_sentinel),
     };
     return cmocka_run_group_tests_name("sentinel_tls", tests, group_setup,
                                        group_teardown);

@@ -11,11 +11,29 @@
  */
 #include "sentinel_fixture.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #define GROUP_READY_MS 20000
+
+int rt_sentinel_dead_port(void)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(sa);
+    int port = -1, fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+        getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
+        port = ntohs(sa.sin_port);
+    if (fd >= 0)
+        close(fd);
+    return port;
+}
 
 int rt_sentinel_port(const rt_redis *r)
 {
@@ -183,6 +201,10 @@ int rt_sentinel_group_start(rt_sentinel_group *g, const rt_sentinel_opts *o)
             a[n++] = "--masterauth";
             a[n++] = g->opts.data_password;
         }
+        if (g->opts.hostnames) {
+            a[n++] = "--replica-announce-ip";
+            a[n++] = "localhost";
+        }
         if (k == 1) {
             snprintf(g->replicaof, sizeof(g->replicaof), "%d",
                      rt_sentinel_port(&g->node[0]));
@@ -196,13 +218,18 @@ int rt_sentinel_group_start(rt_sentinel_group *g, const rt_sentinel_opts *o)
             goto fail;
     }
 
-    int n = snprintf(
-        g->conf, sizeof(g->conf),
-        "sentinel monitor %s 127.0.0.1 %d 2\n"
+    int n = 0;
+    if (g->opts.hostnames)
+        n = snprintf(g->conf, sizeof(g->conf),
+                     "sentinel resolve-hostnames yes\n"
+                     "sentinel announce-hostnames yes\n");
+    n += snprintf(
+        g->conf + n, sizeof(g->conf) - (size_t)n,
+        "sentinel monitor %s %s %d 2\n"
         "sentinel down-after-milliseconds %s 2000\n"
         "sentinel failover-timeout %s 4000\n",
-        RT_SENTINEL_MASTER, rt_sentinel_port(&g->node[0]), RT_SENTINEL_MASTER,
-        RT_SENTINEL_MASTER);
+        RT_SENTINEL_MASTER, g->opts.hostnames ? "localhost" : "127.0.0.1",
+        rt_sentinel_port(&g->node[0]), RT_SENTINEL_MASTER, RT_SENTINEL_MASTER);
     if (g->opts.data_password != NULL)
         n += snprintf(g->conf + n, sizeof(g->conf) - (size_t)n,
                       "sentinel auth-pass %s %s\n", RT_SENTINEL_MASTER,

@@ -37,6 +37,10 @@ typedef struct rt_sentinel_opts {
      * the sentinels talk to them over TLS, so every address a sentinel
      * gives is a TLS port; the sentinels take TLS on tls_port too */
     rt_tls_files *tls;
+    /* 1: the sentinels name the data nodes "localhost", not 127.0.0.1
+     * (resolve-hostnames and announce-hostnames; the replica announces
+     * itself by name), so clients get a host name to resolve */
+    int hostnames;
 } rt_sentinel_opts;
 
 typedef struct rt_sentinel_group {
@@ -66,6 +70,10 @@ int rt_sentinel_port(const rt_redis *r);
  * sentinels, into buf. */
 void rt_sentinel_url(const rt_sentinel_group *g, const char *first, char *buf,
                      size_t len);
+
+/* A loopback port nothing listens on (bound, then closed): a sentinel
+ * that is down. */
+int rt_sentinel_dead_port(void);
 
 /* The data node the first live sentinel names as master, or NULL. */
 rt_redis *rt_sentinel_master_node(rt_sentinel_group *g);
