@@ -91,6 +91,12 @@ void jp_require_java(const char *version)
 jp_peer *jp_start(const char *version, const char *url,
                   const char *const *options)
 {
+    return jp_start_mode(version, "single", url, options);
+}
+
+jp_peer *jp_start_mode(const char *version, const char *mode,
+                       const char *addresses, const char *const *options)
+{
     char java[1024], cp[4096], label[64];
     const char *argv[32];
     int argc = 0;
@@ -108,8 +114,8 @@ jp_peer *jp_start(const char *version, const char *url,
     argv[argc++] = "-cp";
     argv[argc++] = cp;
     argv[argc++] = "Driver";
-    argv[argc++] = "single";
-    argv[argc++] = url;
+    argv[argc++] = mode;
+    argv[argc++] = addresses;
     for (size_t i = 0; options != NULL && options[i] != NULL; i++) {
         if (argc >= (int)(sizeof(argv) / sizeof(argv[0])) - 1)
             return NULL;

@@ -41,6 +41,12 @@ void jp_require_java(const char *version);
 jp_peer *jp_start(const char *version, const char *url,
                   const char *const *options);
 
+/* As jp_start(), in another of the Driver's modes: "sentinel" with
+ * addresses "MASTER@redis://host:port,redis://host:port" (Redisson's
+ * sentinelServersConfig), or "cluster". */
+jp_peer *jp_start_mode(const char *version, const char *mode,
+                       const char *addresses, const char *const *options);
+
 /* Waits for the peer's "ready" event and returns 0 if it came within
  * timeout_ms and names `version`, else -1 (printing why). */
 int jp_ready(jp_peer *p, const char *version, int timeout_ms);

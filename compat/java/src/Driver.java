@@ -4,9 +4,10 @@
  *
  *     java -cp build/V/classes:build/V/lib/* Driver MODE ADDRESSES [key=value...]
  *
- * MODE and ADDRESSES: "single redis://host:port"; "cluster a,b,..." and
- * "sentinel MASTER@a,b,..." are wired to Redisson's cluster and sentinel
- * configs for when rlock has those modes (issues 14 and 15), untested so far.
+ * MODE and ADDRESSES: "single redis://host:port"; "sentinel MASTER@a,b,..."
+ * (Redisson's sentinel config, compat/test_java_sentinel.c); "cluster
+ * a,b,..." is wired to Redisson's cluster config for when rlock has that
+ * mode (issue 14), untested so far.
  * Options: watchdog=MS (lockWatchdogTimeout, default 30000), timeout=MS,
  * retries=N and retry_interval=MS (command timeout and retries, Redisson's
  * defaults unless given), max=MS (the guard, default 180000).
