@@ -107,10 +107,16 @@ typedef struct rlock__uri {
     char *master;
     rlock__uri_node *sentinels;
     int nsentinels;
+    /* redis+cluster://: the seed nodes, in the URI's order (NULL: not
+     * cluster mode) */
+    rlock__uri_node *seeds;
+    int nseeds;
 } rlock__uri;
 
 /* The most sentinels one URI may list. */
 #define RLOCK__URI_SENTINELS_MAX 32
+/* The most seed nodes one cluster URI may list. */
+#define RLOCK__URI_SEEDS_MAX 32
 
 int rlock__uri_parse(const char *text, rlock__uri *out);
 void rlock__uri_clear(rlock__uri *uri);

@@ -6,11 +6,16 @@
  *   unix:///path/to/socket[?db=N]
  *   redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/master[/db]
  *   rediss+sentinel://...   the same, TLS to the sentinels and the master
+ *   redis+cluster://[[user]:password@]host[:port][,host[:port]...][/]
+ *   rediss+cluster://...    the same, TLS to every node
  *
  * The sentinel form is the one several Redis clients read (a comma list
  * of sentinels, default port 26379, the master's name as the path): the
  * userinfo and the database are the master's, as in redis://, so that
  * moving a service from one server to Sentinel changes the address only.
+ * The cluster form lists seed nodes the same way (default port 6379); any
+ * one that answers describes the whole cluster. A cluster has database 0
+ * only, so it takes no /db.
  *
  * A rediss:// URI takes no query for its TLS files: a URI ends up in logs
  * and environment variables, paths would need percent-escaping, and the
@@ -209,32 +214,44 @@ static int parse_redis(const char *rest, rlock__uri *out)
 /* redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/master[/db]
  * The userinfo is the data nodes' (the master's), as in redis://: a
  * sentinel's own credentials are a setting, not part of the URI. */
-static int parse_sentinel(const char *rest, rlock__uri *out)
+/* Parses the comma list "host[:port][,host[:port]...]" of hosts[0..hlen)
+ * into a malloc'd *list of at most max nodes, *count of them parsed (what
+ * was parsed is kept on failure, for rlock__uri_clear). */
+static int parse_node_list(const char *hosts, size_t hlen, int default_port,
+                           int max, rlock__uri_node **list, int *count)
 {
-    const char *hosts, *slash;
-    size_t hlen;
-    int rc = parse_authority(rest, out, &hosts, &hlen, &slash);
-    if (rc != 0)
-        return rc;
     int n = 1;
     for (size_t i = 0; i < hlen; i++)
         n += hosts[i] == ',';
-    if (n > RLOCK__URI_SENTINELS_MAX)
+    if (n > max)
         return RLOCK_EINVAL;
-    out->sentinels = rlock__calloc((size_t)n, sizeof(*out->sentinels));
-    if (out->sentinels == NULL)
+    *list = rlock__calloc((size_t)n, sizeof(**list));
+    if (*list == NULL)
         return RLOCK_ENOMEM;
     const char *p = hosts, *end = hosts + hlen;
     for (int i = 0; i < n; i++) {
         const char *comma = memchr(p, ',', (size_t)(end - p));
         size_t len = comma ? (size_t)(comma - p) : (size_t)(end - p);
-        rc = parse_hostport(p, len, 26379, &out->sentinels[i].host,
-                            &out->sentinels[i].port);
+        int rc = parse_hostport(p, len, default_port, &(*list)[i].host,
+                                &(*list)[i].port);
         if (rc != 0)
             return rc;
-        out->nsentinels = i + 1;
+        *count = i + 1;
         p += len + 1;
     }
+    return RLOCK_OK;
+}
+
+static int parse_sentinel(const char *rest, rlock__uri *out)
+{
+    const char *hosts, *slash;
+    size_t hlen;
+    int rc = parse_authority(rest, out, &hosts, &hlen, &slash);
+    if (rc == 0)
+        rc = parse_node_list(hosts, hlen, 26379, RLOCK__URI_SENTINELS_MAX,
+                             &out->sentinels, &out->nsentinels);
+    if (rc != 0)
+        return rc;
     /* "/master" or "/master/db": the name may be escaped, never empty */
     if (slash == NULL || slash[1] == '\0' || slash[1] == '/')
         return RLOCK_EINVAL;
@@ -249,6 +266,25 @@ static int parse_sentinel(const char *rest, rlock__uri *out)
         return rc;
     if (db != NULL &&
         parse_number(db + 1, strlen(db + 1), 0, INT32_MAX, &out->db) != 0)
+        return RLOCK_EINVAL;
+    return RLOCK_OK;
+}
+
+/* redis+cluster://[[user]:password@]host[:port][,host[:port]...][/]
+ * The userinfo is every node's. */
+static int parse_cluster(const char *rest, rlock__uri *out)
+{
+    const char *hosts, *slash;
+    size_t hlen;
+    int rc = parse_authority(rest, out, &hosts, &hlen, &slash);
+    if (rc == 0)
+        rc = parse_node_list(hosts, hlen, 6379, RLOCK__URI_SEEDS_MAX,
+                             &out->seeds, &out->nseeds);
+    if (rc != 0)
+        return rc;
+    /* a cluster serves database 0 only: no "/db", "/0" included, so that
+     * nobody believes another database was chosen */
+    if (slash != NULL && slash[1] != '\0')
         return RLOCK_EINVAL;
     return RLOCK_OK;
 }
@@ -274,6 +310,11 @@ int rlock__uri_parse(const char *text, rlock__uri *out)
     } else if (strncasecmp(text, "rediss+sentinel://", 18) == 0) {
         out->tls = true;
         rc = parse_sentinel(text + 18, out);
+    } else if (strncasecmp(text, "redis+cluster://", 16) == 0) {
+        rc = parse_cluster(text + 16, out);
+    } else if (strncasecmp(text, "rediss+cluster://", 17) == 0) {
+        out->tls = true;
+        rc = parse_cluster(text + 17, out);
     } else if (strncasecmp(text, "unix://", 7) == 0) {
         rc = parse_unix(text + 7, out);
     } else {
@@ -294,6 +335,9 @@ void rlock__uri_clear(rlock__uri *uri)
     for (int i = 0; i < uri->nsentinels; i++)
         free(uri->sentinels[i].host);
     free(uri->sentinels);
+    for (int i = 0; i < uri->nseeds; i++)
+        free(uri->seeds[i].host);
+    free(uri->seeds);
     free(uri->master);
     memset(uri, 0, sizeof(*uri));
 }

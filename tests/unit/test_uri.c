@@ -159,6 +159,73 @@ static void test_sentinel_count_limit(void **state)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Cluster URIs                                                             */
+/* ------------------------------------------------------------------------ */
+
+typedef struct cluster_case {
+    const char *text;
+    int n;                /* seeds */
+    const char *hosts[3]; /* the first n */
+    int ports[3];
+    const char *user;
+    const char *password;
+    bool tls;
+} cluster_case;
+
+static void test_parses_cluster(void **state)
+{
+    const cluster_case *c = *state;
+    rlock__uri u;
+
+    memset(&u, 0xa5, sizeof(u));
+    assert_int_equal(rlock__uri_parse(c->text, &u), RLOCK_OK);
+    assert_int_equal(u.nseeds, c->n);
+    for (int i = 0; i < c->n; i++) {
+        assert_field(u.seeds[i].host, c->hosts[i]);
+        assert_int_equal(u.seeds[i].port, c->ports[i]);
+    }
+    /* the node for each lock is the cluster's to tell */
+    assert_null(u.host);
+    assert_null(u.master);
+    assert_null(u.sentinels);
+    assert_field(u.user, c->user);
+    assert_field(u.password, c->password);
+    assert_int_equal(u.db, 0);
+    assert_int_equal(u.tls, c->tls);
+    rlock__uri_clear(&u);
+    assert_null(u.seeds);
+    assert_int_equal(u.nseeds, 0);
+}
+
+/* clang-format off */
+#define PARSES_CLUSTER(name, ...)                                             \
+    {"parses_cluster_" name, test_parses_cluster, NULL, NULL,                 \
+     (void *)&(cluster_case){__VA_ARGS__}}
+/* clang-format on */
+
+/* The most seeds a URI may list parse; one more is refused. */
+static void test_cluster_seed_limit(void **state)
+{
+    char text[1024] = "redis+cluster://";
+    rlock__uri u;
+
+    (void)state;
+    for (int i = 0; i < RLOCK__URI_SEEDS_MAX; i++) {
+        size_t n = strlen(text);
+        snprintf(text + n, sizeof(text) - n, "%sn%d:%d", i ? "," : "", i,
+                 7000 + i);
+    }
+    assert_int_equal(rlock__uri_parse(text, &u), RLOCK_OK);
+    assert_int_equal(u.nseeds, RLOCK__URI_SEEDS_MAX);
+    rlock__uri_clear(&u);
+    size_t n = strlen(text);
+    snprintf(text + n, sizeof(text) - n, ",n99:1");
+    assert_int_equal(rlock__uri_parse(text, &u), RLOCK_EINVAL);
+    assert_null(u.seeds);
+    assert_int_equal(u.nseeds, 0);
+}
+
+/* ------------------------------------------------------------------------ */
 /* Refused URIs                                                             */
 /* ------------------------------------------------------------------------ */
 
@@ -179,6 +246,8 @@ static void assert_rejected(const char *text)
     assert_null(u.master);
     assert_null(u.sentinels);
     assert_int_equal(u.nsentinels, 0);
+    assert_null(u.seeds);
+    assert_int_equal(u.nseeds, 0);
 }
 
 static void test_rejects(void **state)
@@ -299,6 +368,23 @@ int main(void)
         PARSES_SENTINEL("scheme_case_insensitively", "Redis+Sentinel://h/m",
                         "m", 1, {"h"}, {26379}, NULL, NULL, 0, false),
         cmocka_unit_test(test_sentinel_count_limit),
+        /* text, n, hosts, ports, user, password, tls */
+        PARSES_CLUSTER("one_with_default_port", "redis+cluster://n1", 1,
+                       {"n1"}, {6379}, NULL, NULL, false),
+        PARSES_CLUSTER("three_in_order", "redis+cluster://a:7000,b,c:7002",
+                       3, {"a", "b", "c"}, {7000, 6379, 7002}, NULL, NULL,
+                       false),
+        PARSES_CLUSTER("trailing_slash", "redis+cluster://a:1/", 1, {"a"},
+                       {1}, NULL, NULL, false),
+        PARSES_CLUSTER("userinfo_is_every_node_s", "redis+cluster://u:pw@a,b",
+                       2, {"a", "b"}, {6379, 6379}, "u", "pw", false),
+        PARSES_CLUSTER("ipv6_seeds", "redis+cluster://[::1]:7000,[fe80::2]", 2,
+                       {"::1", "fe80::2"}, {7000, 6379}, NULL, NULL, false),
+        PARSES_CLUSTER("tls", "rediss+cluster://:pw@h:7", 1, {"h"}, {7}, NULL,
+                       "pw", true),
+        PARSES_CLUSTER("scheme_case_insensitively", "Redis+Cluster://h", 1,
+                       {"h"}, {6379}, NULL, NULL, false),
+        cmocka_unit_test(test_cluster_seed_limit),
 
         cmocka_unit_test(test_rejects_null_text),
         cmocka_unit_test(test_rejects_null_out),
@@ -368,7 +454,17 @@ int main(void)
         REJECTS("sentinel_bad_escape_in_master", "redis+sentinel://h/m%4"),
         REJECTS("sentinel_user_without_password", "redis+sentinel://u@h/m"),
         REJECTS("sentinel_unix_socket", "redis+sentinel:///tmp/s.sock"),
-        REJECTS("sentinel_plus_other_word", "redis+cluster://h/m"),
+        REJECTS("cluster_with_a_path", "redis+cluster://h/m"),
+        REJECTS("cluster_with_a_database", "redis+cluster://h/1"),
+        REJECTS("cluster_with_database_zero", "redis+cluster://h/0"),
+        REJECTS("cluster_without_hosts", "redis+cluster://"),
+        REJECTS("cluster_empty_host_in_list", "redis+cluster://a,,b"),
+        REJECTS("cluster_trailing_comma", "redis+cluster://a,"),
+        REJECTS("cluster_bad_port_in_list", "redis+cluster://a:1,b:0"),
+        REJECTS("cluster_user_without_password", "redis+cluster://u@h"),
+        REJECTS("cluster_unix_socket", "redis+cluster:///tmp/s.sock"),
+        REJECTS("cluster_bad_second_host_after_first",
+                "redis+cluster://u:pw@a,b!"),
         /* after the sentinels and the userinfo were allocated */
         REJECTS("sentinel_bad_db_after_hosts",
                 "redis+sentinel://u:pw@a,b,c/m/-1"),
