@@ -200,6 +200,40 @@ RLOCK_API int rlock_config_set_sentinel_credentials(rlock_config *cfg,
 RLOCK_API int rlock_config_set_sentinel_scan_interval(rlock_config *cfg,
                                                       int64_t ms);
 
+/* Cluster settings, used when the server is a redis+cluster:// URI
+ * (ignored otherwise):
+ *   cluster_scan_interval  how often the slot table is read again
+ *               (CLUSTER SLOTS, from the masters first), besides after
+ *               every MOVED and after errors that say the cluster changed:
+ *               [1, 2^31) ms, default 5000 (Redisson's scanInterval)
+ * Return 0 or RLOCK_EINVAL (the config unchanged). Thread-safety: as
+ * rlock_config_new(). Redisson: ClusterServersConfig.setScanInterval(). */
+RLOCK_API int rlock_config_set_cluster_scan_interval(rlock_config *cfg,
+                                                     int64_t ms);
+
+/* How a cluster client's waiters are woken (Redisson's
+ * ClusterServersConfig.shardedSubscriptionMode, plus BOTH):
+ *   RLOCK_SHARDED_AUTO  (default) as Redisson 3.28+: the seed is asked
+ *               PUBSUB SHARDNUMSUB 0; if it answers (Redis 7+), waiters
+ *               SSUBSCRIBE on the master of their lock's slot and unlocks
+ *               SPUBLISH, else plain SUBSCRIBE and PUBLISH
+ *   RLOCK_SHARDED_ON    sharded, without asking (connecting fails with
+ *               RLOCK_ESERVER if the seed does not know SSUBSCRIBE's
+ *               family)
+ *   RLOCK_SHARDED_OFF   plain SUBSCRIBE and PUBLISH (Redisson before 3.22,
+ *               or set to OFF): every unlock is broadcast to every node
+ *   RLOCK_SHARDED_BOTH  for a fleet that mixes both kinds of peers:
+ *               waiters SUBSCRIBE and SSUBSCRIBE, so either kind of peer's
+ *               unlock wakes them; unlocks SPUBLISH
+ * A peer that publishes one way while waiters listen the other way costs
+ * its waiters a re-check interval per hand-over, never safety.
+ * Returns 0 or RLOCK_EINVAL (cfg NULL or an unknown mode). */
+#define RLOCK_SHARDED_AUTO 0
+#define RLOCK_SHARDED_ON   1
+#define RLOCK_SHARDED_OFF  2
+#define RLOCK_SHARDED_BOTH 3
+RLOCK_API int rlock_config_set_cluster_sharded(rlock_config *cfg, int mode);
+
 /* TLS, used when the server is a rediss:// URI (ignored for redis:// and
  * unix://, as Redisson ignores its ssl settings there):
  *   ca_file      a PEM file of the CA certificates to trust
@@ -312,7 +346,10 @@ RLOCK_API int rlock_config_set_lock_barging(rlock_config *cfg, int on);
  * top-level lockWatchdogTimeout; or, instead of singleServerConfig,
  * sentinelServersConfig's sentinelAddresses and masterName (a
  * redis+sentinel:// server), scanInterval, sentinelUsername,
- * sentinelPassword, masterConnectionPoolSize and the same keys as above. Java key stores (JKS, PKCS#12), their
+ * sentinelPassword, masterConnectionPoolSize and the same keys as above;
+ * or clusterServersConfig's nodeAddresses (a redis+cluster:// server),
+ * scanInterval, shardedSubscriptionMode, masterConnectionPoolSize and the
+ * same keys but database. Java key stores (JKS, PKCS#12), their
  * passwords, sslProtocols and sslCiphers are refused by name. See the
  * README for what each key does here.
  * Anything malformed or unsupported is rejected, and errbuf (if not NULL)

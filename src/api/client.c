@@ -17,8 +17,10 @@
  * connection) is core/client.c's.
  */
 #include "api/api.h"
+#include "io/cluster.h"
 #include "io/link.h"
 #include "io/tls.h"
+#include "proto/cluster.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -88,20 +90,13 @@ static int check_server(rlock_client *c, rlock__acl *acl)
  * on the I/O thread ever waits for a name server; a rediss:// server gets
  * the client's one TLS context. Returns 0, RLOCK_ECONN (the name does not
  * resolve), RLOCK_EINVAL, RLOCK_ETLS or RLOCK_ENOMEM. */
-static int link_opts_init(rlock_client *c)
+static int link_opts_init(rlock_client *c, rlock__slot_table **table)
 {
     rlock__link_opts *o = rlock__malloc(sizeof(*o));
     if (o == NULL)
         return RLOCK_ENOMEM;
     c->link_opts = o;
     rlock__link_opts_init(o);
-    /* in Sentinel mode the address is discovery's (core/follow.c) */
-    int rc = c->uri.master != NULL
-                 ? RLOCK_OK
-                 : rlock__link_resolve(c->uri.host, c->uri.port, c->uri.path,
-                                       &o->addr);
-    if (rc != 0)
-        return rc;
     o->host = c->uri.host;
     o->user = c->uri.user;
     o->password = c->uri.password;
@@ -120,12 +115,20 @@ static int link_opts_init(rlock_client *c)
     if (c->uri.tls) {
         rlock__tls_settings ts;
         rlock__config_tls(&c->cfg, &ts);
-        rc = rlock__tls_ctx_new(&ts, &c->tls, NULL, 0);
+        int rc = rlock__tls_ctx_new(&ts, &c->tls, NULL, 0);
         if (rc != 0)
             return rc;
         o->tls = c->tls;
     }
-    return RLOCK_OK;
+    /* a cluster: the first seed that describes it (api/cluster_connect.c)
+     * is the node connecting checks */
+    if (c->uri.seeds != NULL)
+        return rlock__cluster_find_seed(c, o, table);
+    /* in Sentinel mode the address is discovery's (core/follow.c) */
+    if (c->uri.master != NULL)
+        return RLOCK_OK;
+    return rlock__link_resolve(c->uri.host, c->uri.port, c->uri.path,
+                               &o->addr);
 }
 
 /* Runs on the I/O thread when the loop stops: nothing may touch a link
@@ -143,6 +146,7 @@ static void on_loop_stop(void *arg)
         rlock__pubsub_shutdown(c->pubsub);
     for (int i = 0; c->conns != NULL && i < c->cfg.connections; i++)
         rlock__conn_close(&c->conns[i]);
+    rlock__cluster_close(c->cluster);
 }
 
 static void destroy(rlock_client *c)
@@ -157,6 +161,7 @@ static void destroy(rlock_client *c)
     rlock__pubsub_free(c->pubsub);
     rlock__follow_free(c); /* before the loop it may post to */
     rlock__loop_free(c->loop);
+    rlock__cluster_free(c->cluster);
     rlock__direct_free(c->direct);
     rlock__tls_ctx_free(c->tls); /* after every link */
     free(c->link_opts);
@@ -189,6 +194,7 @@ int rlock_client_connect_with(rlock_client **out, const char *uri,
     if (out == NULL || uri == NULL)
         return RLOCK_EINVAL;
     rlock__acl acl;
+    rlock__slot_table *table = NULL; /* cluster mode: as the seed said */
     rlock_client *c = rlock__calloc(1, sizeof(*c));
     if (c == NULL)
         return RLOCK_ENOMEM;
@@ -205,6 +211,7 @@ int rlock_client_connect_with(rlock_client **out, const char *uri,
     atomic_init(&c->closing, false);
     atomic_init(&c->unannounced_warned, false);
     c->pid = getpid();
+    c->sub_plain = true; /* a cluster's seed may say otherwise */
     c->latch_ms = rlock__config_latch_ms(&c->cfg);
 
     int rc = copied;
@@ -212,10 +219,12 @@ int rlock_client_connect_with(rlock_client **out, const char *uri,
         rc = rlock__uri_parse(uri, &c->uri);
     if (rc == 0) /* the config's credentials and database win */
         rc = rlock__config_apply_uri(&c->cfg, &c->uri);
+    if (rc == 0 && c->uri.seeds != NULL && c->uri.db != 0)
+        rc = RLOCK_EINVAL; /* a cluster has database 0 only */
     if (rc == 0 && c->cfg.stats)
         rc = rlock__stats_new(&c->stats);
     if (rc == 0)
-        rc = link_opts_init(c);
+        rc = link_opts_init(c, &table);
     if (rc == 0 && c->uri.master != NULL) /* Sentinel finds the master */
         rc = rlock__follow_new(c);
     if (rc == 0)
@@ -237,6 +246,9 @@ int rlock_client_connect_with(rlock_client **out, const char *uri,
             rlock__conn_init(&c->conns[i], rlock__loop_ev(c->loop),
                              c->link_opts, rlock__req_conn_event, c);
     }
+    if (rc == 0 && table != NULL)
+        rc = rlock__cluster_attach(c, table);
+    rlock__slot_table_free(table);
     if (rc == 0)
         rc = rlock__direct_new(&c->direct, c, c->cfg.connections);
     if (rc == 0)

@@ -38,6 +38,8 @@ void rlock__config_defaults(rlock_config *cfg)
     cfg->sentinel_password = NULL;
     cfg->sentinel_credentials_set = false;
     cfg->sentinel_scan_interval_ms = 1000;
+    cfg->cluster_scan_interval_ms = 5000; /* Redisson's scanInterval */
+    cfg->cluster_sharded = RLOCK_SHARDED_AUTO;
     cfg->tls_ca_file = NULL;
     cfg->tls_ca_dir = NULL;
     cfg->tls_cert_file = NULL;
@@ -325,6 +327,19 @@ int rlock_config_set_sentinel_credentials(rlock_config *cfg,
 int rlock_config_set_sentinel_scan_interval(rlock_config *cfg, int64_t ms)
 {
     return set_ms(cfg, cfg ? &cfg->sentinel_scan_interval_ms : NULL, ms, 1);
+}
+
+int rlock_config_set_cluster_scan_interval(rlock_config *cfg, int64_t ms)
+{
+    return set_ms(cfg, cfg ? &cfg->cluster_scan_interval_ms : NULL, ms, 1);
+}
+
+int rlock_config_set_cluster_sharded(rlock_config *cfg, int mode)
+{
+    if (cfg == NULL || mode < RLOCK_SHARDED_AUTO || mode > RLOCK_SHARDED_BOTH)
+        return RLOCK_EINVAL;
+    cfg->cluster_sharded = mode;
+    return RLOCK_OK;
 }
 
 int rlock_config_set_database(rlock_config *cfg, int db)

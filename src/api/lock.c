@@ -6,6 +6,7 @@
  * lock_async.c's, which drive the core's machines.
  */
 #include "api/api.h"
+#include "proto/cluster.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,12 @@ int rlock__handle_new(rlock_client *c, int kind, const char *name,
         return RLOCK_EINVAL;
     int rc = rlock__client_check(c);
     if (rc != 0)
+        return rc;
+    /* a cluster runs a lock's calls on the node of its name's slot: every
+     * key and channel of the lock must live there (CROSSSLOT otherwise,
+     * found only at unlock time) */
+    int slot;
+    if (c->cluster != NULL && (rc = rlock__lock_slot(kind, name, &slot)) != 0)
         return rc;
     rlock *l = rlock__calloc(1, sizeof(*l));
     if (l == NULL)

@@ -52,7 +52,9 @@ static void sleep_until(int64_t until_ms)
 int rlock__sync_call(rlock__req *r, int64_t timeout_ms)
 {
     int rc;
-    if (!rlock__loop_on_thread(r->client->loop) &&
+    /* a cluster's requests all go through the I/O thread, which routes
+     * them (core/route.c) */
+    if (r->client->cluster == NULL && !rlock__loop_on_thread(r->client->loop) &&
         rlock__direct_call(r->client->direct, r, timeout_ms, &rc))
         return rc;
     return rlock__req_call(r, timeout_ms);

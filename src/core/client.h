@@ -66,6 +66,10 @@ struct rlock_config {
     bool sentinel_credentials_set; /* else the data nodes' are used */
     int64_t sentinel_scan_interval_ms; /* the poll of the master's address */
 
+    /* cluster mode (a redis+cluster:// server) */
+    int64_t cluster_scan_interval_ms; /* the slot table's refresh */
+    int cluster_sharded; /* RLOCK_SHARDED_*: how waiters are woken */
+
     /* TLS, for a rediss:// server; every string is owned (NULL: not set) */
     char *tls_ca_file;
     char *tls_ca_dir;
@@ -113,6 +117,16 @@ struct rlock_client {
     struct rlock__follow *follow;
 
     rlock__loop *loop;
+    /* redis+cluster:// only (io/cluster.h), else NULL: the nodes and their
+     * command connections, used instead of conns */
+    struct rlock__cluster *cluster;
+    /* how waiters subscribe and unlocks publish, set when connecting:
+     * plain SUBSCRIBE and PUBLISH on one server and by default; in a
+     * cluster with sharded pub/sub SSUBSCRIBE and SPUBLISH, and in the
+     * "both" mode both subscriptions (core/pubsub.c) */
+    bool sub_plain;
+    bool sub_sharded;
+    const char *publish; /* NULL: PUBLISH (proto's rlock__lock_desc) */
     rlock__conn *conns; /* cfg.connections command connections */
     unsigned next_conn; /* I/O thread: round robin */
     struct rlock__pubsub *pubsub;

@@ -345,6 +345,8 @@ void rlock__pubsub_shutdown(rlock__pubsub *ps);
 int rlock__pubsub_sync(rlock__entry *e);
 /* The master moved (Sentinel): subscribe everything again on the new one. */
 void rlock__pubsub_move(rlock__pubsub *ps);
+/* api/cluster_connect.c: the cluster's table changed (io/cluster.h). */
+void rlock__pubsub_topology_changed(rlock__pubsub *ps);
 /* acl.c: the user may not subscribe. */
 void rlock__pubsub_assume_refused(rlock__pubsub *ps);
 

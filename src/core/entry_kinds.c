@@ -22,6 +22,7 @@ static void describe(rlock__lock_desc *d, const rlock__entry *e)
     d->fair_wait_ms = c->cfg.fair_wait_timeout_ms;
     d->latch_ms = c->latch_ms;
     d->wall_ms = rlock__wall_ms;
+    d->publish = c->publish;
 }
 
 /* Fills out with the tag e's scripts know owner by. */

@@ -45,12 +45,27 @@
  * When the connection drops, messages published meanwhile are lost, so on
  * resubscription every waiter is woken to re-try its acquire.
  *
+ * A cluster (issue 14; CLUSTER-SENTINEL.md 6.4). A channel is subscribed
+ * on the master serving its slot (io/cluster.h), one subscriber link per
+ * node, kept in `links` by node (index 0 is the client's own server, a
+ * cluster's being made as channels need them); with sharded pub/sub
+ * (c->sharded) by SSUBSCRIBE, whose messages and server-sent unsubscribes
+ * are the "s" kinds, and in the "both" mode by SUBSCRIBE too. A channel
+ * follows its slot: a server's sunsubscribe (a failover or a migration
+ * took the slot away), a MOVED answer to SSUBSCRIBE, or a table change
+ * (the cluster's refresh, every scan interval even with no traffic) that
+ * names another master moves it, and every local waiter of it is woken at
+ * once to try again, since an unlock may have been published meanwhile
+ * (Redisson waits for its next scan, up to 5 s, and wakes nobody).
+ *
  * In src/core: the channel table is tied to the entries (core/entry.c); it
- * drives a subscriber link of src/io and reads replies through proto.
+ * drives subscriber links of src/io and reads replies through proto.
  */
 #include "core/core.h"
+#include "io/cluster.h"
 #include "io/link.h"
 #include "io/master.h"
+#include "proto/cluster.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,14 +89,24 @@ typedef struct channel {
     bool missed;  /* subscription was interrupted: messages may be lost */
     bool allowed; /* the server accepted its SUBSCRIBE before */
     int inflight; /* (UN)SUBSCRIBEs sent and not yet answered */
+    int on;       /* the link (index in ps->links) of its last command */
     int nentries;
     int cap;
     rlock__entry **entries;
 } channel;
 
+/* One subscriber link, to one node (NULL: the client's server). */
+typedef struct sublink {
+    struct rlock__cnode *node;
+    rlock__link *link; /* NULL: not open */
+    bool was_up; /* a link came up before: the next is a reconnect */
+} sublink;
+
 struct rlock__pubsub {
     rlock_client *client;
-    rlock__link *link; /* NULL: not open */
+    sublink *links; /* never shrinks: channels keep indexes into it */
+    int nlinks;
+    int caplinks;
     bool stopping;
     rlock__map channels; /* name -> channel */
     rlock__timer *retry;
@@ -91,8 +116,6 @@ struct rlock__pubsub {
     int64_t refused_until_ms; /* no SUBSCRIBE of a new channel before */
     int64_t holdoff_ms;       /* the next refusal's hold-off */
     bool warned;              /* the refusal warning was given */
-    bool was_up;              /* a link came up before: the next is a
-                                 reconnect */
 };
 
 typedef struct membership_task {
@@ -202,13 +225,21 @@ static void on_push(rlock__link *l, const rlock__push *p, void *arg);
 static void on_closed(rlock__link *l, int status, void *arg);
 
 /* The link is up: a first connect, or a reconnect after one was lost. */
+static int link_index(const rlock__pubsub *ps, const rlock__link *l)
+{
+    for (int i = 0; i < ps->nlinks; i++)
+        if (ps->links[i].link == l)
+            return i;
+    return -1;
+}
+
 static void on_up(rlock__link *l, int status, void *arg)
 {
     rlock__pubsub *ps = arg;
-    (void)l;
     (void)status;
-    if (!ps->was_up) {
-        ps->was_up = true;
+    int i = link_index(ps, l);
+    if (i >= 0 && !ps->links[i].was_up) {
+        ps->links[i].was_up = true;
         rlock__log(ps->client, RLOCK_LOG_DEBUG, "subscriber connected");
         return;
     }
@@ -218,24 +249,61 @@ static void on_up(rlock__link *l, int status, void *arg)
                ps->channels.count);
 }
 
-/* Opens the subscriber link if it is not open. Returns 0 or a negative
- * code (the link could not even start: the caller retries later). */
-static int ensure_link(rlock__pubsub *ps)
+/* The index of the link to node (NULL: the client's server), made if
+ * new; -1 when out of memory. */
+static int link_to(rlock__pubsub *ps, struct rlock__cnode *node)
 {
-    if (ps->link != NULL)
+    for (int i = 0; i < ps->nlinks; i++)
+        if (ps->links[i].node == node)
+            return i;
+    if (ps->nlinks == ps->caplinks) {
+        int cap = ps->caplinks ? ps->caplinks * 2 : 4;
+        sublink *grown = rlock__realloc(ps->links, sizeof(*grown) * cap);
+        if (grown == NULL)
+            return -1;
+        ps->links = grown;
+        ps->caplinks = cap;
+    }
+    ps->links[ps->nlinks] = (sublink){.node = node};
+    return ps->nlinks++;
+}
+
+/* The link ch belongs on now: in a cluster, the one to the master serving
+ * its slot as the table says; else the client's server's. -1: none (no
+ * node serves the slot, or out of memory). */
+static int link_for(rlock__pubsub *ps, const channel *ch)
+{
+    rlock_client *c = ps->client;
+    if (c->cluster == NULL)
+        return link_to(ps, NULL);
+    int slot = rlock__key_slot(ch->name, strlen(ch->name));
+    struct rlock__cnode *n = rlock__cluster_node_for(c->cluster, slot);
+    return n != NULL ? link_to(ps, n) : -1;
+}
+
+/* Opens link i if it is not open. Returns 0 or a negative code (the link
+ * could not even start: the caller retries later). */
+static int ensure_link(rlock__pubsub *ps, int i)
+{
+    if (i < 0)
+        return RLOCK_ECONN;
+    if (ps->links[i].link != NULL)
         return RLOCK_OK;
     rlock_client *c = ps->client;
     if (atomic_load(&c->closing) || ps->stopping)
         return RLOCK_ECLOSED;
-    /* the client's address, credentials, database (meaningless for
-     * pub/sub, but the server checks it), name and TLS */
-    rlock__link_opts o = *c->link_opts;
+    /* the server's (or the node's) address, credentials, database
+     * (meaningless for pub/sub, but the server checks it), name and TLS */
+    rlock__link_opts o = ps->links[i].node != NULL
+                             ? *rlock__cnode_opts(ps->links[i].node)
+                             : *c->link_opts;
     /* a subscriber owes nothing while idle; one that has not answered a
      * SUBSCRIBE in a command timeout is taken for gone */
     o.stale_ms = c->cfg.command_timeout_ms;
     rlock__link_cbs cbs = {.on_up = on_up, .on_closed = on_closed,
                            .on_push = on_push, .arg = ps};
-    return rlock__link_open(rlock__loop_ev(c->loop), &o, &cbs, &ps->link);
+    return rlock__link_open(rlock__loop_ev(c->loop), &o, &cbs,
+                            &ps->links[i].link);
 }
 
 static void on_subscribe_reply(rlock__link *l, int status,
@@ -243,18 +311,36 @@ static void on_subscribe_reply(rlock__link *l, int status,
 static void on_unsubscribe_reply(rlock__link *l, int status,
                                  struct redisReply *reply, void *arg);
 
-/* Sends (UN)SUBSCRIBE for ch on the link. Returns 0 or a negative code. */
+/* Sends verb for ch on link ch->on. Returns 0 or a negative code. */
 static int send_verb(rlock__pubsub *ps, channel *ch, const char *verb,
                      rlock__link_reply_cb cb)
 {
-    int rc = ensure_link(ps);
+    int rc = ensure_link(ps, ch->on);
     if (rc == RLOCK_OK) {
         const char *name = ch->name;
-        rc = rlock__link_subscribe(ps->link, verb, 1, &name, NULL,
-                                   ps->client->cfg.command_timeout_ms, cb, ch);
+        rc = rlock__link_subscribe(ps->links[ch->on].link, verb, 1, &name,
+                                   NULL, ps->client->cfg.command_timeout_ms,
+                                   cb, ch);
     }
     if (rc == RLOCK_OK)
         ch->inflight++;
+    return rc;
+}
+
+/* Sends ch's (un)subscribe command(s) as the client's pub/sub mode says:
+ * plain, sharded, or both (the sharded last, so that its answer, the last
+ * to come, decides the channel's state). */
+static int send_verbs(rlock__pubsub *ps, channel *ch, bool subscribing)
+{
+    rlock_client *c = ps->client;
+    rlock__link_reply_cb cb =
+        subscribing ? on_subscribe_reply : on_unsubscribe_reply;
+    int rc = RLOCK_OK;
+    if (c->sub_plain)
+        rc = send_verb(ps, ch, subscribing ? "SUBSCRIBE" : "UNSUBSCRIBE", cb);
+    if (rc == RLOCK_OK && c->sub_sharded)
+        rc = send_verb(ps, ch, subscribing ? "SSUBSCRIBE" : "SUNSUBSCRIBE",
+                       cb);
     return rc;
 }
 
@@ -267,7 +353,8 @@ static void subscribe(rlock__pubsub *ps, channel *ch)
         refuse(ps, ch);
         return;
     }
-    if (send_verb(ps, ch, "SUBSCRIBE", on_subscribe_reply) == RLOCK_OK) {
+    ch->on = link_for(ps, ch);
+    if (send_verbs(ps, ch, true) == RLOCK_OK) {
         ch->state = CH_SUBSCRIBING;
         return;
     }
@@ -281,7 +368,7 @@ static void subscribe(rlock__pubsub *ps, channel *ch)
 static void unsubscribe(rlock__pubsub *ps, channel *ch)
 {
     if ((ch->state == CH_SUBSCRIBED || ch->state == CH_SUBSCRIBING) &&
-        send_verb(ps, ch, "UNSUBSCRIBE", on_unsubscribe_reply) == RLOCK_OK) {
+        send_verbs(ps, ch, false) == RLOCK_OK) {
         ch->state = CH_UNSUBSCRIBING;
         return;
     }
@@ -311,6 +398,7 @@ static void join(rlock__pubsub *ps, rlock__entry *e)
             return; /* waiters fall back to the re-check interval */
         }
         ch->ps = ps;
+        ch->on = -1;
     }
     if (ch->nentries == ch->cap) {
         int cap = ch->cap ? ch->cap * 2 : 2;
@@ -424,6 +512,52 @@ static channel **all_channels(rlock__pubsub *ps, size_t *n)
     return list;
 }
 
+/* In a cluster, an error answer to ch's SSUBSCRIBE that is no refusal:
+ * MOVED (our table was stale: it takes the new owner, and ch is
+ * subscribed there at once), or a cluster not able to serve the slot now
+ * (ch is tried again by the retry timer, after a refresh). Returns true
+ * when reply was one of those. */
+static bool cluster_moved_it(rlock__pubsub *ps, channel *ch,
+                             const struct redisReply *reply)
+{
+    rlock__cluster *cl = ps->client->cluster;
+    rlock__redirect red;
+    if (cl == NULL)
+        return false;
+    switch (rlock__redirect_parse(reply, &red) == 0 ? red.kind
+                                                    : RLOCK__REDIR_NONE) {
+    case RLOCK__REDIR_MOVED: {
+        struct rlock__cnode *n =
+            red.host[0] != '\0' || ps->links[ch->on].node == NULL
+                ? rlock__cluster_node_at(cl, red.host, red.port)
+                : rlock__cluster_node_at(
+                      cl, rlock__cnode_host(ps->links[ch->on].node),
+                      red.port);
+        if (n != NULL)
+            rlock__cluster_moved(cl, red.slot, n);
+        ch->state = CH_IDLE;
+        ch->missed = true;
+        if (n != NULL && ch->inflight == 0)
+            subscribe(ps, ch);
+        else
+            arm_retry(ps);
+        return true;
+    }
+    case RLOCK__REDIR_ASK:
+    case RLOCK__REDIR_TRYAGAIN:
+    case RLOCK__REDIR_CLUSTERDOWN:
+    case RLOCK__REDIR_MASTERDOWN:
+    case RLOCK__REDIR_LOADING:
+        rlock__cluster_refresh(cl);
+        ch->state = CH_IDLE;
+        ch->missed = true;
+        arm_retry(ps);
+        return true;
+    default:
+        return false;
+    }
+}
+
 /* The answer to ch's SUBSCRIBE: confirmed (reply NULL), refused (an error
  * reply), or none (status: the link failed, or the deadline passed). */
 static void on_subscribe_reply(rlock__link *l, int status,
@@ -443,6 +577,8 @@ static void on_subscribe_reply(rlock__link *l, int status,
         for (int i = 0; i < ch->nentries; i++)
             rlock__entry_set_subscribed(ch->entries[i], true, ch->missed);
         ch->missed = false;
+    } else if (status == RLOCK_OK && cluster_moved_it(ps, ch, reply)) {
+        return;
     } else if (status == RLOCK_OK) {
         note_refusal(ps, ch, rlock__reply_error_text(reply));
         refuse(ps, ch);
@@ -524,16 +660,24 @@ static void on_server_unsubscribe(rlock__pubsub *ps, channel *ch)
 static void on_push(rlock__link *l, const rlock__push *p, void *arg)
 {
     rlock__pubsub *ps = arg;
-    (void)l;
-    if (p->kind != RLOCK__PUSH_MESSAGE && p->kind != RLOCK__PUSH_UNSUBSCRIBED)
-        return; /* we use neither patterns nor shard channels */
+    bool message = p->kind == RLOCK__PUSH_MESSAGE ||
+                   p->kind == RLOCK__PUSH_SMESSAGE;
+    if (!message && p->kind != RLOCK__PUSH_UNSUBSCRIBED &&
+        p->kind != RLOCK__PUSH_SUNSUBSCRIBED)
+        return; /* we use no patterns */
     channel *ch = find_channel(ps, p);
     if (ch == NULL)
         return;
-    if (p->kind == RLOCK__PUSH_MESSAGE)
-        on_message(ch, p);
-    else
-        on_server_unsubscribe(ps, ch);
+    if (message) {
+        on_message(ch, p); /* from wherever: a plain PUBLISH reaches all */
+        return;
+    }
+    /* an unsubscribe from a link ch has left (it moved) is nothing */
+    if (ch->on < 0 || ps->links[ch->on].link != l)
+        return;
+    if (p->kind == RLOCK__PUSH_SUNSUBSCRIBED && ps->client->cluster != NULL)
+        rlock__cluster_refresh(ps->client->cluster); /* the slot moved */
+    on_server_unsubscribe(ps, ch);
 }
 
 /* The link failed: ch, unless refused, waits for the timer to subscribe
@@ -541,6 +685,7 @@ static void on_push(rlock__link *l, const rlock__push *p, void *arg)
  * on_closed, so a channel without entries is already gone; nothing is
  * freed here, which lets the table be walked. */
 typedef struct reset_walk {
+    int link;    /* the link that closed (an index of ps->links) */
     bool wake;   /* every waiter tries at once */
     bool wanted; /* out: a channel is to be subscribed again */
 } reset_walk;
@@ -550,7 +695,7 @@ static void reset_channel(const char *key, void *value, void *arg)
     channel *ch = value;
     reset_walk *w = arg;
     (void)key;
-    if (ch->state == CH_REFUSED)
+    if (ch->state == CH_REFUSED || ch->on != w->link)
         return;
     ch->state = CH_IDLE;
     if (ch->nentries == 0)
@@ -561,13 +706,15 @@ static void reset_channel(const char *key, void *value, void *arg)
         rlock__entry_set_subscribed(ch->entries[k], false, w->wake);
 }
 
-/* Forgets the link (freed by the caller) and marks every channel to be
- * subscribed again, waking every waiter with wake; returns true when any
+/* Forgets link i (freed by the caller) and marks every channel on it to
+ * be subscribed again, waking every waiter with wake; returns true when any
  * channel is wanted. */
-static bool forget_link(rlock__pubsub *ps, bool wake)
+static bool forget_link(rlock__pubsub *ps, int i, bool wake)
 {
-    ps->link = NULL;
-    reset_walk w = {.wake = wake, .wanted = false};
+    if (i < 0)
+        return false;
+    ps->links[i].link = NULL;
+    reset_walk w = {.link = i, .wake = wake, .wanted = false};
     rlock__map_foreach(&ps->channels, reset_channel, &w);
     return w.wanted;
 }
@@ -581,8 +728,11 @@ static void on_closed(rlock__link *l, int status, void *arg)
                                                : RLOCK_LOG_DEBUG,
                "subscriber connection closed (%s; %s): reconnecting",
                rlock_strerror(status), rlock__link_error(l));
+    int i = link_index(ps, l);
     rlock__link_free(l);
-    if (forget_link(ps, false))
+    if (ps->client->cluster != NULL)
+        rlock__cluster_refresh(ps->client->cluster); /* a node gone? */
+    if (forget_link(ps, i, false))
         arm_retry(ps);
     rlock__master_suspect(ps->client->master);
 }
@@ -596,11 +746,15 @@ void rlock__pubsub_move(rlock__pubsub *ps)
 {
     if (ps == NULL || ps->stopping)
         return;
-    rlock__link *l = ps->link;
-    ps->link = NULL; /* the free below answers what is owed with ECLOSED */
-    rlock__link_free(l);
     ps->backoff_ms = 0;
-    if (forget_link(ps, true))
+    bool wanted = false;
+    for (int i = 0; i < ps->nlinks; i++) {
+        rlock__link *l = ps->links[i].link;
+        /* forgotten first: the free answers what is owed with ECLOSED */
+        wanted = forget_link(ps, i, true) || wanted;
+        rlock__link_free(l);
+    }
+    if (wanted)
         arm_retry_in(ps, 0);
 }
 
@@ -622,6 +776,59 @@ static void retry_subscriptions(void *arg)
     rlock__map_foreach(&ps->channels, retry_channel, ps);
 }
 
+static void on_left(rlock__link *l, int status, struct redisReply *reply,
+                    void *arg)
+{
+    (void)l;
+    (void)status;
+    (void)reply;
+    (void)arg; /* the old node's answer: nothing depends on it */
+}
+
+/* A subscribed channel whose slot another master serves now moves there:
+ * left on the old node (its answer matters to nobody: the channel's state
+ * follows the new node's), its waiters woken, subscribed on the new. */
+static void follow_slot(const char *key, void *value, void *arg)
+{
+    channel *ch = value;
+    rlock__pubsub *ps = arg;
+    (void)key;
+    if (ch->state != CH_SUBSCRIBED || ch->nentries == 0 || ch->on < 0)
+        return;
+    int now = link_for(ps, ch);
+    if (now < 0 || now == ch->on)
+        return;
+    rlock__link *old = ps->links[ch->on].link;
+    const char *name = ch->name;
+    if (old != NULL && ps->client->sub_sharded)
+        rlock__link_subscribe(old, "SUNSUBSCRIBE", 1, &name, NULL,
+                              ps->client->cfg.command_timeout_ms, on_left,
+                              NULL);
+    if (old != NULL && ps->client->sub_plain)
+        rlock__link_subscribe(old, "UNSUBSCRIBE", 1, &name, NULL,
+                              ps->client->cfg.command_timeout_ms, on_left,
+                              NULL);
+    rlock__log(ps->client, RLOCK_LOG_INFO,
+               "%s moved to %s: subscribing there, waiters try again",
+               ch->name, rlock__cnode_name(ps->links[now].node));
+    ch->state = CH_IDLE;
+    ch->missed = true;
+    for (int i = 0; i < ch->nentries; i++)
+        rlock__entry_set_subscribed(ch->entries[i], false, true);
+    subscribe(ps, ch); /* never frees a channel */
+}
+
+/* The cluster's table changed (io/cluster.h's on_change): every
+ * subscribed channel is checked against its slot's master. Only sharded
+ * subscriptions are bound to a node; plain ones hear every node's
+ * PUBLISH and stay where they are. I/O thread. */
+void rlock__pubsub_topology_changed(rlock__pubsub *ps)
+{
+    if (ps == NULL || ps->stopping || !ps->client->sub_sharded)
+        return;
+    rlock__map_foreach(&ps->channels, follow_slot, ps);
+}
+
 /* Connecting found that the server will refuse SUBSCRIBE on lock channels
  * and warned about it: no channel is tried before a first hold-off, and
  * the first refusal is not warned about again. I/O thread or before the
@@ -637,8 +844,11 @@ void rlock__pubsub_shutdown(rlock__pubsub *ps)
 {
     ps->stopping = true;
     rlock__timer_stop(ps->retry);
-    rlock__link_free(ps->link); /* answers what is owed, with ECLOSED */
-    ps->link = NULL;
+    for (int i = 0; i < ps->nlinks; i++) {
+        rlock__link_free(ps->links[i].link); /* answers what is owed,
+                                                with ECLOSED */
+        ps->links[i].link = NULL;
+    }
     size_t n;
     channel **list = all_channels(ps, &n);
     for (size_t i = 0; i < n; i++) {
@@ -656,5 +866,6 @@ void rlock__pubsub_free(rlock__pubsub *ps)
         return;
     rlock__map_destroy(&ps->channels);
     rlock__timer_free(ps->retry);
+    free(ps->links);
     free(ps);
 }

@@ -191,7 +191,11 @@ void rlock__req_conn_event(rlock__conn *cn, rlock__conn_event ev,
                            rlock__conn_cmd *cmd, const char *why, void *arg)
 {
     rlock_client *c = arg;
-    int i = (int)(cn - c->conns);
+    /* a cluster node's connections are not in c->conns: they log as -1 */
+    int i = c->conns != NULL && cn >= c->conns &&
+                    cn < c->conns + c->cfg.connections
+                ? (int)(cn - c->conns)
+                : -1;
     switch (ev) {
     case RLOCK__CONN_CONNECTED:
         rlock__log(c, RLOCK_LOG_DEBUG, "command connection %d connected", i);
@@ -274,7 +278,12 @@ static void on_done(rlock__conn_cmd *cmd, int status, struct redisReply *reply)
 {
     rlock__req *r = (rlock__req *)((char *)cmd - offsetof(rlock__req, cmd));
     bool late_owed = cmd->late != NULL && status == RLOCK_ETIMEDOUT;
-    bool late_ref = cmd->late != NULL;
+    if (cmd->late != NULL && !late_owed)
+        rlock__req_unref(r); /* the late reference: no late reply comes
+                                (the in-flight one keeps r) */
+    if (r->client->cluster != NULL && !atomic_load(&r->client->closing) &&
+        rlock__route_retry(r, status, reply))
+        return; /* redirected or retried (core/route.c) */
     rlock__master *master = r->client->master;
     if (status == RLOCK_OK && master != NULL &&
         rlock__reply_is_readonly(reply)) {
@@ -289,8 +298,6 @@ static void on_done(rlock__conn_cmd *cmd, int status, struct redisReply *reply)
     if (status == RLOCK_ECONN && atomic_load(&r->client->closing))
         status = RLOCK_ECLOSED;
     complete(r, status);
-    if (late_ref && !late_owed)
-        rlock__req_unref(r); /* the late reference: no late reply comes */
 }
 
 /* An acquire's reply after the connection gave up on it (or NULL: none
@@ -319,7 +326,11 @@ static rlock__conn *pick_conn(rlock_client *c)
 void rlock__req_dispatch(rlock__req *r)
 {
     rlock_client *c = r->client;
-    rlock__conn *cn = r->conn >= 0 ? &c->conns[r->conn] : pick_conn(c);
+    rlock__conn *cn;
+    if (c->cluster != NULL)
+        cn = rlock__route_conn(r); /* NULL: no node serves its slot now */
+    else
+        cn = r->conn >= 0 ? &c->conns[r->conn] : pick_conn(c);
     rlock__command_clear(&r->layout);
     int n = rlock__req_command(r, &r->layout);
     if (n < 0) {
@@ -341,12 +352,23 @@ void rlock__req_dispatch(rlock__req *r)
     bool late_ref = r->cmd.late != NULL;
     if (late_ref)
         atomic_fetch_add(&r->refs, 1); /* the late reference */
-    int rc = rlock__conn_send(cn, &r->cmd);
+    int rc = cn != NULL ? rlock__conn_send(cn, &r->cmd) : RLOCK_ECONN;
     if (rc != 0) {
         if (late_ref) /* never used; ours and the in-flight one remain */
             atomic_fetch_sub(&r->refs, 1);
+        r->unsent = true; /* safe to send again, whatever it is */
+        if (c->cluster != NULL && rc == RLOCK_ECONN &&
+            !atomic_load(&c->closing) && rlock__route_retry(r, rc, NULL))
+            return;
         complete(r, rc);
     }
+}
+
+/* Ends r with status (an error) on the I/O thread: core/route.c's, for a
+ * retry the client's closing overtook. */
+void rlock__req_fail(rlock__req *r, int status)
+{
+    complete(r, status);
 }
 
 static void run_task(rlock__task *t, int status)

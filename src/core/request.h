@@ -73,6 +73,15 @@ struct rlock__req {
     pthread_cond_t cv;
     bool done;
     bool abandoned;
+
+    /* cluster mode (core/route.c), I/O thread: the node it went to last,
+     * where a redirection sends it next, and its retries */
+    struct rlock__cnode *node;
+    struct rlock__cnode *target; /* NULL: the slot's master */
+    bool asking;                 /* ASKING goes just before it */
+    bool unsent;                 /* the last send never left */
+    int redirects;
+    int64_t backoff_ms;
 };
 
 rlock__req *rlock__req_new(rlock_client *c, const rlock__script *script,
@@ -91,5 +100,11 @@ void rlock__req_conn_event(rlock__conn *cn, rlock__conn_event ev,
                            rlock__conn_cmd *cmd, const char *why, void *arg);
 int rlock__req_command(const rlock__req *r, rlock__command *cmd);
 void rlock__command_clear(rlock__command *cmd);
+void rlock__req_fail(rlock__req *r, int status);
+
+/* core/route.c: cluster mode's half of rlock__req_dispatch. I/O thread. */
+rlock__conn *rlock__route_conn(rlock__req *r);
+bool rlock__route_retry(rlock__req *r, int status,
+                        const struct redisReply *reply);
 
 #endif /* RLOCK_CORE_REQUEST_H */

@@ -6,7 +6,9 @@
  * of the watchdog timeout. Each tick gathers every hold taken without an
  * explicit lease and renews them with the lock_renew script, up to 100 locks
  * per call, all calls pipelined: 10,000 held locks cost 100 commands a tick,
- * not 10,000 round trips. No thread blocks on a renewal.
+ * not 10,000 round trips. No thread blocks on a renewal. In a cluster a
+ * call's keys must share a slot, so the holds are sorted by slot there and
+ * a call never spans two (it goes to the slot's master, core/route.c).
  *
  * A renewal that finds the owner's field gone marks the hold lost, so its
  * owner's unlock answers RLOCK_ELOST and rlock_is_held_by_me() says 0, and
@@ -22,6 +24,7 @@
  * it sends through the request layer and settles holds through core/hold.c.
  */
 #include "core/core.h"
+#include "proto/cluster.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -232,12 +235,41 @@ static void send_batch(rlock_client *c, const renewal *items, size_t n,
     rlock__req_dispatch(r);
 }
 
+static int renewal_slot(const renewal *rn)
+{
+    const char *name = rn->entry->name;
+    return rlock__key_slot(name, strlen(name));
+}
+
+static int by_slot(const void *a, const void *b)
+{
+    return renewal_slot(a) - renewal_slot(b);
+}
+
+/* How many of items[0..n), at most a batch, one call may renew: in a
+ * cluster, one script call's keys must share a slot (CROSSSLOT otherwise),
+ * so a batch ends where the slot changes (items are sorted by slot). */
+static size_t batch_size(const rlock_client *c, const renewal *items,
+                         size_t n)
+{
+    size_t k = n < RLOCK__RENEW_BATCH ? n : RLOCK__RENEW_BATCH;
+    if (c->cluster == NULL)
+        return k;
+    int slot = renewal_slot(&items[0]);
+    for (size_t i = 1; i < k; i++)
+        if (renewal_slot(&items[i]) != slot)
+            return i;
+    return k;
+}
+
 static void send_all(rlock_client *c, gathering *g, int64_t now, bool reads)
 {
-    for (size_t off = 0; off < g->n; off += RLOCK__RENEW_BATCH) {
-        size_t n =
-            g->n - off < RLOCK__RENEW_BATCH ? g->n - off : RLOCK__RENEW_BATCH;
+    if (c->cluster != NULL && g->n > 1)
+        qsort(g->items, g->n, sizeof(*g->items), by_slot);
+    for (size_t off = 0; off < g->n;) {
+        size_t n = batch_size(c, g->items + off, g->n - off);
         send_batch(c, g->items + off, n, now, reads);
+        off += n;
     }
     free(g->items);
 }

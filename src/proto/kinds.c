@@ -99,11 +99,19 @@ static const char *num(rlock__spec *s, int slot, int64_t v)
     return s->nums[slot];
 }
 
+/* The command every kind's unlock wakes waiters with: plain PUBLISH, as
+ * Redisson on one server, Sentinel, or a cluster without sharded pub/sub;
+ * SPUBLISH in a cluster with it (Redisson 3.28+ on Redis 7: the same
+ * script, the command an argument; CLUSTER-SENTINEL.md 1.4). */
+static const char *publish_any(const rlock__lock_desc *d)
+{
+    return d->publish != NULL ? d->publish : "PUBLISH";
+}
+
 static const char *publish_command(const rlock__lock_desc *d)
 {
-    /* a spin lock's unlock wakes nobody, as Redisson's; everything else is
-     * a single-server client, which publishes plainly (facts sheet 1.5) */
-    return d->kind == RLOCK_KIND_SPIN ? "" : "PUBLISH";
+    /* a spin lock's unlock wakes nobody, as Redisson's */
+    return d->kind == RLOCK_KIND_SPIN ? "" : publish_any(d);
 }
 
 /* "{N}:<owner tag>:rwlock_timeout", the prefix of a reader's lease keys
@@ -176,7 +184,7 @@ int rlock__kind_release(rlock__spec *s, const rlock__lock_desc *d,
         RLOCK__SPEC_SET(s,
             d->name, d->aux[0], d->aux[1], d->channel, latch, "0",
             num(s, 0, lease_ms), s->owner, num(s, 1, d->wall_ms()),
-            "PUBLISH", num(s, 2, d->latch_ms));
+            publish_any(d), num(s, 2, d->latch_ms));
         return RLOCK_OK;
     case RLOCK_KIND_READ: {
         spec_init(s, &rlock__script_read_release, RLOCK__REPLY_UNLOCK, 5);
@@ -186,7 +194,7 @@ int rlock__kind_release(rlock__spec *s, const rlock__lock_desc *d,
             return rc;
         RLOCK__SPEC_SET(s,
             d->name, d->channel, s->owned, d->aux[0], latch, "0", s->reader,
-            "PUBLISH", num(s, 2, d->latch_ms));
+            publish_any(d), num(s, 2, d->latch_ms));
         return RLOCK_OK;
     }
     case RLOCK_KIND_WRITE:
@@ -242,7 +250,7 @@ int rlock__kind_force(rlock__spec *s, const rlock__lock_desc *d)
                   4);
         RLOCK__SPEC_SET(s,
             d->name, d->aux[0], d->aux[1], d->channel, "0",
-            num(s, 0, d->wall_ms()), "PUBLISH");
+            num(s, 0, d->wall_ms()), publish_any(d));
         return RLOCK_OK;
     case RLOCK_KIND_READ:
     case RLOCK_KIND_WRITE: {
@@ -250,7 +258,7 @@ int rlock__kind_force(rlock__spec *s, const rlock__lock_desc *d)
         spec_init(s, &rlock__script_rw_force_release, RLOCK__REPLY_INTEGER, 2);
         RLOCK__SPEC_SET(s,
             d->name, d->channel, write ? "1" : "0", write ? "write" : "read",
-            "PUBLISH");
+            publish_any(d));
         return RLOCK_OK;
     }
     default:

@@ -206,6 +206,9 @@ typedef struct rlock__lock_desc {
     int64_t fair_wait_ms;  /* a fair waiter's slack when none is given */
     int64_t latch_ms;      /* the unlock latch's lifetime */
     int64_t (*wall_ms)(void); /* read by the fair lock's calls only */
+    /* how unlocks wake waiters: "PUBLISH" (NULL says the same) or, in a
+     * cluster with sharded pub/sub, "SPUBLISH" (CLUSTER-SENTINEL.md 1.4) */
+    const char *publish;
 } rlock__lock_desc;
 
 /* One script call of a lock kind, laid out for a request. Its arguments

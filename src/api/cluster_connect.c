@@ -1,0 +1,132 @@
+/*
+ * api/cluster_connect.c: connecting to a Redis Cluster (issue 14): the
+ * seeds of a redis+cluster:// URI are tried in order, and the first that
+ * answers CLUSTER SLOTS with a table serving all 16384 slots becomes the
+ * node the client checks (client.c's check_server: credentials, scripts,
+ * ACL) and keeps its address for, as a single server's.
+ *
+ * Design note. A table with unserved slots is refused, as Redisson's
+ * checkSlotsCoverage (on by default) refuses to start: a lock whose slot
+ * nobody serves could neither be taken nor released, and that is better
+ * said at connect time. A seed that is not a cluster node (CLUSTER SLOTS
+ * refused: "cluster support disabled") is RLOCK_ESERVER unless another
+ * seed answers; a seed that cannot be reached, or refuses the credentials,
+ * gives its own code likewise. The last failure is the one returned.
+ *
+ * The table read here is handed to io/cluster.c once the I/O thread's loop
+ * exists (rlock__cluster_attach); from then on the I/O thread owns it.
+ */
+#include "api/api.h"
+#include "io/cluster.h"
+#include "io/link.h"
+#include "proto/cluster.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* How waiters and unlocks use pub/sub (rlock_config_set_cluster_sharded):
+ * for AUTO and ON, the seed s is asked PUBSUB SHARDNUMSUB 0, as Redisson
+ * 3.50+ probes (3.28-3.49 sent it without the 0, which hung one managed
+ * Redis). Returns 0, or RLOCK_ESERVER for ON on a seed without it. */
+static int choose_pubsub(rlock_client *c, rlock__link_sync *s)
+{
+    int mode = c->cfg.cluster_sharded;
+    bool sharded = mode == RLOCK_SHARDED_BOTH;
+    if (mode == RLOCK_SHARDED_AUTO || mode == RLOCK_SHARDED_ON) {
+        const char *argv[3] = {"PUBSUB", "SHARDNUMSUB", "0"};
+        struct redisReply *reply = NULL;
+        int rc = rlock__link_sync_call(
+            s, 3, argv, NULL, rlock__now_ms() + c->cfg.command_timeout_ms,
+            &reply, NULL, NULL);
+        sharded = rc == 0 && rlock__reply_error_code(reply) == 0;
+        rlock__link_reply_free(reply);
+        if (rc != 0)
+            return rc;
+        if (!sharded && mode == RLOCK_SHARDED_ON)
+            return RLOCK_ESERVER;
+    }
+    c->sub_sharded = sharded;
+    c->sub_plain = !sharded || mode == RLOCK_SHARDED_BOTH;
+    c->publish = sharded ? "SPUBLISH" : NULL;
+    return RLOCK_OK;
+}
+
+/* Asks one seed (o's address) for the table. */
+static int ask_seed(rlock_client *c, const rlock__link_opts *o,
+                    rlock__slot_table **out)
+{
+    rlock__link_sync *s = NULL;
+    int rc = rlock__link_sync_open(o, &s, NULL, 0);
+    if (rc != 0)
+        return rc;
+    const char *argv[2] = {"CLUSTER", "SLOTS"};
+    struct redisReply *reply = NULL;
+    rc = rlock__link_sync_call(s, 2, argv, NULL,
+                               rlock__now_ms() + c->cfg.command_timeout_ms,
+                               &reply, NULL, NULL);
+    if (rc == 0 && rlock__reply_error_code(reply) != 0) {
+        rlock__log_later(c, RLOCK_LOG_WARN,
+                         "seed %s refused CLUSTER SLOTS (%s): not a "
+                         "cluster node?",
+                         o->host, rlock__reply_error_text(reply));
+        rc = RLOCK_ESERVER;
+    }
+    if (rc == 0)
+        rc = rlock__slot_table_from_slots(reply, o->host, out);
+    if (rc == 0)
+        rc = choose_pubsub(c, s);
+    if (rc == 0 && !rlock__slot_table_covers_all(*out)) {
+        rlock__log_later(c, RLOCK_LOG_WARN,
+                         "seed %s says some slots have no master: the "
+                         "cluster is not ready",
+                         o->host);
+        rlock__slot_table_free(*out);
+        *out = NULL;
+        rc = RLOCK_ESERVER;
+    }
+    rlock__link_reply_free(reply);
+    rlock__link_sync_free(s);
+    if (rc != 0) {
+        rlock__slot_table_free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+int rlock__cluster_find_seed(rlock_client *c, rlock__link_opts *o,
+                             rlock__slot_table **out)
+{
+    int rc = RLOCK_ECONN;
+    *out = NULL;
+    for (int i = 0; i < c->uri.nseeds; i++) {
+        const rlock__uri_node *seed = &c->uri.seeds[i];
+        rc = rlock__link_resolve(seed->host, seed->port, NULL, &o->addr);
+        o->host = seed->host;
+        if (rc == 0)
+            rc = ask_seed(c, o, out);
+        if (rc == 0)
+            return RLOCK_OK;
+    }
+    return rc;
+}
+
+static void on_topology(void *arg)
+{
+    rlock_client *c = arg;
+    rlock__pubsub_topology_changed(c->pubsub);
+}
+
+int rlock__cluster_attach(rlock_client *c, const rlock__slot_table *t)
+{
+    rlock__cluster_opts o = {
+        .base = c->link_opts,
+        .connections = c->cfg.connections,
+        .scan_interval_ms = c->cfg.cluster_scan_interval_ms,
+        .command_timeout_ms = c->cfg.command_timeout_ms,
+        .on_event = rlock__req_conn_event,
+        .event_arg = c,
+        .on_change = on_topology,
+        .change_arg = c,
+    };
+    return rlock__cluster_new(rlock__loop_ev(c->loop), &o, t, &c->cluster);
+}
