@@ -358,8 +358,9 @@ static int apply_key(loader *ld, const key_rule *const *rules, const char *path,
             return rlock__cf_fail(
                 ld, path,
                 "is not supported yet: rlock talks to a single "
-                "server (singleServerConfig) or to a master behind "
-                "Sentinel (sentinelServersConfig)");
+                "server (singleServerConfig), to a master behind "
+                "Sentinel (sentinelServersConfig) or to a cluster "
+                "(clusterServersConfig)");
         return RLOCK_OK;
     }
     return rlock__cf_fail(ld, path, "unknown key");

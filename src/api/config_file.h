@@ -40,6 +40,8 @@ typedef struct loader {
     const char *sentinel_password;
     const char *master_name;
     const json_t *sentinel_addresses;
+    /* clusterServersConfig's nodeAddresses, likewise */
+    const json_t *node_addresses;
     const char *server_config; /* the server config applied, or NULL */
 } loader;
 
@@ -61,6 +63,29 @@ typedef struct key_rule {
 
 /* The rules of the file's top level (config_keys.c). */
 extern const key_rule *const rlock__cf_top_rules[];
+/* Redisson's BaseConfig keys, every server config's (config_keys.c). */
+extern const key_rule rlock__cf_base_rules[];
+/* Checks that v is a server config object and the file's only one. */
+int rlock__cf_open_server_config(loader *ld, const char *path,
+                                 const json_t *v);
+/* Applies the server config's username and password, once both are
+ * read. */
+int rlock__cf_apply_credentials(loader *ld, const char *path);
+/* How rlock__cf_append_address names one list's addresses in messages. */
+typedef struct rlock__cf_address_words {
+    const char *what;       /* "sentinel" */
+    const char *example;    /* "redis://host:26379" */
+    const char *no_secrets; /* where a password goes instead */
+} rlock__cf_address_words;
+int rlock__cf_append_address(loader *ld, const char *path, const json_t *v,
+                             const rlock__cf_address_words *w, int *tls,
+                             char **buf, size_t *len);
+/* connectionPoolSize and its namesakes: rlock_config_set_connections(),
+ * capped at 64. */
+int rlock__cf_apply_pool_size(loader *ld, const char *path, const json_t *v);
+/* clusterServersConfig (config_cluster.c). */
+int rlock__cf_apply_cluster_servers(loader *ld, const char *path,
+                                    const json_t *v);
 
 /* Writes "FILE:LINE: PATH: <fmt>" into the caller's errbuf and returns
  * RLOCK_EINVAL. */

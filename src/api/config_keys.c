@@ -96,7 +96,7 @@ static int apply_retry_interval(loader *ld, const char *path, const json_t *v)
 /* connectionPoolSize is Redisson's upper bound on command connections
  * (default 64); rlock keeps a fixed set, opened as they are first used, of
  * at most 64, so larger pools are capped there. */
-static int apply_pool_size(loader *ld, const char *path, const json_t *v)
+int rlock__cf_apply_pool_size(loader *ld, const char *path, const json_t *v)
 {
     int64_t n = 0;
     int rc = rlock__cf_get_int(ld, path, v, 1, INT32_MAX, &n);
@@ -377,11 +377,15 @@ static int apply_nat_mapper(loader *ld, const char *path, const json_t *v)
         "addresses the sentinels give (leave it out or null)");
 }
 
-/* Appends the canonical "host:port" of one sentinel address to buf (grown
- * as needed), checking that it is a plain redis:// or rediss:// address
- * like the others (*tls: -1 until the first one says). */
-static int append_sentinel(loader *ld, const char *path, const json_t *v,
-                           int *tls, char **buf, size_t *len)
+/* Appends the canonical "host:port" of one address of a list (the
+ * sentinels', a cluster's nodes) to buf (grown as needed), checking that
+ * it is a plain redis:// or rediss:// address like the others (*tls: -1
+ * until the first one says). what names the list's items ("sentinel",
+ * "node") and example an address; no_secrets says where a password goes
+ * instead. */
+int rlock__cf_append_address(loader *ld, const char *path, const json_t *v,
+                             const rlock__cf_address_words *w, int *tls,
+                             char **buf, size_t *len)
 {
     const char *s = NULL;
     int rc = rlock__cf_get_string(ld, path, v, &s);
@@ -389,8 +393,8 @@ static int append_sentinel(loader *ld, const char *path, const json_t *v,
         return rc;
     if (s == NULL || strstr(s, "://") == NULL)
         return rlock__cf_fail(ld, path,
-                              "must be an address such as "
-                              "\"redis://host:26379\"");
+                              "must be an address such as \"%s\"",
+                              w->example);
     bool valkey = strncasecmp(s, "valkey", 6) == 0;
     char *text = NULL;
     if (valkey) { /* Redisson's other spelling of redis[s]:// */
@@ -410,12 +414,13 @@ static int append_sentinel(loader *ld, const char *path, const json_t *v,
             ld, path, "\"%s\" is not a redis[s]://host[:port] address", s);
     else if (u.password != NULL || u.db != 0)
         rc = rlock__cf_fail(ld, path,
-                            "\"%s\": a sentinel address takes no password "
-                            "or database (use sentinelPassword and database)",
-                            s);
+                            "\"%s\": a %s address takes no password "
+                            "or database (%s)",
+                            s, w->what, w->no_secrets);
     else if (*tls >= 0 && *tls != u.tls)
         rc = rlock__cf_fail(ld, path,
-                            "\"%s\" mixes redis:// and rediss:// sentinels", s);
+                            "\"%s\" mixes redis:// and rediss:// %ss", s,
+                            w->what);
     if (rc == 0) {
         *tls = u.tls;
         size_t need = *len + strlen(u.host) + 16;
@@ -443,6 +448,8 @@ static int apply_sentinel_server_uri(loader *ld, const char *path)
         return rlock__cf_fail(ld, path, "needs sentinelAddresses");
     if (ld->master_name == NULL)
         return rlock__cf_fail(ld, path, "needs masterName");
+    static const rlock__cf_address_words words = {
+        "sentinel", "redis://host:26379", "use sentinelPassword and database"};
     char *hosts = NULL, *uri = NULL;
     size_t len = 0;
     int tls = -1, rc = RLOCK_OK;
@@ -450,9 +457,9 @@ static int apply_sentinel_server_uri(loader *ld, const char *path)
          i++) {
         char item[64];
         snprintf(item, sizeof(item), "%s.sentinelAddresses[%zu]", path, i);
-        rc =
-            append_sentinel(ld, item, json_array_get(ld->sentinel_addresses, i),
-                            &tls, &hosts, &len);
+        rc = rlock__cf_append_address(
+            ld, item, json_array_get(ld->sentinel_addresses, i), &words, &tls,
+            &hosts, &len);
     }
     size_t n = len + 3 * strlen(ld->master_name) + 32;
     if (rc == 0 && (uri = rlock__malloc(n)) == NULL)
@@ -487,7 +494,7 @@ static const key_rule top_own_rules[] = {
     {"singleServerConfig", HONOURED, apply_single_server},
     {"sentinelServersConfig", HONOURED, apply_sentinel_servers},
     {"lockWatchdogTimeout", HONOURED, apply_watchdog},
-    {"clusterServersConfig", NOT_SUPPORTED, NULL},
+    {"clusterServersConfig", HONOURED, rlock__cf_apply_cluster_servers},
     {"masterSlaveServersConfig", NOT_SUPPORTED, NULL},
     {"replicatedServersConfig", NOT_SUPPORTED, NULL},
     {"threads", IGNORE_INT, NULL},
@@ -521,7 +528,7 @@ static const key_rule top_own_rules[] = {
 const key_rule *const rlock__cf_top_rules[] = {top_own_rules, NULL};
 
 /* Redisson's BaseConfig: what every server config has. */
-static const key_rule base_rules[] = {
+const key_rule rlock__cf_base_rules[] = {
     {"username", HONOURED, apply_username},
     {"password", HONOURED, apply_password},
     {"connectTimeout", HONOURED, apply_connect_timeout},
@@ -568,15 +575,15 @@ static const key_rule base_rules[] = {
 static const key_rule single_own_rules[] = {
     {"address", HONOURED, apply_address},
     {"database", HONOURED, apply_database},
-    {"connectionPoolSize", HONOURED, apply_pool_size},
+    {"connectionPoolSize", HONOURED, rlock__cf_apply_pool_size},
     {"subscriptionConnectionPoolSize", IGNORE_INT, NULL},
     {"subscriptionConnectionMinimumIdleSize", IGNORE_INT, NULL},
     {"connectionMinimumIdleSize", IGNORE_INT, NULL},
     {"dnsMonitoringInterval", IGNORE_INT, NULL},
     {NULL, HONOURED, NULL},
 };
-static const key_rule *const single_rules[] = {single_own_rules, base_rules,
-                                               NULL};
+static const key_rule *const single_rules[] = {
+    single_own_rules, rlock__cf_base_rules, NULL};
 
 /* Redisson's SentinelServersConfig and BaseMasterSlaveServersConfig,
  * beside the BaseConfig keys. Replicas are Java's business here (rlock
@@ -589,7 +596,7 @@ static const key_rule sentinel_own_rules[] = {
     {"scanInterval", HONOURED, apply_scan_interval},
     {"sentinelUsername", HONOURED, apply_sentinel_username},
     {"sentinelPassword", HONOURED, apply_sentinel_password},
-    {"masterConnectionPoolSize", HONOURED, apply_pool_size},
+    {"masterConnectionPoolSize", HONOURED, rlock__cf_apply_pool_size},
     {"natMapper", HONOURED, apply_nat_mapper},
     {"masterConnectionMinimumIdleSize", IGNORE_INT, NULL},
     {"slaveConnectionPoolSize", IGNORE_INT, NULL},
@@ -608,8 +615,8 @@ static const key_rule sentinel_own_rules[] = {
     {"failedSlaveNodeDetector", IGNORE_ANY, NULL},
     {NULL, HONOURED, NULL},
 };
-static const key_rule *const sentinel_rules[] = {sentinel_own_rules, base_rules,
-                                                 NULL};
+static const key_rule *const sentinel_rules[] = {
+    sentinel_own_rules, rlock__cf_base_rules, NULL};
 
 /* Applies a user and password pair read from the keys user_key and
  * password_key of the server config at path: Redisson sends AUTH only with
@@ -634,7 +641,7 @@ static int apply_pair(loader *ld, const char *path, const char *user_key,
 }
 
 /* Checks that v is a server config object and that no other was given. */
-static int open_server_config(loader *ld, const char *path, const json_t *v)
+int rlock__cf_open_server_config(loader *ld, const char *path, const json_t *v)
 {
     if (!json_is_object(v))
         return rlock__cf_fail(ld, path, "must be an object (got %s)",
@@ -646,15 +653,23 @@ static int open_server_config(loader *ld, const char *path, const json_t *v)
                               ld->server_config);
     ld->server_config = strcmp(path, "singleServerConfig") == 0
                             ? "singleServerConfig"
+                        : strcmp(path, "clusterServersConfig") == 0
+                            ? "clusterServersConfig"
                             : "sentinelServersConfig";
     return RLOCK_OK;
+}
+
+int rlock__cf_apply_credentials(loader *ld, const char *path)
+{
+    return apply_pair(ld, path, "username", "password", ld->username,
+                      ld->password, rlock_config_set_credentials);
 }
 
 static int apply_single_server(loader *ld, const char *path, const json_t *v)
 {
     if (json_is_null(v))
         return RLOCK_OK;
-    int rc = open_server_config(ld, path, v);
+    int rc = rlock__cf_open_server_config(ld, path, v);
     if (rc == 0)
         rc = rlock__cf_apply_object(ld, single_rules, path, v);
     return rc ? rc
@@ -666,7 +681,7 @@ static int apply_sentinel_servers(loader *ld, const char *path, const json_t *v)
 {
     if (json_is_null(v))
         return RLOCK_OK;
-    int rc = open_server_config(ld, path, v);
+    int rc = rlock__cf_open_server_config(ld, path, v);
     if (rc == 0)
         rc = rlock__cf_apply_object(ld, sentinel_rules, path, v);
     if (rc == 0)

@@ -289,6 +289,60 @@ static void test_sentinel_every_honoured_key(void **state)
     rlock_config_free(cfg);
 }
 
+/* ---- Cluster ------------------------------------------------------------ */
+
+/* clusterServersConfig becomes a redis+cluster:// server: the nodes in
+ * order (valkey:// read as redis://, IPv6 in brackets), with the scan
+ * interval, the sharded mode, the credentials and the pool size. */
+static void test_cluster_every_honoured_key(void **state)
+{
+    (void)state;
+    rlock_config *cfg = load_ok(
+        "{\n"
+        "  \"clusterServersConfig\": {\n"
+        "    \"nodeAddresses\": [\"redis://10.0.0.1:7000\",\n"
+        "        \"redis://[::1]:7001\", \"valkey://n3:7002\"],\n"
+        "    \"scanInterval\": 1500,\n"
+        "    \"shardedSubscriptionMode\": \"OFF\",\n"
+        "    \"checkSlotsCoverage\": true,\n"
+        "    \"username\": \"app\", \"password\": \"s3cret\",\n"
+        "    \"masterConnectionPoolSize\": 6,\n"
+        "    \"timeout\": 2345, \"clientName\": \"billing\",\n"
+        "    \"readMode\": \"SLAVE\", \"subscriptionMode\": \"MASTER\",\n"
+        "    \"slaveConnectionPoolSize\": 64, \"natMapper\": null\n"
+        "  }\n"
+        "}\n");
+    assert_string_equal(cfg->server, "redis+cluster://10.0.0.1:7000,"
+                                     "[::1]:7001,n3:7002");
+    assert_int_equal(cfg->cluster_scan_interval_ms, 1500);
+    assert_int_equal(cfg->cluster_sharded, RLOCK_SHARDED_OFF);
+    assert_true(cfg->credentials_set);
+    assert_string_equal(cfg->user, "app");
+    assert_string_equal(cfg->password, "s3cret");
+    assert_int_equal(cfg->connections, 6);
+    assert_int_equal(cfg->command_timeout_ms, 2345);
+    assert_string_equal(cfg->client_name, "billing");
+    rlock__uri u;
+    assert_int_equal(rlock__uri_parse(cfg->server, &u), 0);
+    assert_int_equal(u.nseeds, 3);
+    assert_string_equal(u.seeds[1].host, "::1");
+    assert_int_equal(u.seeds[2].port, 7002);
+    rlock__uri_clear(&u);
+    rlock_config_free(cfg);
+}
+
+/* rediss:// nodes make a rediss+cluster:// server. */
+static void test_cluster_tls_nodes(void **state)
+{
+    (void)state;
+    rlock_config *cfg = load_ok(
+        "{\"clusterServersConfig\": {\"nodeAddresses\": "
+        "[\"rediss://a:7000\", \"rediss://b:7001\"]}}");
+    assert_string_equal(cfg->server, "rediss+cluster://a:7000,b:7001");
+    assert_int_equal(cfg->cluster_sharded, RLOCK_SHARDED_AUTO);
+    rlock_config_free(cfg);
+}
+
 /* What Redisson 3.52's Config.toJSON writes for a sentinel config, as it
  * writes it: every Java-side key is accepted and changes nothing. */
 static void test_sentinel_redisson_to_json_output(void **state)
@@ -840,6 +894,8 @@ int main(void)
         cmocka_unit_test(test_valkey_scheme),
         cmocka_unit_test(test_escaped_key),
         cmocka_unit_test(test_sentinel_every_honoured_key),
+        cmocka_unit_test(test_cluster_every_honoured_key),
+        cmocka_unit_test(test_cluster_tls_nodes),
         cmocka_unit_test(test_sentinel_redisson_to_json_output),
         cmocka_unit_test(test_sentinel_tls_scheme),
         cmocka_unit_test(test_sentinel_empty_passwords_mean_none),
@@ -987,9 +1043,35 @@ int main(void)
                 "singleServerConfig.nameMapper: ", "not supported"),
         REFUSES("server_config_not_object", "{\"singleServerConfig\": 1}", 1,
                 "singleServerConfig: ", "must be an object"),
-        REFUSES("cluster", "{\n\"clusterServersConfig\": "
-                "{\"nodeAddresses\": [\"redis://h:7000\"]}}", 2,
-                "clusterServersConfig: ", "not supported yet"),
+        REFUSES("master_slave", "{\n\"masterSlaveServersConfig\": "
+                "{\"masterAddress\": \"redis://h:7000\"}}", 2,
+                "masterSlaveServersConfig: ", "not supported yet"),
+        REFUSES("cluster_without_addresses", "{\"clusterServersConfig\": "
+                "{\"scanInterval\": 1000}}", 1,
+                "clusterServersConfig: ", "needs nodeAddresses"),
+        REFUSES("cluster_empty_addresses", "{\"clusterServersConfig\": "
+                "{\"nodeAddresses\": []}}", 1,
+                "clusterServersConfig.nodeAddresses: ", "non-empty array"),
+        REFUSES("cluster_mixed_tls", "{\"clusterServersConfig\": "
+                "{\"nodeAddresses\": [\"redis://a:1\",\n"
+                "\"rediss://b:2\"]}}", 1,
+                "clusterServersConfig.nodeAddresses[1]: ", "mixes"),
+        REFUSES("cluster_address_with_password", "{\"clusterServersConfig\": "
+                "{\"nodeAddresses\": [\"redis://:pw@a:1\"]}}", 1,
+                "clusterServersConfig.nodeAddresses[0]: ", "no password"),
+        REFUSES("cluster_unknown_sharded_mode", "{\"clusterServersConfig\": "
+                "{\"nodeAddresses\": [\"redis://a:1\"],\n"
+                "\"shardedSubscriptionMode\": \"MAYBE\"}}", 2,
+                "clusterServersConfig.shardedSubscriptionMode: ",
+                "AUTO, ON or OFF"),
+        REFUSES("cluster_without_slot_coverage", "{\"clusterServersConfig\": "
+                "{\"nodeAddresses\": [\"redis://a:1\"],\n"
+                "\"checkSlotsCoverage\": false}}", 2,
+                "clusterServersConfig.checkSlotsCoverage: ", "not supported"),
+        REFUSES("cluster_with_database", "{\"clusterServersConfig\": "
+                "{\"nodeAddresses\": [\"redis://a:1\"],\n"
+                "\"database\": 1}}", 2,
+                "clusterServersConfig.database: ", "unknown key"),
         REFUSES("sentinel_without_addresses", "{\n\"sentinelServersConfig\": "
                 "{\"masterName\": \"m\"}}", 2,
                 "sentinelServersConfig: ", "needs sentinelAddresses"),
