@@ -17,7 +17,9 @@
  */
 #include "api/admin.h"
 #include "api/api.h"
+#include "io/cluster.h"
 #include "io/link.h"
+#include "proto/cluster.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -30,6 +32,9 @@ struct rlock_admin_conn {
     rlock_client *client;
     rlock__link_sync *link;
     char error[160]; /* what the last failure said */
+    /* a cluster: the master the link is to, "host:port" ("" before the
+     * first command, and on a single server) */
+    char node[RLOCK__HOST_MAX + 8];
 };
 
 /* ------------------------------------------------------------------ names */
@@ -84,19 +89,23 @@ void rlock_admin_names_clear(rlock_admin_names *names)
 
 /* ----------------------------------------------------------------- config */
 
-/* Writes "redis+sentinel://h1:p1,h2:p2/master" (no credentials) into
- * buf, cut short if it must be. */
-static void describe_sentinels(const rlock__uri *u, char *buf, size_t len)
+/* Writes "redis+sentinel://h1:p1,h2:p2/master" or
+ * "redis+cluster://h1:p1,h2:p2" (no credentials) into buf, cut short if it
+ * must be. */
+static void describe_nodes(const rlock__uri *u, char *buf, size_t len)
 {
-    size_t at = (size_t)snprintf(buf, len, "%s://",
-                                 u->tls ? "rediss+sentinel" : "redis+sentinel");
-    for (int i = 0; i < u->nsentinels && at < len; i++)
+    bool sentinel = u->master != NULL;
+    const rlock__uri_node *nodes = sentinel ? u->sentinels : u->seeds;
+    int n = sentinel ? u->nsentinels : u->nseeds;
+    size_t at = (size_t)snprintf(
+        buf, len, "%s%s://", u->tls ? "rediss" : "redis",
+        sentinel ? "+sentinel" : "+cluster");
+    for (int i = 0; i < n && at < len; i++)
         at += (size_t)snprintf(buf + at, len - at,
-                               strchr(u->sentinels[i].host, ':') ? "%s[%s]:%d"
-                                                                 : "%s%s:%d",
-                               i ? "," : "", u->sentinels[i].host,
-                               u->sentinels[i].port);
-    if (at < len)
+                               strchr(nodes[i].host, ':') ? "%s[%s]:%d"
+                                                          : "%s%s:%d",
+                               i ? "," : "", nodes[i].host, nodes[i].port);
+    if (sentinel && at < len)
         snprintf(buf + at, len - at, "/%s", u->master);
 }
 
@@ -116,8 +125,8 @@ int rlock_admin_server_of(const rlock_config *cfg, rlock_admin_server *out)
         return rc;
     }
     int db = u.db;
-    if (u.master != NULL)
-        describe_sentinels(&u, out->text, sizeof(out->text));
+    if (u.master != NULL || u.seeds != NULL)
+        describe_nodes(&u, out->text, sizeof(out->text));
     else if (u.path != NULL)
         snprintf(out->text, sizeof(out->text), "unix://%s%s", u.path,
                  db ? "?db=" : "");
@@ -211,6 +220,66 @@ void rlock_admin_reply_free(rlock_admin_reply *r)
     rlock__admin_reply_free(r);
 }
 
+const char *rlock_admin_node(const rlock_admin_conn *a)
+{
+    return a != NULL ? a->node : "";
+}
+
+/* The key a command names first, for its slot: EVAL's and EVALSHA's first
+ * key, nothing for the commands about the server, else the first
+ * argument. NULL: none. */
+static const char *first_key(int argc, const char *const *argv)
+{
+    static const char *const keyless[] = {"PUBSUB", "PING",   "INFO",
+                                          "CONFIG", "CLIENT", "SCRIPT",
+                                          "ACL",    "CLUSTER"};
+    if (argc < 2)
+        return NULL;
+    if (strcasecmp(argv[0], "EVAL") == 0 || strcasecmp(argv[0], "EVALSHA") == 0)
+        return argc > 3 && strcmp(argv[2], "0") != 0 ? argv[3] : NULL;
+    for (size_t i = 0; i < sizeof(keyless) / sizeof(keyless[0]); i++)
+        if (strcasecmp(argv[0], keyless[i]) == 0)
+            return NULL;
+    return argv[1];
+}
+
+/* In a cluster, moves a's link to the master serving the slot of the
+ * first key the n commands name (the tool's pipelines are about one lock,
+ * whose keys share a slot), as the client's table says. Returns 0 or why
+ * the new link could not be made. */
+static int route(rlock_admin_conn *a, size_t n, const int *argc,
+                 const char *const *const *argv)
+{
+    rlock_client *c = a->client;
+    const char *key = NULL;
+    for (size_t i = 0; key == NULL && i < n; i++)
+        key = first_key(argc[i], argv[i]);
+    char host[RLOCK__HOST_MAX], node[sizeof(a->node)];
+    int port;
+    if (c->cluster == NULL || key == NULL ||
+        !rlock__cluster_owner_addr(c->cluster,
+                                   rlock__key_slot(key, strlen(key)), host,
+                                   sizeof(host), &port))
+        return RLOCK_OK;
+    snprintf(node, sizeof(node), strchr(host, ':') ? "[%s]:%d" : "%s:%d",
+             host, port);
+    if (strcmp(node, a->node) == 0)
+        return RLOCK_OK;
+    rlock__link_opts o = *c->link_opts;
+    o.host = host;
+    o.connect_timeout_ms = c->cfg.connect_timeout_ms;
+    int rc = rlock__link_resolve_numeric(host, port, &o.addr);
+    rlock__link_sync *s = NULL;
+    if (rc == 0)
+        rc = rlock__link_sync_open(&o, &s, a->error, sizeof(a->error));
+    if (rc != 0)
+        return rc;
+    rlock__link_sync_free(a->link);
+    a->link = s;
+    snprintf(a->node, sizeof(a->node), "%s", node);
+    return RLOCK_OK;
+}
+
 /* Says why a call failed, for rlock_admin_error(); returns rc. */
 static int failed(rlock_admin_conn *a, int rc)
 {
@@ -250,7 +319,7 @@ int rlock_admin_pipeline(rlock_admin_conn *a, size_t n, const int *argc,
     for (size_t i = 0; i < n; i++)
         if (argc[i] < 1 || argv[i] == NULL)
             return RLOCK_EINVAL;
-    int rc = RLOCK_OK;
+    int rc = route(a, n, argc, argv);
     for (size_t i = 0; rc == 0 && i < n; i++)
         rc = rlock__link_sync_append(a->link, argc[i],
                                      (const char **)argv[i], NULL);

@@ -93,6 +93,12 @@ int rlock_admin_open(rlock_client *c, rlock_admin_conn **out);
 /* Closes a; NULL is a no-op. */
 void rlock_admin_close(rlock_admin_conn *a);
 
+/* In a cluster, each command (or pipeline) goes to the master serving the
+ * slot of the first key it names, as the client's slot table says; this
+ * is that master, "host:port" (borrowed, until the next call on a). ""
+ * on a single server, and before the first command. */
+const char *rlock_admin_node(const rlock_admin_conn *a);
+
 /* Why a's last call failed, as the connection said it ("" if it did not
  * say). Valid until the next call on a. */
 const char *rlock_admin_error(const rlock_admin_conn *a);

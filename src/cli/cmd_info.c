@@ -80,7 +80,16 @@ static int width(int w, const char *s)
 typedef struct row {
     const char *name;
     cli_lock_state st;
+    char node[300]; /* a cluster: the master serving it, else "" */
 } row;
+
+/* Ends a table line: with the NODE column when the lock has a node. */
+static void end_line(const row *r, bool first)
+{
+    if (r->node[0] != '\0')
+        printf("  %s", first ? r->node : "");
+    putchar('\n');
+}
 
 /* Prints the rows as an aligned table. */
 static void print_table(const row *rows, size_t n)
@@ -94,9 +103,9 @@ static void print_table(const row *rows, size_t n)
         if (rows[i].st.nholders > 0)
             wclient = RLOCK_ADMIN_UUID_LEN + 6; /* ":write" */
     }
-    printf("%-*s  %-*s  %-5s  %-*s  %-6s  %5s  %8s  %7s\n", wname, "NAME",
+    printf("%-*s  %-*s  %-5s  %-*s  %-6s  %5s  %8s  %7s%s\n", wname, "NAME",
            wkind, "KIND", "STATE", wclient, "CLIENT", "THREAD", "HOLDS",
-           "TTL_MS", "WAITING");
+           "TTL_MS", "WAITING", n > 0 && rows[0].node[0] ? "  NODE" : "");
     for (size_t i = 0; i < n; i++) {
         const cli_lock_state *st = &rows[i].st;
         char ttl[24];
@@ -110,9 +119,10 @@ static void print_table(const row *rows, size_t n)
                             : st->nholders > 0                ? "held"
                                                               : "free";
         if (st->nholders == 0) {
-            printf("%-*s  %-*s  %-5s  %-*s  %-6s  %5d  %8s  %7lld\n", wname,
+            printf("%-*s  %-*s  %-5s  %-*s  %-6s  %5d  %8s  %7lld", wname,
                    rows[i].name, wkind, buf, state, wclient, "-", "-", 0, ttl,
                    st->waiting);
+            end_line(&rows[i], true);
             continue;
         }
         for (size_t h = 0; h < st->nholders; h++) {
@@ -123,12 +133,13 @@ static void print_table(const row *rows, size_t n)
             snprintf(thread, sizeof(thread), "%llu",
                      (unsigned long long)ho->thread);
             if (h == 0)
-                printf("%-*s  %-*s  %-5s  %-*s  %-6s  %5lld  %8s  %7lld\n",
+                printf("%-*s  %-*s  %-5s  %-*s  %-6s  %5lld  %8s  %7lld",
                        wname, rows[i].name, wkind, buf, state, wclient, client,
                        thread, ho->count, ttl, st->waiting);
             else
-                printf("%-*s  %-*s  %-5s  %-*s  %-6s  %5lld\n", wname, "",
+                printf("%-*s  %-*s  %-5s  %-*s  %-6s  %5lld", wname, "",
                        wkind, "", "", wclient, client, thread, ho->count);
+            end_line(&rows[i], h == 0);
         }
     }
 }
@@ -207,7 +218,7 @@ static json_t *row_json(const row *r)
         json_decref(queue);
         return NULL;
     }
-    return json_pack(
+    json_t *o = json_pack(
         "{s:s, s:s, s:b, s:o, s:I, s:I, s:I, s:I, s:o, s:o, "
         "s:s, s:o, s:o}",
         "name", r->name, "kind", cli_kind_word(st->kind), "held",
@@ -217,6 +228,13 @@ static json_t *row_json(const row *r)
         st->token >= 0 ? json_integer(st->token) : json_null(), "mode",
         st->kind == CLI_KIND_READ_WRITE ? json_string(st->mode) : json_null(),
         "type", st->redis_type, "subscribers", subs, "queue", queue);
+    /* a cluster: which master serves it */
+    if (o != NULL && r->node[0] != '\0' &&
+        json_object_set_new(o, "node", json_string(r->node)) != 0) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
 }
 
 /* Prints the rows as a JSON array; returns 0 or CLI_SOFTWARE. */
@@ -269,8 +287,11 @@ int cli_cmd_info(int argc, char **argv, cli_common *cm)
     if (st == 0)
         st = cli_open(c, cfg, &a);
     size_t done = 0;
-    for (; st == 0 && done < n; done++)
+    for (; st == 0 && done < n; done++) {
         st = cli_lock_read(a, rows[done].name, &rows[done].st);
+        snprintf(rows[done].node, sizeof(rows[done].node), "%s",
+                 rlock_admin_node(a));
+    }
     if (st == 0) {
         if (json)
             st = print_json(rows, n);
