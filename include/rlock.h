@@ -383,6 +383,16 @@ typedef struct rlock_client rlock_client;
  *                  master is found and followed as the README's "Redis
  *                  Sentinel" says
  *   rediss+sentinel://...   the same, with TLS to sentinels and master
+ *   redis+cluster://[[user]:password@]host[:port][,host[:port]...]
+ *                  a Redis Cluster, by some of its nodes (port 6379
+ *                  default), asked in order until one describes a cluster
+ *                  that serves every slot; the user and password are every
+ *                  node's; no /db (a cluster has only 0). Every lock's
+ *                  calls go to the master serving its name's slot, and
+ *                  getters refuse names whose keys would span slots with
+ *                  RLOCK_EINVAL (rlock_config_set_cluster_sharded() and the
+ *                  README's "Redis Cluster" say how waiters are woken)
+ *   rediss+cluster://...    the same, with TLS to every node
  * Percent-escapes (%40 etc.) are decoded in user, password and master name.
  * IPv6 hosts go in brackets: redis://[::1]:6380.
  * The connection, AUTH and SELECT are checked before this returns, and so
@@ -395,6 +405,8 @@ typedef struct rlock_client rlock_client;
  * RLOCK_EAUTH (AUTH or SELECT refused, by the server or the sentinels, or
  * SCRIPT LOAD or EVALSHA refused by the user's ACL);
  * RLOCK_EPROTO (the server does not speak Redis); RLOCK_ETIMEDOUT;
+ * RLOCK_ESERVER (redis+cluster://: no seed describes a cluster serving
+ * every slot, or a seed is not a cluster node);
  * RLOCK_ETLS (rediss://: a CA, certificate or key file unusable, the
  * server's certificate not trusted or not for the host, or the server
  * refusing the client's certificate or wanting one; the same with the
