@@ -402,7 +402,8 @@ static int round_trip(slot *s, rlock__req *r, int64_t timeout_ms)
     if (master != NULL && (s->master_gen != rlock__master_gen(master) ||
                            rlock__reply_is_readonly(reply))) {
         /* an answer of a master no longer ours, or of one turned into a
-         * replica: the call's outcome is not the new master's (core/follow.c) */
+         * replica: the call's outcome is not the new master's
+         * (core/follow.c) */
         if (rlock__reply_is_readonly(reply))
             rlock__master_suspect(master);
         rlock__link_reply_free(reply);

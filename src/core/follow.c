@@ -101,7 +101,8 @@ int rlock__follow_new(rlock_client *c)
         return rc;
     }
     rlock__log_later(c, RLOCK_LOG_INFO, "Sentinel: master %s is at %s:%d",
-                     u->master, c->link_opts->host, rlock__master_port(c->master));
+                     u->master, c->link_opts->host,
+                     rlock__master_port(c->master));
     return RLOCK_OK;
 }
 
