@@ -26,20 +26,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Every script, loaded into the server's cache when a client connects. */
-const rlock__script *const rlock__all_scripts[] = {
-    &rlock__script_lock_acquire,        &rlock__script_lock_release,
-    &rlock__script_lock_force_release,  &rlock__script_lock_renew,
-    &rlock__script_lock_release_owner,  &rlock__script_fair_acquire,
-    &rlock__script_fair_give_up,        &rlock__script_fair_release,
-    &rlock__script_fair_force_release,  &rlock__script_fenced_acquire,
-    &rlock__script_read_acquire,        &rlock__script_read_release,
-    &rlock__script_read_renew,          &rlock__script_write_acquire,
-    &rlock__script_write_release,       &rlock__script_rw_force_release,
-    &rlock__script_rw_is_locked,        &rlock__script_lock_drop};
-const size_t rlock__all_scripts_count =
-    sizeof(rlock__all_scripts) / sizeof(*rlock__all_scripts);
-
 /* Reads the next reply of check_server's pipeline by deadline_ms: PING's
  * (sha1 NULL) or a SCRIPT LOAD's. Returns 0 or why not. */
 static int check_reply(rlock__link_sync *s, int64_t deadline_ms,

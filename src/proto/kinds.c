@@ -302,3 +302,18 @@ void rlock__spec_clear(rlock__spec *s)
     free(s->owned);
     s->owned = NULL;
 }
+
+/* Every script: the client loads them all into the server's cache when it
+ * connects (api/client.c). */
+const rlock__script *const rlock__all_scripts[] = {
+    &rlock__script_lock_acquire,        &rlock__script_lock_release,
+    &rlock__script_lock_force_release,  &rlock__script_lock_renew,
+    &rlock__script_lock_release_owner,  &rlock__script_fair_acquire,
+    &rlock__script_fair_give_up,        &rlock__script_fair_release,
+    &rlock__script_fair_force_release,  &rlock__script_fenced_acquire,
+    &rlock__script_read_acquire,        &rlock__script_read_release,
+    &rlock__script_read_renew,          &rlock__script_write_acquire,
+    &rlock__script_write_release,       &rlock__script_rw_force_release,
+    &rlock__script_rw_is_locked,        &rlock__script_lock_drop};
+const size_t rlock__all_scripts_count =
+    sizeof(rlock__all_scripts) / sizeof(*rlock__all_scripts);

@@ -36,7 +36,7 @@ extern const rlock__script rlock__script_write_release;
 extern const rlock__script rlock__script_rw_force_release;
 extern const rlock__script rlock__script_rw_is_locked;
 
-/* Every script above (defined by api/client.c, which loads them). */
+/* Every script above (proto/kinds.c). */
 extern const rlock__script *const rlock__all_scripts[];
 extern const size_t rlock__all_scripts_count;
 
