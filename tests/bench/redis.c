@@ -19,9 +19,17 @@
 int bench_parse_url(bench_opts *o)
 {
     const char *p = o->url;
-    if (p == NULL || strncmp(p, "redis://", 8) != 0)
+    size_t skip = p == NULL                                 ? 0
+                  : strncmp(p, "redis://", 8) == 0          ? 8
+                  : strncmp(p, "redis+cluster://", 16) == 0 ? 16
+                                                            : 0;
+    if (skip == 0)
         goto out_bad;
-    p += 8;
+    p += skip;
+    /* a cluster's first seed is the node the plain connection talks to */
+    char first[sizeof(o->host) + 8];
+    snprintf(first, sizeof(first), "%.*s", (int)strcspn(p, ","), p);
+    p = first;
     const char *colon = strrchr(p, ':');
     if (colon == NULL || colon == p || (size_t)(colon - p) >= sizeof(o->host))
         goto out_bad;
@@ -34,7 +42,9 @@ int bench_parse_url(bench_opts *o)
     o->port = (int)port;
     return 0;
 out_bad:
-    fprintf(stderr, "rlock-bench: --url must be redis://HOST:PORT (got %s)\n",
+    fprintf(stderr,
+            "rlock-bench: --url must be redis://HOST:PORT or "
+            "redis+cluster://HOST:PORT[,...] (got %s)\n",
             o->url ? o->url : "nothing");
     return -1;
 }

@@ -16,7 +16,8 @@ import sys
 
 PEERS = ["node-redisson", "redlock", "redlock-fast", "redis-py"]
 # rlock's other settings and kinds, shown beside it where they were run
-VARIANTS = [("rlock-barging", "rlock, barging on"), ("rlock-fair", "rlock fair lock")]
+VARIANTS = [("rlock-barging", "rlock, barging on"), ("rlock-fair", "rlock fair lock"),
+            ("rlock-cluster", "rlock, 3-master cluster")]
 
 # (figure, label, better): better is "high" or "low"
 FIGURES = {
@@ -93,6 +94,25 @@ def ratio(a, b):
     if a is None or b is None or b == 0:
         return None
     return a / b
+
+
+def cluster(med, target):
+    """Issue 14's targets, where scripts/bench --cluster ran: routing costs
+    no round trip in steady state, and locks spread over 3 masters go
+    faster than on one server, in the same run."""
+    v = med("uncontended", "rlock-cluster", "p50_us")
+    one = med("uncontended", "rlock", "p50_us")
+    if v is None:
+        return
+    r = ratio(v, one)
+    target("cluster: uncontended p50 within 1.2x of the single server's "
+           "(no extra round trip)", r, "1.2x", r is not None and r <= 1.2,
+           r is not None and "%sx" % fmt(r))
+    v = med("parallel", "rlock-cluster", "cycles_per_s")
+    one = med("parallel", "rlock", "cycles_per_s")
+    target("cluster: parallel cycles/s on 3 masters above the single "
+           "server's", v, "> %s" % fmt(one), one is not None and v is not None
+           and v > one)
 
 
 def issue17(meta, med, target):
@@ -228,6 +248,7 @@ def main():
     v = med("uncontended", "rlock", "p50_us", "vs_limit")
     target("uncontended p50 within 1.2x of two EVALSHA", v, "1.2x",
            v is not None and v <= 1.2, v is not None and "%sx" % fmt(v))
+    cluster(med, target)
     for scen in ["contended-procs", "contended"]:
         tag = "procs" if scen.endswith("procs") else "threads"
         v = med(scen, "rlock", "handoff_p50_us", "vs_limit")
