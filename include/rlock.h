@@ -211,6 +211,30 @@ RLOCK_API int rlock_config_set_sentinel_scan_interval(rlock_config *cfg,
 RLOCK_API int rlock_config_set_cluster_scan_interval(rlock_config *cfg,
                                                      int64_t ms);
 
+/* WAIT after lock scripts (Redisson's checkLockSyncedSlaves and
+ * slavesSyncTimeout), in cluster and Sentinel modes only (ignored with a
+ * single server, as Redisson does):
+ *   on          after every acquire, unlock and renewal, the same
+ *               connection sends WAIT n timeout_ms, n being the master's
+ *               connected_slaves (INFO replication, read once per
+ *               connection and again when WAIT's answer differs; n = 0:
+ *               no WAIT). When no replica acknowledges while n > 0: an
+ *               acquire is undone (the unlock script gives the hold back)
+ *               and fails with RLOCK_ETIMEDOUT; an unlock is sent again
+ *               with the same latch, as after a slow reply, and fails with
+ *               RLOCK_ETIMEDOUT once its retries are spent; a renewal
+ *               stands. Fewer acknowledgements than n, but some, are
+ *               accepted. A stalled replica costs each call up to
+ *               timeout_ms.
+ *   timeout_ms  [1, 2^31) ms, default 1000 (Redisson's slavesSyncTimeout)
+ * Default off (Redisson's is on): WAIT is no consistency guarantee (an
+ * acknowledged write can still be lost in a failover), so it buys little
+ * for its latency; a fenced lock (rlock_fenced_get) is what keeps a stale
+ * holder out. Returns 0 or RLOCK_EINVAL (the config unchanged).
+ * Thread-safety: as rlock_config_new(). */
+RLOCK_API int rlock_config_set_sync_replicas(rlock_config *cfg, int on,
+                                             int64_t timeout_ms);
+
 /* How a cluster client's waiters are woken (Redisson's
  * ClusterServersConfig.shardedSubscriptionMode, plus BOTH):
  *   RLOCK_SHARDED_AUTO  (default) as Redisson 3.28+: the seed is asked

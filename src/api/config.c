@@ -39,6 +39,7 @@ void rlock__config_defaults(rlock_config *cfg)
     cfg->sentinel_credentials_set = false;
     cfg->sentinel_scan_interval_ms = 1000;
     cfg->cluster_scan_interval_ms = 5000; /* Redisson's scanInterval */
+    cfg->sync_timeout_ms = 1000;          /* Redisson's slavesSyncTimeout */
     cfg->cluster_sharded = RLOCK_SHARDED_AUTO;
     cfg->tls_ca_file = NULL;
     cfg->tls_ca_dir = NULL;
@@ -332,6 +333,15 @@ int rlock_config_set_sentinel_scan_interval(rlock_config *cfg, int64_t ms)
 int rlock_config_set_cluster_scan_interval(rlock_config *cfg, int64_t ms)
 {
     return set_ms(cfg, cfg ? &cfg->cluster_scan_interval_ms : NULL, ms, 1);
+}
+
+int rlock_config_set_sync_replicas(rlock_config *cfg, int on,
+                                   int64_t timeout_ms)
+{
+    int rc = set_ms(cfg, cfg ? &cfg->sync_timeout_ms : NULL, timeout_ms, 1);
+    if (rc == 0)
+        cfg->sync_replicas = on != 0;
+    return rc;
 }
 
 int rlock_config_set_cluster_sharded(rlock_config *cfg, int mode)

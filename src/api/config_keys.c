@@ -57,6 +57,28 @@ static int apply_lock_barging(loader *ld, const char *path, const json_t *v)
         ld, path, rlock_config_set_lock_barging(ld->cfg, json_is_true(v)));
 }
 
+/* The two keys of one setting, rlock_config_set_sync_replicas(): each
+ * keeps the other's value. */
+static int apply_sync_replicas(loader *ld, const char *path, const json_t *v)
+{
+    if (!json_is_boolean(v))
+        return rlock__cf_fail(ld, path, "must be true or false");
+    return rlock__cf_setter(
+        ld, path,
+        rlock_config_set_sync_replicas(ld->cfg, json_is_true(v),
+                                       ld->cfg->sync_timeout_ms));
+}
+
+static int apply_sync_timeout(loader *ld, const char *path, const json_t *v)
+{
+    int64_t ms = 0;
+    int rc = rlock__cf_get_int(ld, path, v, 1, RLOCK__CF_MS_MAX, &ms);
+    return rc ? rc
+              : rlock__cf_setter(ld, path,
+                                 rlock_config_set_sync_replicas(
+                                     ld->cfg, ld->cfg->sync_replicas, ms));
+}
+
 static int apply_connect_timeout(loader *ld, const char *path, const json_t *v)
 {
     int64_t ms = 0;
@@ -502,8 +524,8 @@ static const key_rule top_own_rules[] = {
     {"codec", IGNORE_ANY, NULL},
     {"transportMode", IGNORE_STRING, NULL},
     {"referenceEnabled", IGNORE_BOOL, NULL},
-    {"checkLockSyncedSlaves", IGNORE_BOOL, NULL},
-    {"slavesSyncTimeout", IGNORE_INT, NULL},
+    {"checkLockSyncedSlaves", HONOURED, apply_sync_replicas},
+    {"slavesSyncTimeout", HONOURED, apply_sync_timeout},
     {"reliableTopicWatchdogTimeout", IGNORE_INT, NULL},
     {"keepPubSubOrder", IGNORE_BOOL, NULL},
     {"useScriptCache", IGNORE_BOOL, NULL},

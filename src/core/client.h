@@ -70,6 +70,10 @@ struct rlock_config {
     int64_t cluster_scan_interval_ms; /* the slot table's refresh */
     int cluster_sharded; /* RLOCK_SHARDED_*: how waiters are woken */
 
+    /* cluster and Sentinel modes: WAIT after lock scripts (core/sync.c) */
+    bool sync_replicas;      /* Redisson's checkLockSyncedSlaves; off */
+    int64_t sync_timeout_ms; /* Redisson's slavesSyncTimeout */
+
     /* TLS, for a rediss:// server; every string is owned (NULL: not set) */
     char *tls_ca_file;
     char *tls_ca_dir;

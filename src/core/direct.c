@@ -73,6 +73,7 @@ typedef struct slot {
     int64_t late_since_ms;  /* 0, or since when late replies are owed */
     const char *closed_why; /* why the last link closed (NULL: none yet):
                                the next connect is a reconnect */
+    int replicas; /* the master's, for WAIT (core/sync.c); -1: not known */
     /* the I/O thread's */
     rlock__fdwatch *watch; /* on watch_fd */
     int watch_fd;          /* a duplicate of link gen watch_gen's socket */
@@ -334,6 +335,7 @@ static int connect_slot(slot *s, int64_t timeout_ms)
         return rc;
     }
     s->gen++;
+    s->replicas = -1; /* maybe another master now (a failover) */
     if (s->closed_why == NULL) {
         rlock__log_later(c, RLOCK_LOG_DEBUG,
                          "caller-thread connection %d connected", index);
@@ -345,6 +347,57 @@ static int connect_slot(slot *s, int64_t timeout_ms)
                      "was %s)",
                      index, s->closed_why);
     return RLOCK_OK;
+}
+
+/* A plain command on s after the request, for wait_for_replicas(). The holder. */
+static int call_plain(slot *s, int argc, const char **argv,
+                      int64_t deadline_ms, struct redisReply **out)
+{
+    int rc = rlock__link_sync_call(s->link, argc, argv, NULL, deadline_ms, out,
+                                   NULL, NULL);
+    if (rc == RLOCK_ETIMEDOUT && s->late_since_ms == 0)
+        s->late_since_ms = rlock__now_ms(); /* its reply is still owed */
+    else if (rc != 0 && rc != RLOCK_ETIMEDOUT &&
+             rlock__link_sync_broken(s->link))
+        close_slot(s, "lost during a call");
+    return rc;
+}
+
+/* WAIT after r's script on s (core/sync.c), with INFO replication first
+ * when s does not know the master's replicas yet; applies the verdict to
+ * r. The holder. */
+static void wait_for_replicas(slot *s, rlock__req *r)
+{
+    rlock_client *c = s->direct->client;
+    struct redisReply *reply = NULL;
+    int n = s->replicas;
+    if (n < 0) {
+        const char *argv[2] = {"INFO", "replication"};
+        int rc = call_plain(s, 2, argv,
+                            rlock__now_ms() + c->cfg.command_timeout_ms,
+                            &reply);
+        n = rc == 0 ? rlock__reply_connected_slaves(reply) : -1;
+        rlock__link_reply_free(reply);
+        reply = NULL;
+        if (n < 0) {
+            rlock__sync_verdict(r, 1, -1);
+            return;
+        }
+        s->replicas = n;
+    }
+    if (n == 0 || s->link == NULL)
+        return;
+    char nbuf[24], tbuf[24];
+    rlock__sync_wait_args(r, n, nbuf, tbuf);
+    const char *argv[3] = {"WAIT", nbuf, tbuf};
+    int64_t acks = -1;
+    int rc = call_plain(s, 3, argv, rlock__sync_wait_deadline(r), &reply);
+    if (rc != 0 || rlock__reply_integer(reply, &acks) != 1)
+        acks = -1;
+    else if (acks != n) /* replicas came or went: ask again */
+        s->replicas = -1;
+    rlock__link_reply_free(reply);
+    rlock__sync_verdict(r, n, acks);
 }
 
 /* One request on slot s (held). Returns r->status, or a code. */
@@ -417,7 +470,9 @@ static int round_trip(slot *s, rlock__req *r, int64_t timeout_ms)
         close_slot(s, "closed to authenticate again");
         return r->status;
     }
-    if (r->status == 0 && r->latch_del != NULL &&
+    if (rlock__sync_wanted(r))
+        wait_for_replicas(s, r);
+    if (r->status == 0 && r->latch_del != NULL && s->link != NULL &&
         r->value != RLOCK__UNLOCK_NOT_HELD) {
         /* behind the reply; out of memory, the latch expires by itself */
         const char *argv[2] = {"DEL", r->latch_del};
@@ -463,6 +518,7 @@ int rlock__direct_new(rlock__direct **out, rlock_client *c, int n)
         atomic_init(&s->state, 0);
         s->direct = d;
         s->watch_fd = -1;
+        s->replicas = -1;
         s->watch_task.run = run_watch;
         s->expiry = rlock__timer_new(c->loop, on_watch_event, s);
         if (s->expiry == NULL) {

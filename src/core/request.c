@@ -273,6 +273,87 @@ void rlock__command_clear(rlock__command *cmd)
     cmd->lens = cmd->inline_lens;
 }
 
+/* ------------------------------------------- WAIT after the script */
+
+static void on_sync_done(rlock__conn_cmd *cmd, int status,
+                         struct redisReply *reply);
+
+/* Sends step 1 (INFO replication) or 2 (WAIT) of r's sync on the
+ * connection its script went on, reusing r->cmd (its script's is done).
+ * Returns true when sent; else the verdict is given (no answer). */
+static bool sync_send(rlock__req *r, int step)
+{
+    int64_t deadline;
+    int argc;
+    r->sync_step = step;
+    if (step == 1) {
+        r->sync_argv[0] = "INFO";
+        r->sync_argv[1] = "replication";
+        argc = 2;
+        deadline = rlock__now_ms() + r->client->cfg.command_timeout_ms;
+    } else {
+        rlock__sync_wait_args(r, r->sync_n, r->sync_nbuf, r->sync_tbuf);
+        r->sync_argv[0] = "WAIT";
+        r->sync_argv[1] = r->sync_nbuf;
+        r->sync_argv[2] = r->sync_tbuf;
+        argc = 3;
+        deadline = rlock__sync_wait_deadline(r);
+    }
+    for (int i = 0; i < argc; i++)
+        r->sync_lens[i] = strlen(r->sync_argv[i]);
+    r->cmd = (rlock__conn_cmd){
+        .argc = argc,
+        .argv = r->sync_argv,
+        .lens = r->sync_lens,
+        .deadline_ms = deadline,
+        .done = on_sync_done,
+    };
+    if (rlock__conn_send(r->sync_conn, &r->cmd) == 0)
+        return true;
+    rlock__sync_verdict(r, r->sync_n > 0 ? r->sync_n : 1, -1);
+    return false;
+}
+
+/* Starts WAIT after r's script, answered on cn. Returns true when
+ * on_sync_done will complete r; false when r is complete as it is (no
+ * replicas, or the verdict on a send that failed is in). */
+static bool start_sync(rlock__req *r, rlock__conn *cn)
+{
+    if (cn == NULL || cn->replicas == 0)
+        return false;
+    r->sync_conn = cn;
+    r->sync_n = cn->replicas;
+    return sync_send(r, cn->replicas < 0 ? 1 : 2);
+}
+
+/* INFO's or WAIT's answer. An error, or none, counts as no
+ * acknowledgement (core/sync.c). */
+static void on_sync_done(rlock__conn_cmd *cmd, int status,
+                         struct redisReply *reply)
+{
+    rlock__req *r = (rlock__req *)((char *)cmd - offsetof(rlock__req, cmd));
+    int64_t acks = -1;
+    if (status == RLOCK_OK && r->sync_step == 1) {
+        int n = rlock__reply_connected_slaves(reply);
+        if (n >= 0) {
+            r->sync_conn->replicas = n;
+            r->sync_n = n;
+            if (n > 0 && sync_send(r, 2))
+                return;
+            complete(r, 0);
+            return;
+        }
+    } else if (status == RLOCK_OK &&
+               rlock__reply_integer(reply, &acks) == 1) {
+        if (acks != r->sync_n) /* replicas came or went: ask again */
+            r->sync_conn->replicas = -1;
+    } else {
+        acks = -1;
+    }
+    rlock__sync_verdict(r, r->sync_n > 0 ? r->sync_n : 1, acks);
+    complete(r, 0);
+}
+
 /* The connection's answer (io/conn.h's statuses). */
 static void on_done(rlock__conn_cmd *cmd, int status, struct redisReply *reply)
 {
@@ -294,6 +375,8 @@ static void on_done(rlock__conn_cmd *cmd, int status, struct redisReply *reply)
         status = RLOCK_ECONN;
     } else if (status == RLOCK_OK) {
         rlock__req_decode(r, reply);
+        if (rlock__sync_wanted(r) && start_sync(r, cmd->cn))
+            return; /* completed by on_sync_done */
     }
     if (status == RLOCK_ECONN && atomic_load(&r->client->closing))
         status = RLOCK_ECLOSED;

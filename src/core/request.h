@@ -82,6 +82,16 @@ struct rlock__req {
     bool unsent;                 /* the last send never left */
     int redirects;
     int64_t backoff_ms;
+
+    /* WAIT after the script (core/sync.c), I/O thread: cmd is reused for
+     * the INFO replication and the WAIT that follow on the same connection */
+    int sync_step; /* 0: the script; 1: INFO; 2: WAIT */
+    int sync_n;
+    rlock__conn *sync_conn;
+    const char *sync_argv[3];
+    size_t sync_lens[3];
+    char sync_nbuf[24];
+    char sync_tbuf[24];
 };
 
 rlock__req *rlock__req_new(rlock_client *c, const rlock__script *script,
@@ -101,6 +111,13 @@ void rlock__req_conn_event(rlock__conn *cn, rlock__conn_event ev,
 int rlock__req_command(const rlock__req *r, rlock__command *cmd);
 void rlock__command_clear(rlock__command *cmd);
 void rlock__req_fail(rlock__req *r, int status);
+
+/* core/sync.c: WAIT after lock scripts. */
+bool rlock__sync_wanted(const rlock__req *r);
+void rlock__sync_wait_args(const rlock__req *r, int n, char nbuf[24],
+                           char tbuf[24]);
+int64_t rlock__sync_wait_deadline(const rlock__req *r);
+void rlock__sync_verdict(rlock__req *r, int n, int64_t acks);
 
 /* core/route.c: cluster mode's half of rlock__req_dispatch. I/O thread. */
 rlock__conn *rlock__route_conn(rlock__req *r);

@@ -48,6 +48,7 @@ void rlock__conn_init(rlock__conn *cn, struct ev_loop *loop,
     cn->opts = o;
     cn->on_event = on_event;
     cn->event_arg = event_arg;
+    cn->replicas = -1;
 }
 
 static void tell(rlock__conn *cn, rlock__conn_event ev, rlock__conn_cmd *cmd,
@@ -94,6 +95,7 @@ static void on_up(rlock__link *l, int status, void *arg)
     if (l != cn->link)
         return;
     cn->link_up = true;
+    cn->replicas = -1; /* maybe another server now (a failover) */
     tell(cn, cn->was_up ? RLOCK__CONN_RECONNECTED : RLOCK__CONN_CONNECTED,
          NULL, NULL);
     cn->was_up = true;

@@ -93,6 +93,9 @@ struct rlock__conn {
     bool was_up;          /* a link was up before: the next is a reconnect */
     struct rlock__link *retired; /* answered NOAUTH: drains, then goes */
     bool closed;
+    /* the owner's note on the server behind the link, forgotten (-1) with
+     * every new link: core/sync.c keeps the master's replica count here */
+    int replicas;
 };
 
 /* Makes a connection with nothing open. o (and the strings it points to)

@@ -174,6 +174,7 @@ int rlock__reply_acquire(const struct redisReply *r, int64_t *ttl,
                          int64_t *token);
 int rlock__reply_unlock(const struct redisReply *r);
 int rlock__reply_integer(const struct redisReply *r, int64_t *out);
+int rlock__reply_connected_slaves(const struct redisReply *r);
 int rlock__reply_renew(const struct redisReply *r, size_t n,
                        unsigned char *renewed);
 int rlock__reply_pong(const struct redisReply *r);

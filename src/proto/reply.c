@@ -283,3 +283,30 @@ void rlock__admin_reply_free(rlock_admin_reply *r)
     free(r->str);
     free(r);
 }
+
+/* The connected_slaves field of an INFO replication reply: returns the
+ * count (>= 0), or RLOCK_EPROTO when the reply has none. */
+int rlock__reply_connected_slaves(const struct redisReply *r)
+{
+    static const char field[] = "connected_slaves:";
+    if (r == NULL || r->type != REDIS_REPLY_STRING)
+        return RLOCK_EPROTO;
+    const char *end = r->str + r->len;
+    for (const char *p = r->str; p < end;) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        if (eol == NULL)
+            eol = end;
+        size_t flen = sizeof(field) - 1;
+        if ((size_t)(eol - p) > flen && memcmp(p, field, flen) == 0) {
+            long n = 0;
+            const char *q = p + flen;
+            for (; q < eol && *q >= '0' && *q <= '9' && n < 1000000; q++)
+                n = n * 10 + (*q - '0');
+            if (q == p + flen)
+                return RLOCK_EPROTO;
+            return (int)n;
+        }
+        p = eol + 1;
+    }
+    return RLOCK_EPROTO;
+}

@@ -136,6 +136,44 @@ static void test_lock_barging_setter(void **state)
     rlock_config_free(cfg);
 }
 
+/* checkLockSyncedSlaves and slavesSyncTimeout set what
+ * rlock_config_set_sync_replicas() sets, each keeping the other's value;
+ * without them WAIT is off with Redisson's 1000 ms. */
+static void test_sync_replicas_keys(void **state)
+{
+    (void)state;
+    rlock_config *cfg = load_ok("{\"lockWatchdogTimeout\": 30000}\n");
+    assert_false(cfg->sync_replicas);
+    assert_int_equal(cfg->sync_timeout_ms, 1000);
+    rlock_config_free(cfg);
+    cfg = load_ok("{\"checkLockSyncedSlaves\": true,"
+                  " \"slavesSyncTimeout\": 300}\n");
+    assert_true(cfg->sync_replicas);
+    assert_int_equal(cfg->sync_timeout_ms, 300);
+    rlock_config_free(cfg);
+    cfg = load_ok("{\"slavesSyncTimeout\": 300,"
+                  " \"checkLockSyncedSlaves\": false}\n");
+    assert_false(cfg->sync_replicas);
+    assert_int_equal(cfg->sync_timeout_ms, 300);
+    rlock_config_free(cfg);
+}
+
+static void test_sync_replicas_setter(void **state)
+{
+    (void)state;
+    rlock_config *cfg;
+    assert_int_equal(rlock_config_new(&cfg), 0);
+    assert_int_equal(rlock_config_set_sync_replicas(cfg, 1, 250), 0);
+    assert_true(cfg->sync_replicas);
+    assert_int_equal(cfg->sync_timeout_ms, 250);
+    assert_int_equal(rlock_config_set_sync_replicas(cfg, 0, 0), RLOCK_EINVAL);
+    assert_true(cfg->sync_replicas); /* unchanged */
+    assert_int_equal(cfg->sync_timeout_ms, 250);
+    assert_int_equal(rlock_config_set_sync_replicas(NULL, 1, 250),
+                     RLOCK_EINVAL);
+    rlock_config_free(cfg);
+}
+
 /* A file the way Redisson's Config.toJSON writes one: nulls, a codec
  * object and every pool setting. Ignored keys change nothing. */
 static void test_redisson_to_json_output(void **state)
@@ -885,6 +923,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_honoured_key),
         cmocka_unit_test(test_lock_barging_key),
+        cmocka_unit_test(test_sync_replicas_keys),
+        cmocka_unit_test(test_sync_replicas_setter),
         cmocka_unit_test(test_lock_barging_setter),
         cmocka_unit_test(test_redisson_to_json_output),
         cmocka_unit_test(test_no_server),
@@ -923,6 +963,9 @@ int main(void)
         REFUSES("lock_barging_not_a_boolean",
                 "{\n  \"rlockLockBarging\": \"yes\"\n}\n", 2,
                 "rlockLockBarging", "true or false"),
+        REFUSES("sync_replicas_not_a_boolean",
+                "{\n  \"checkLockSyncedSlaves\": 1\n}\n", 2,
+                "checkLockSyncedSlaves", "true or false"),
         REFUSES("duplicate_key",
                 "{\n  \"lockWatchdogTimeout\": 30000,\n"
                 "  \"lockWatchdogTimeout\": 40000\n}\n",
