@@ -349,7 +349,8 @@ static int connect_slot(slot *s, int64_t timeout_ms)
     return RLOCK_OK;
 }
 
-/* A plain command on s after the request, for wait_for_replicas(). The holder. */
+/* A plain command on s after the request, for wait_for_replicas(). The
+ * holder. */
 static int call_plain(slot *s, int argc, const char **argv,
                       int64_t deadline_ms, struct redisReply **out)
 {

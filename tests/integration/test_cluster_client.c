@@ -7,7 +7,9 @@
  * the fixture (CLUSTER NODES) says serves their slot, and nowhere else; a
  * name whose keys span slots is refused before anything is sent; after a
  * failover or during a hand-driven migration the same calls still succeed,
- * through MOVED, ASK and TRYAGAIN.
+ * through MOVED, ASK and TRYAGAIN. With WAIT after lock scripts on, lock
+ * calls WAIT on their slot's master, and an acquire no replica acknowledges
+ * (its replica SIGSTOPped) is undone.
  *
  * Cases run in order and share the cluster: those that change it (the
  * migration, the failover) come last, and each asks the fixture who serves
@@ -432,6 +434,92 @@ static void test_admin_commands_go_to_the_slot_s_master(void **state)
 static int failover_of;
 
 /* CLUSTER FAILOVER of the master serving "failover-held". */
+/* How many WAITs node i has run (INFO commandstats). */
+static long long waits_on(int i)
+{
+    char *info = rt_cmd_str(&cluster.node[i], "INFO commandstats");
+    assert_non_null(info);
+    const char *at = strstr(info, "cmdstat_wait:calls=");
+    long long n = at ? atoll(at + strlen("cmdstat_wait:calls=")) : 0;
+    free(info);
+    return n;
+}
+
+/* A client of the cluster with WAIT after lock scripts, of 300 ms. */
+static rlock_client *sync_client(void)
+{
+    rlock_config *cfg;
+    rlock_client *c = NULL;
+    char uri[128];
+    seeds_uri(uri, sizeof(uri), 0, 1);
+    assert_int_equal(rlock_config_new(&cfg), 0);
+    assert_int_equal(rlock_config_set_sync_replicas(cfg, 1, 300), 0);
+    assert_int_equal(rlock_client_connect_with(&c, uri, cfg), RLOCK_OK);
+    rlock_config_free(cfg);
+    return c;
+}
+
+static void test_without_sync_a_lock_call_sends_no_wait(void **state)
+{
+    char name[64];
+    rlock *l = NULL;
+    (void)state;
+    int owner = rt_cluster_owner(&cluster, 1);
+    name_on(owner, "nosync", name, sizeof(name));
+    long long before = waits_on(owner);
+    assert_int_equal(rlock_get(client, name, &l), RLOCK_OK);
+    assert_int_equal(rlock_lock(l), RLOCK_OK);
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    assert_int_equal(waits_on(owner), before);
+    rlock_free(l);
+}
+
+static void test_with_sync_lock_and_unlock_wait_on_the_master(void **state)
+{
+    char name[64];
+    rlock *l = NULL;
+    (void)state;
+    rlock_client *c = sync_client();
+    int owner = rt_cluster_owner(&cluster, 1);
+    name_on(owner, "sync", name, sizeof(name));
+    long long before = waits_on(owner);
+    assert_int_equal(rlock_get(c, name, &l), RLOCK_OK);
+    assert_int_equal(rlock_trylock(l, 0, 30000), RLOCK_OK);
+    assert_int_equal(waits_on(owner), before + 1);
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    assert_int_equal(waits_on(owner), before + 2);
+    assert_int_equal(exists_on(owner, name), 0);
+    rlock_free(l);
+    rlock_client_free(c);
+}
+
+static void test_with_sync_no_replica_ack_undoes_the_acquire(void **state)
+{
+    char name[64];
+    rlock *l = NULL;
+    (void)state;
+    rlock_client *c = sync_client();
+    int owner = rt_cluster_owner(&cluster, 1);
+    int replica = rt_cluster_replica_of(&cluster, owner);
+    assert_true(replica >= 0);
+    name_on(owner, "unsynced", name, sizeof(name));
+    assert_int_equal(rlock_get(c, name, &l), RLOCK_OK);
+    assert_int_equal(kill(cluster.node[replica].pid, SIGSTOP), 0);
+    int64_t start = rt_now_ms();
+    int rc = rlock_trylock(l, 0, 30000);
+    int64_t took = rt_now_ms() - start;
+    int64_t end = rt_now_ms() + 3000;
+    while (exists_on(owner, name) != 0 && rt_now_ms() < end)
+        rt_sleep_ms(10);
+    long long left = exists_on(owner, name);
+    assert_int_equal(kill(cluster.node[replica].pid, SIGCONT), 0);
+    assert_int_equal(rc, RLOCK_ETIMEDOUT);
+    assert_true(took >= 280 && took < 3300);
+    assert_int_equal(left, 0);
+    rlock_free(l);
+    rlock_client_free(c);
+}
+
 static void fail_over(void)
 {
     int m = rt_cluster_owner(&cluster, failover_of);
@@ -586,6 +674,9 @@ int main(void)
         cmocka_unit_test(test_in_mode_both_a_waiter_wakes_on_a_plain_publish),
         cmocka_unit_test(test_mode_setter_refuses_an_unknown_mode),
         cmocka_unit_test(test_admin_commands_go_to_the_slot_s_master),
+        cmocka_unit_test(test_without_sync_a_lock_call_sends_no_wait),
+        cmocka_unit_test(test_with_sync_lock_and_unlock_wait_on_the_master),
+        cmocka_unit_test(test_with_sync_no_replica_ack_undoes_the_acquire),
         cmocka_unit_test(test_a_migration_asks_then_tries_again),
         cmocka_unit_test(test_locks_follow_a_failover_through_moved),
         cmocka_unit_test(test_a_waiter_across_a_failover_is_woken),

@@ -463,6 +463,32 @@ static void test_unlock_wrongpass_is_eauth(void **state)
     rb_free(r);
 }
 
+/* ------------------------------------------------------ connected_slaves */
+
+static void test_connected_slaves_is_read_from_info_replication(void **state)
+{
+    redisReply *r = rb_str("# Replication\r\nrole:master\r\n"
+                           "connected_slaves:2\r\nslave0:ip=1\r\n");
+    (void)state;
+    assert_int_equal(rlock__reply_connected_slaves(r), 2);
+    rb_free(r);
+}
+
+static void test_connected_slaves_missing_is_eproto(void **state)
+{
+    redisReply *r = rb_str("# Replication\r\nrole:slave\r\n");
+    redisReply *e = rb_err("NOPERM no rights");
+    redisReply *bad = rb_str("connected_slaves:\r\n");
+    (void)state;
+    assert_int_equal(rlock__reply_connected_slaves(r), RLOCK_EPROTO);
+    assert_int_equal(rlock__reply_connected_slaves(e), RLOCK_EPROTO);
+    assert_int_equal(rlock__reply_connected_slaves(bad), RLOCK_EPROTO);
+    assert_int_equal(rlock__reply_connected_slaves(NULL), RLOCK_EPROTO);
+    rb_free(r);
+    rb_free(e);
+    rb_free(bad);
+}
+
 /* --------------------------------------------------------------- integer */
 
 static void test_integer_reply_is_returned(void **state)
@@ -1019,6 +1045,8 @@ int main(void)
         cmocka_unit_test(test_admin_copy_keeps_bytes_after_a_nul),
         cmocka_unit_test(test_admin_copy_of_an_empty_array_has_no_elements),
         cmocka_unit_test(test_admin_copy_out_of_memory_anywhere_is_null),
+        cmocka_unit_test(test_connected_slaves_is_read_from_info_replication),
+        cmocka_unit_test(test_connected_slaves_missing_is_eproto),
     };
 
     return cmocka_run_group_tests_name("reply", tests, NULL, NULL);
