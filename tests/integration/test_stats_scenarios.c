@@ -16,6 +16,8 @@
 #include <cmocka.h>
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,21 +154,40 @@ static void wait_subscribers(rt_redis *r, const char *name, long long n)
     }
 }
 
-/* A thread that takes a lock (waiting), and gives it back at once. */
+/* A thread that takes a lock (waiting), and gives it back when the test
+ * joins it: a test can first see what holds while it has the lock (its
+ * client off the channel, so it does not hear its own unlock). */
 typedef struct waiter {
     pthread_t thread;
     rlock *lock;
     int64_t wait_ms; /* RLOCK_WAIT_FOREVER: rlock_lock() */
     int rc;
+    atomic_bool acquired;   /* trylock has returned */
+    atomic_bool may_unlock; /* set by waiter_join */
 } waiter;
 
 static void *waiter_main(void *arg)
 {
     waiter *w = arg;
     w->rc = rlock_trylock(w->lock, w->wait_ms, RLOCK_LEASE_WATCHDOG);
-    if (w->rc == RLOCK_OK)
+    atomic_store(&w->acquired, true);
+    if (w->rc == RLOCK_OK) {
+        while (!atomic_load(&w->may_unlock))
+            rt_sleep_ms(1);
         rlock_unlock(w->lock);
+    }
     return NULL;
+}
+
+/* Waits until w's trylock has returned. */
+static void waiter_await_acquire(waiter *w)
+{
+    int64_t until = rt_now_ms() + WITHIN_MS;
+    while (!atomic_load(&w->acquired)) {
+        if (rt_now_ms() > until)
+            fail_msg("the waiter never got the lock");
+        rt_sleep_ms(1);
+    }
 }
 
 static void waiter_start(waiter *w, rlock *l, int64_t wait_ms)
@@ -179,6 +200,7 @@ static void waiter_start(waiter *w, rlock *l, int64_t wait_ms)
 
 static int waiter_join(waiter *w)
 {
+    atomic_store(&w->may_unlock, true);
     assert_int_equal(pthread_join(w->thread, NULL), 0);
     return w->rc;
 }
@@ -290,8 +312,11 @@ static void test_waits_of_a_known_minimum_land_in_the_buckets_above_it(
         hold_with_a_waiter(f, &d, name, &th);
         rt_sleep_ms(HOLD_MS);
         assert_int_equal(rlock_unlock(d.hl), RLOCK_OK);
+        /* the waiter leaves the channel before its own unlock, which it
+         * would otherwise hear (and count) when that came first */
+        waiter_await_acquire(&th);
+        wait_subscribers(&f->redis, name, 0);
         assert_int_equal(waiter_join(&th), RLOCK_OK);
-        wait_subscribers(&f->redis, name, 0); /* it left the channel */
     }
 
     rlock_stats s = stats_of(d.w);
@@ -392,12 +417,18 @@ static void test_a_lost_unlock_message_found_by_a_recheck_is_counted(
     LT_TEST_NAME(name);
     duo d = duo_open(f, name, 200, NULL);
     waiter th;
+    uint64_t before = stats_of(d.w).round_trips;
 
     hold_with_a_waiter(f, &d, name, &th);
+    /* the DEL comes after the waiter's try that follows its subscription
+     * (its second round trip), else that try, not a re-check, finds the
+     * lock free */
+    rlock_stats s;
+    WAIT_STATS(d.w, s, s.round_trips >= before + 2);
     assert_int_equal(rt_cmd_int(&f->redis, "DEL %s", name), 1);
     assert_int_equal(waiter_join(&th), RLOCK_OK);
 
-    rlock_stats s = stats_of(d.w);
+    s = stats_of(d.w);
     assert_int_equal(s.acquired_after_wait, 1);
     assert_int_equal(s.rechecks_found_free, 1);
     assert_int_equal(s.unlock_messages, 0);
