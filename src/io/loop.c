@@ -90,7 +90,13 @@ int rlock__loop_start(rlock__loop **out, void (*on_stop)(void *), void *arg)
     rlock__loop *loop = rlock__calloc(1, sizeof(*loop));
     if (loop == NULL)
         return RLOCK_ENOMEM;
-    loop->ev = ev_loop_new(EVFLAG_AUTO);
+    /* poll(), not epoll: the loop watches duplicates of the caller-thread
+     * connections' sockets (core/direct.c), and closing a duplicate leaves
+     * its epoll registration alive while the original is open, so epoll
+     * kept reporting the closed number, and libev's clean-up of it reached
+     * whatever descriptor had taken that number since (seen by TSan). The
+     * loop watches a handful of sockets, where poll() costs nothing. */
+    loop->ev = ev_loop_new(EVBACKEND_POLL);
     if (loop->ev == NULL) {
         free(loop);
         return RLOCK_ENOMEM;
