@@ -98,7 +98,8 @@ static bool all_zero(const rlock__uri *u)
 {
     return u->host == NULL && u->path == NULL && u->user == NULL &&
            u->password == NULL && u->port == 0 && u->db == 0 &&
-           u->master == NULL && u->sentinels == NULL && u->nsentinels == 0;
+           u->master == NULL && u->sentinels == NULL && u->nsentinels == 0 &&
+           u->seeds == NULL && u->nseeds == 0;
 }
 
 /* Checks the promises about an accepted URI's parts. */
@@ -106,7 +107,10 @@ static void check_parts(const char *text, const rlock__uri *u)
 {
     for (const unsigned char *p = (const unsigned char *)text; *p; p++)
         CHECK(*p > ' ' && *p < 0x7f);
-    CHECK((u->host != NULL) + (u->path != NULL) + (u->master != NULL) == 1);
+    CHECK((u->host != NULL) + (u->path != NULL) + (u->master != NULL) +
+              (u->seeds != NULL) ==
+          1);
+    CHECK((u->seeds == NULL) == (u->nseeds == 0));
     CHECK(u->db >= 0);
     CHECK(u->user == NULL || u->user[0] != '\0');
     CHECK(u->password == NULL || u->password[0] != '\0');
@@ -125,6 +129,17 @@ static void check_parts(const char *text, const rlock__uri *u)
             CHECK(u->sentinels[i].port >= 1 && u->sentinels[i].port <= 65535);
         }
         CHECK(u->port == 0);
+    } else if (u->seeds != NULL) {
+        CHECK(strncasecmp(text,
+                          u->tls ? "rediss+cluster://" : "redis+cluster://",
+                          u->tls ? 17 : 16) == 0);
+        CHECK(u->nseeds >= 1 && u->nseeds <= RLOCK__URI_SEEDS_MAX);
+        for (int i = 0; i < u->nseeds; i++) {
+            CHECK(u->seeds[i].host != NULL);
+            CHECK(u->seeds[i].host[0] != '\0');
+            CHECK(u->seeds[i].port >= 1 && u->seeds[i].port <= 65535);
+        }
+        CHECK(u->db == 0);
     } else if (u->host != NULL) {
         /* rediss:// is the TLS form of redis:// */
         CHECK(strncasecmp(text, u->tls ? "rediss://" : "redis://",
@@ -146,6 +161,8 @@ static void check_round_trip(const rlock__uri *u)
                            slen(u->password) + slen(u->master));
     for (int i = 0; i < u->nsentinels; i++)
         cap += slen(u->sentinels[i].host) + 16;
+    for (int i = 0; i < u->nseeds; i++)
+        cap += slen(u->seeds[i].host) + 16;
     char *buf = malloc(cap), num[32];
     size_t len = 0;
     rlock__uri again;
@@ -167,6 +184,16 @@ static void check_round_trip(const rlock__uri *u)
         append_encoded(buf, &len, u->master, false);
         snprintf(num, sizeof(num), "/%d", u->db);
         append_raw(buf, &len, num);
+    } else if (u->seeds != NULL) {
+        append_raw(buf, &len,
+                   u->tls ? "rediss+cluster://" : "redis+cluster://");
+        append_userinfo(buf, &len, u);
+        for (int i = 0; i < u->nseeds; i++) {
+            append_raw(buf, &len, i ? ",[" : "[");
+            append_raw(buf, &len, u->seeds[i].host);
+            snprintf(num, sizeof(num), "]:%d", u->seeds[i].port);
+            append_raw(buf, &len, num);
+        }
     } else if (u->host != NULL) {
         append_raw(buf, &len, u->tls ? "rediss://" : "redis://");
         append_userinfo(buf, &len, u);
@@ -198,6 +225,11 @@ static void check_round_trip(const rlock__uri *u)
     CHECK(u->tls == again.tls);
     CHECK(u->host == NULL || u->port == again.port);
     CHECK(same_string(u->master, again.master));
+    CHECK(u->nseeds == again.nseeds);
+    for (int i = 0; i < u->nseeds; i++) {
+        CHECK(same_string(u->seeds[i].host, again.seeds[i].host));
+        CHECK(u->seeds[i].port == again.seeds[i].port);
+    }
     CHECK(u->nsentinels == again.nsentinels);
     for (int i = 0; i < u->nsentinels; i++) {
         CHECK(same_string(u->sentinels[i].host, again.sentinels[i].host));
