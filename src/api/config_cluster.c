@@ -32,12 +32,7 @@ static int apply_node_addresses(loader *ld, const char *path, const json_t *v)
 
 static int apply_scan_interval(loader *ld, const char *path, const json_t *v)
 {
-    int64_t ms = 0;
-    int rc = rlock__cf_get_int(ld, path, v, 1, RLOCK__CF_MS_MAX, &ms);
-    return rc ? rc
-              : rlock__cf_setter(
-                    ld, path,
-                    rlock_config_set_cluster_scan_interval(ld->cfg, ms));
+    return rlock__cf_apply_ms(ld, path, v, 1, rlock_config_set_cluster_scan_interval);
 }
 
 /* Redisson's ShardedSubscriptionMode: AUTO, ON or OFF. */

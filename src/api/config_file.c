@@ -297,6 +297,14 @@ int rlock__cf_setter(loader *ld, const char *path, int rc)
     return RLOCK_OK;
 }
 
+int rlock__cf_apply_ms(loader *ld, const char *path, const json_t *v,
+                       int64_t lo, int (*set)(rlock_config *cfg, int64_t ms))
+{
+    int64_t ms = 0;
+    int rc = rlock__cf_get_int(ld, path, v, lo, RLOCK__CF_MS_MAX, &ms);
+    return rc ? rc : rlock__cf_setter(ld, path, set(ld->cfg, ms));
+}
+
 /* ------------------------------------------------------------------------ */
 /* True when v is null or names one of Redisson's default classes, such as
  * {"class": "org.redisson.api.NameMapper$DefaultNameMapper"}. */

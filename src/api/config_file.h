@@ -104,6 +104,10 @@ int rlock__cf_get_string(loader *ld, const char *path, const json_t *v,
                          const char **out);
 /* Maps a setter's failure to a message naming path. */
 int rlock__cf_setter(loader *ld, const char *path, int rc);
+/* Reads milliseconds in [lo, RLOCK__CF_MS_MAX] and gives them to set: the
+ * shape of most timing keys. */
+int rlock__cf_apply_ms(loader *ld, const char *path, const json_t *v,
+                       int64_t lo, int (*set)(rlock_config *cfg, int64_t ms));
 /* True when v is null or names one of Redisson's default classes. */
 bool rlock__cf_is_default_class(const json_t *v);
 /* Applies every key of object obj (at path prefix, "" for the top) by the

@@ -31,20 +31,12 @@
 
 static int apply_watchdog(loader *ld, const char *path, const json_t *v)
 {
-    int64_t ms = 0;
-    int rc = rlock__cf_get_int(ld, path, v, 30, RLOCK__CF_MS_MAX, &ms);
-    return rc ? rc
-              : rlock__cf_setter(
-                    ld, path, rlock_config_set_watchdog_timeout(ld->cfg, ms));
+    return rlock__cf_apply_ms(ld, path, v, 30, rlock_config_set_watchdog_timeout);
 }
 
 static int apply_fair_wait(loader *ld, const char *path, const json_t *v)
 {
-    int64_t ms = 0;
-    int rc = rlock__cf_get_int(ld, path, v, 1, RLOCK__CF_MS_MAX, &ms);
-    return rc ? rc
-              : rlock__cf_setter(
-                    ld, path, rlock_config_set_fair_wait_timeout(ld->cfg, ms));
+    return rlock__cf_apply_ms(ld, path, v, 1, rlock_config_set_fair_wait_timeout);
 }
 
 /* rlock's own key (Redisson has no such setting): see
@@ -81,20 +73,12 @@ static int apply_sync_timeout(loader *ld, const char *path, const json_t *v)
 
 static int apply_connect_timeout(loader *ld, const char *path, const json_t *v)
 {
-    int64_t ms = 0;
-    int rc = rlock__cf_get_int(ld, path, v, 1, RLOCK__CF_MS_MAX, &ms);
-    return rc ? rc
-              : rlock__cf_setter(ld, path,
-                                 rlock_config_set_connect_timeout(ld->cfg, ms));
+    return rlock__cf_apply_ms(ld, path, v, 1, rlock_config_set_connect_timeout);
 }
 
 static int apply_timeout(loader *ld, const char *path, const json_t *v)
 {
-    int64_t ms = 0;
-    int rc = rlock__cf_get_int(ld, path, v, 1, RLOCK__CF_MS_MAX, &ms);
-    return rc ? rc
-              : rlock__cf_setter(ld, path,
-                                 rlock_config_set_command_timeout(ld->cfg, ms));
+    return rlock__cf_apply_ms(ld, path, v, 1, rlock_config_set_command_timeout);
 }
 
 static int apply_retry_attempts(loader *ld, const char *path, const json_t *v)
@@ -108,11 +92,7 @@ static int apply_retry_attempts(loader *ld, const char *path, const json_t *v)
 
 static int apply_retry_interval(loader *ld, const char *path, const json_t *v)
 {
-    int64_t ms = 0;
-    int rc = rlock__cf_get_int(ld, path, v, 0, RLOCK__CF_MS_MAX, &ms);
-    return rc ? rc
-              : rlock__cf_setter(ld, path,
-                                 rlock_config_set_retry_interval(ld->cfg, ms));
+    return rlock__cf_apply_ms(ld, path, v, 0, rlock_config_set_retry_interval);
 }
 
 /* connectionPoolSize is Redisson's upper bound on command connections
@@ -367,12 +347,7 @@ static int apply_sentinel_addresses(loader *ld, const char *path,
 
 static int apply_scan_interval(loader *ld, const char *path, const json_t *v)
 {
-    int64_t ms = 0;
-    int rc = rlock__cf_get_int(ld, path, v, 1, RLOCK__CF_MS_MAX, &ms);
-    return rc ? rc
-              : rlock__cf_setter(
-                    ld, path,
-                    rlock_config_set_sentinel_scan_interval(ld->cfg, ms));
+    return rlock__cf_apply_ms(ld, path, v, 1, rlock_config_set_sentinel_scan_interval);
 }
 
 static int apply_sentinel_username(loader *ld, const char *path,
