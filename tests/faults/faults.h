@@ -34,33 +34,6 @@
 
 /* ------------------------------------------------------------ server side */
 
-/* PUBSUB NUMSUB channel: how many connections are subscribed to it. */
-static inline long long ft_numsub(rt_redis *r, const char *channel)
-{
-    redisReply *rep = rt_cmd(r, "PUBSUB NUMSUB %s", channel);
-    long long n = -1;
-
-    assert_non_null(rep);
-    if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
-        rep->element[1]->type == REDIS_REPLY_INTEGER)
-        n = rep->element[1]->integer;
-    freeReplyObject(rep);
-    return n;
-}
-
-/* Polls NUMSUB until it equals want or timeout_ms passes; returns the last
- * value seen. */
-static inline long long ft_wait_numsub(rt_redis *r, const char *channel,
-                                       long long want, int timeout_ms)
-{
-    int64_t deadline = rt_now_ms() + timeout_ms;
-    long long n;
-
-    while ((n = ft_numsub(r, channel)) != want && rt_now_ms() < deadline)
-        rt_sleep_ms(10);
-    return n;
-}
-
 /* The integer after "<field>:" in INFO <section>, or -1 if absent. */
 static inline long long ft_info_int(rt_redis *r, const char *section,
                                     const char *field)

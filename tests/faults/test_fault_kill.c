@@ -123,7 +123,7 @@ test_waiter_with_killed_subscriber_takes_lock_at_unlock(void **state)
     w = ft_connect(f->redis.url, slow);
     l = lt_get_lock(w, name);
     ft_waiter_start(&wt, l);
-    assert_int_equal(ft_wait_numsub(&f->redis, channel, 1, 5000), 1);
+    assert_int_equal(rt_wait_numsub(&f->redis, channel, 1, 5000), 1);
 
     for (int round = 0; round < 3; round++) {
         int64_t t_kill;
@@ -134,13 +134,13 @@ test_waiter_with_killed_subscriber_takes_lock_at_unlock(void **state)
         assert_int_equal(ft_client_ids(&f->redis, "pubsub", ids, 8), 1);
         assert_int_equal(ft_kill_ids(&f->redis, ids, 1), 1);
         t_kill = rt_now_ms();
-        assert_int_equal(ft_wait_numsub(&f->redis, channel, 1, 5000), 1);
+        assert_int_equal(rt_wait_numsub(&f->redis, channel, 1, 5000), 1);
         print_message("round %d: resubscribed in %lld ms\n", round,
                       (long long)(rt_now_ms() - t_kill));
         assert_true(rt_now_ms() - t_kill < RESUBSCRIBE_MS);
     }
     rt_sleep_ms(300);
-    assert_int_equal(ft_numsub(&f->redis, channel), 1);
+    assert_int_equal(rt_numsub(&f->redis, channel), 1);
     assert_int_equal(atomic_load(&wt.done), 0);
 
     rep = ft_remote_unlock(&holder);
@@ -153,7 +153,7 @@ test_waiter_with_killed_subscriber_takes_lock_at_unlock(void **state)
     assert_int_equal(wt.unlock_rc, RLOCK_OK);
     assert_true(wt.acquired_ms - rep.before_ms < WAKE_MS);
     ft_remote_quit(&holder);
-    assert_int_equal(ft_wait_numsub(&f->redis, channel, 0, 3000), 0);
+    assert_int_equal(rt_wait_numsub(&f->redis, channel, 0, 3000), 0);
     rlock_free(l);
     rlock_client_free(w);
 }
@@ -184,7 +184,7 @@ static void test_message_lost_while_unsubscribed_is_made_up_for(void **state)
     w = ft_connect(f->redis.url, slow);
     l = lt_get_lock(w, name);
     ft_waiter_start(&wt, l);
-    assert_int_equal(ft_wait_numsub(&f->redis, channel, 1, 5000), 1);
+    assert_int_equal(rt_wait_numsub(&f->redis, channel, 1, 5000), 1);
     rt_sleep_ms(200);
 
     raw = redisConnectWithTimeout("127.0.0.1", f->redis.port, tv);
@@ -424,12 +424,12 @@ static void test_all_connections_killed_while_waiting(void **state)
     l = lt_get_lock(c, name);
     assert_int_equal(rlock_trylock(l, 0, 30000), RLOCK_OK);
     ft_waiter_start(&wt, l);
-    assert_int_equal(ft_wait_numsub(&f->redis, channel, 1, 5000), 1);
+    assert_int_equal(rt_wait_numsub(&f->redis, channel, 1, 5000), 1);
     rt_sleep_ms(200);
 
     assert_true(rt_cmd_int(&f->redis, "CLIENT KILL TYPE normal") >= 1);
     assert_true(rt_cmd_int(&f->redis, "CLIENT KILL TYPE pubsub") >= 1);
-    assert_int_equal(ft_wait_numsub(&f->redis, channel, 1, RESUBSCRIBE_MS), 1);
+    assert_int_equal(rt_wait_numsub(&f->redis, channel, 1, RESUBSCRIBE_MS), 1);
     rt_sleep_ms(300);
     assert_int_equal(atomic_load(&wt.done), 0);
 
@@ -442,7 +442,7 @@ static void test_all_connections_killed_while_waiting(void **state)
     assert_int_equal(wt.rc, RLOCK_OK);
     assert_int_equal(wt.unlock_rc, RLOCK_OK);
     assert_true(wt.acquired_ms - t_unlock < WAKE_MS);
-    assert_int_equal(ft_wait_numsub(&f->redis, channel, 0, 3000), 0);
+    assert_int_equal(rt_wait_numsub(&f->redis, channel, 0, 3000), 0);
     rlock_free(l);
     rlock_client_free(c);
 }

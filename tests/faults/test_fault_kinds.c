@@ -369,7 +369,7 @@ static void test_fair_and_rw_waiters_outlive_a_restart(void **state)
     ft_waiter_start(&ws[2], rlock_rw_read(wrw));
     ft_waiter_start(&ws[3], rlock_rw_write(wrw));
     assert_int_equal(wait_llen(&f->redis, queue, 1, 10000), 1);
-    assert_int_equal(ft_wait_numsub(&f->redis, channel, 1, 5000), 1);
+    assert_int_equal(rt_wait_numsub(&f->redis, channel, 1, 5000), 1);
     rt_sleep_ms(300); /* every waiter has tried and sleeps */
     for (int i = 0; i < 4; i++)
         assert_int_equal(atomic_load(&ws[i].done), 0);

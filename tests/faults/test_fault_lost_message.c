@@ -73,7 +73,7 @@ static void raw_del_case(lt_fixture *f, const char *name, int64_t recheck_ms)
     foreign_hold(&f->redis, name);
     l = lt_get_lock(w, name);
     ft_waiter_start(wt, l);
-    assert_int_equal(ft_wait_numsub(&f->redis, channel, 1, 5000), 1);
+    assert_int_equal(rt_wait_numsub(&f->redis, channel, 1, 5000), 1);
     rt_sleep_ms(300); /* asleep, told a TTL of about 30 s */
     assert_int_equal(atomic_load(&wt->done), 0);
 
@@ -86,7 +86,7 @@ static void raw_del_case(lt_fixture *f, const char *name, int64_t recheck_ms)
     assert_int_equal(wt->rc, RLOCK_OK);
     assert_int_equal(wt->unlock_rc, RLOCK_OK);
     assert_true(wt->acquired_ms - t_del < interval + MARGIN_MS);
-    assert_int_equal(ft_wait_numsub(&f->redis, channel, 0, 3000), 0);
+    assert_int_equal(rt_wait_numsub(&f->redis, channel, 0, 3000), 0);
     free(wt);
     rlock_free(l);
     rlock_client_free(w);
@@ -178,7 +178,7 @@ static void test_lease_run_out_without_unlock_is_noticed(void **state)
     w = ft_connect(f->redis.url, t);
     l = lt_get_lock(w, name);
     ft_waiter_start(&wt, l);
-    assert_int_equal(ft_wait_numsub(&f->redis, channel, 1, 5000), 1);
+    assert_int_equal(rt_wait_numsub(&f->redis, channel, 1, 5000), 1);
     rt_sleep_ms(300); /* asleep, told a TTL of about 30 s */
 
     assert_int_equal(ft_remote_reenter(&holder), RLOCK_OK);

@@ -184,7 +184,7 @@ static void test_waiters_resubscribe_and_acquire_after_restart(void **state)
         ws[i].hold_ms = 300;
         ft_waiter_start(&ws[i], wl);
     }
-    assert_int_equal(ft_wait_numsub(&f->redis, channel, 1, 5000), 1);
+    assert_int_equal(rt_wait_numsub(&f->redis, channel, 1, 5000), 1);
     rt_sleep_ms(300); /* both have tried and sleep on the channel */
     assert_int_equal(atomic_load(&ws[0].done) + atomic_load(&ws[1].done), 0);
 
@@ -212,7 +212,7 @@ static void test_waiters_resubscribe_and_acquire_after_restart(void **state)
     /* the old holder learns its hold is gone */
     assert_int_equal(rlock_unlock(hl), RLOCK_ELOST);
     /* and no subscription is left behind on the new server */
-    assert_int_equal(ft_wait_numsub(&f->redis, channel, 0, 3000), 0);
+    assert_int_equal(rt_wait_numsub(&f->redis, channel, 0, 3000), 0);
     assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
 
     rlock_free(hl);
@@ -257,7 +257,7 @@ static void test_client_keeps_working_after_restart(void **state)
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     assert_int_equal(rlock_trylock(ol, 0, 30000), RLOCK_OK);
     ft_waiter_start(&before, l);
-    assert_int_equal(ft_wait_numsub(&f->redis, channel, 1, 5000), 1);
+    assert_int_equal(rt_wait_numsub(&f->redis, channel, 1, 5000), 1);
     assert_int_equal(rlock_unlock(ol), RLOCK_OK);
     if (!ft_waiters_wait(&before, 1, HANG_MS))
         fail_msg("waiter before the restart was stranded");
@@ -303,7 +303,7 @@ static void test_client_keeps_working_after_restart(void **state)
     assert_int_equal(rlock_trylock(ol, 0, 30000), RLOCK_OK);
     wt.hold_ms = 0;
     ft_waiter_start(&wt, l);
-    assert_int_equal(ft_wait_numsub(&f->redis, channel, 1, 5000), 1);
+    assert_int_equal(rt_wait_numsub(&f->redis, channel, 1, 5000), 1);
     rt_sleep_ms(200);
     t_unlock = rt_now_ms();
     assert_int_equal(rlock_unlock(ol), RLOCK_OK);

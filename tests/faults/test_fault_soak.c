@@ -424,7 +424,7 @@ static void test_many_clients_lose_nothing_and_leak_nothing(void **state)
     /* every client still alive: no channel left subscribed, no extra
      * connections */
     for (int i = 0; i < NAMES; i++)
-        assert_int_equal(ft_wait_numsub(&f->locks, channels[i], 0, 3000), 0);
+        assert_int_equal(rt_wait_numsub(&f->locks, channels[i], 0, 3000), 0);
     assert_true(peak <= bound);
     assert_true(connected_clients(&f->locks) <= bound);
 

@@ -113,27 +113,20 @@ static void owner_field(char *buf, size_t n, rlock_client *c, uint64_t owner)
     snprintf(buf, n, "%s:%llu", rlock_client_id(c), (unsigned long long)owner);
 }
 
+/* Subscribers of the lock channel of name. */
 static long long numsub(rt_redis *r, const char *name)
 {
     char channel[256];
     lt_channel_of(channel, sizeof(channel), name);
-    redisReply *reply = rt_cmd(r, "PUBSUB NUMSUB %s", channel);
-    long long n = -1;
-    if (reply != NULL && reply->type == REDIS_REPLY_ARRAY &&
-        reply->elements == 2)
-        n = reply->element[1]->integer;
-    freeReplyObject(reply);
-    return n;
+    return rt_numsub(r, channel);
 }
 
 /* Waits until the lock channel has n subscribers; returns the last count. */
 static long long await_numsub(rt_redis *r, const char *name, long long n)
 {
-    int64_t until = rt_now_ms() + 3000;
-    long long seen;
-    while ((seen = numsub(r, name)) != n && rt_now_ms() < until)
-        rt_sleep_ms(10);
-    return seen;
+    char channel[256];
+    lt_channel_of(channel, sizeof(channel), name);
+    return rt_wait_numsub(r, channel, n, 3000);
 }
 
 /* ---------------------------------------------------------------- tests */

@@ -40,20 +40,6 @@ static int set_barging(rlock_config *cfg, int64_t on)
     return rlock_config_set_lock_barging(cfg, (int)on);
 }
 
-/* PUBSUB NUMSUB channel: how many connections are subscribed to it. */
-static long long numsub(rt_redis *r, const char *channel)
-{
-    redisReply *rep = rt_cmd(r, "PUBSUB NUMSUB %s", channel);
-    long long n = -1;
-
-    assert_non_null(rep);
-    if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
-        rep->element[1]->type == REDIS_REPLY_INTEGER)
-        n = rep->element[1]->integer;
-    freeReplyObject(rep);
-    return n;
-}
-
 /* A client looping lock, a shared-counter check, unlock until a time. */
 typedef struct contender {
     pthread_t thread;
@@ -184,10 +170,7 @@ static void test_barging_lets_the_releaser_take_it_back(void **state)
         /* b waits, subscribed */
         taker t = {.l = lb};
         assert_int_equal(pthread_create(&t.thread, NULL, taker_main, &t), 0);
-        int64_t deadline = rt_now_ms() + 10000;
-        while (numsub(&f->redis, channel) < 1 && rt_now_ms() < deadline)
-            rt_sleep_ms(5);
-        assert_int_equal(numsub(&f->redis, channel), 1);
+        assert_int_equal(rt_wait_numsub(&f->redis, channel, 1, 10000), 1);
         rt_sleep_ms(20); /* b's attempt after its subscription is done */
         assert_int_equal(rlock_unlock(la), RLOCK_OK);
         assert_int_equal(rlock_lock(la), RLOCK_OK);

@@ -86,19 +86,7 @@ static void await_numsub(rt_redis *r, const char *name, long long n)
 {
     char channel[256];
     lt_channel_of(channel, sizeof(channel), name);
-    int64_t until = rt_now_ms() + 5000;
-    for (;;) {
-        redisReply *rep = rt_cmd(r, "PUBSUB NUMSUB %s", channel);
-        long long seen = rep != NULL && rep->type == REDIS_REPLY_ARRAY &&
-                                 rep->elements == 2
-                             ? rep->element[1]->integer
-                             : -1;
-        freeReplyObject(rep);
-        if (seen == n)
-            return;
-        assert_true(rt_now_ms() < until);
-        rt_sleep_ms(5);
-    }
+    assert_int_equal(rt_wait_numsub(r, channel, n, 5000), n);
 }
 
 /* Waits up to 5 s until key exists (1) or not (0). */

@@ -437,20 +437,6 @@ static void *trylock_main(void *arg)
     return NULL;
 }
 
-/* PUBSUB NUMSUB channel. */
-static long long numsub(rt_redis *r, const char *channel)
-{
-    redisReply *rep = rt_cmd(r, "PUBSUB NUMSUB %s", channel);
-    long long n = -1;
-
-    assert_non_null(rep);
-    if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
-        rep->element[1]->type == REDIS_REPLY_INTEGER)
-        n = rep->element[1]->integer;
-    freeReplyObject(rep);
-    return n;
-}
-
 /* The id of the one subscriber (pubsub) connection the server has, or -1
  * when it has none or several. */
 static long long subscriber_id(rt_redis *r)
@@ -486,10 +472,7 @@ static void test_refused_subscribe_keeps_the_subscriber_connection(
     trylock_thread t = {.l = lt_get_lock(c, name), .wait_ms = 20000};
     hold_by_peer(&f->redis, name);
     assert_int_equal(pthread_create(&t.thread, NULL, trylock_main, &t), 0);
-    int64_t deadline = rt_now_ms() + 5000;
-    while (numsub(&f->redis, channel) != 1 && rt_now_ms() < deadline)
-        rt_sleep_ms(10);
-    assert_int_equal(numsub(&f->redis, channel), 1);
+    assert_int_equal(rt_wait_numsub(&f->redis, channel, 1, 5000), 1);
     long long id = subscriber_id(&f->redis);
     assert_true(id >= 0);
 
@@ -501,7 +484,7 @@ static void test_refused_subscribe_keeps_the_subscriber_connection(
     print_message("subscriber id %lld, then %lld\n", id,
                   subscriber_id(&f->redis));
     assert_int_equal(subscriber_id(&f->redis), id);
-    assert_int_equal(numsub(&f->redis, channel), 1);
+    assert_int_equal(rt_numsub(&f->redis, channel), 1);
 
     assert_int_equal(rt_cmd_int(&f->redis, "DEL %s", name), 1);
     int64_t released = rt_now_ms();
@@ -530,10 +513,7 @@ static void test_subscriber_subscribes_to_lock_channels_only(void **state)
     trylock_thread t = {.l = lt_get_lock(c, name), .wait_ms = 10000};
     hold_by_peer(&f->redis, name);
     assert_int_equal(pthread_create(&t.thread, NULL, trylock_main, &t), 0);
-    int64_t deadline = rt_now_ms() + 5000;
-    while (numsub(&f->redis, channel) != 1 && rt_now_ms() < deadline)
-        rt_sleep_ms(10);
-    assert_int_equal(numsub(&f->redis, channel), 1);
+    assert_int_equal(rt_wait_numsub(&f->redis, channel, 1, 5000), 1);
 
     /* the waiting client's subscriber holds its lock's channel, and no
      * channel a Redisson client would not subscribe to */

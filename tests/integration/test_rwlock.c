@@ -540,7 +540,7 @@ static void test_write_unlock_wakes_every_waiting_reader(void **state)
             ft_waiter_start(&ws[k * PER_CLIENT + i], rlock_rw_read(rws[k]));
         }
     }
-    assert_int_equal(ft_wait_numsub(&f->redis, channel, 2, 5000), 2);
+    assert_int_equal(rt_wait_numsub(&f->redis, channel, 2, 5000), 2);
     rt_sleep_ms(300); /* every reader has tried and sleeps */
     for (int i = 0; i < N; i++)
         assert_int_equal(atomic_load(&ws[i].done), 0);

@@ -55,7 +55,7 @@ static void assert_no_channel_of(rt_redis *r, const char *name)
     redisReply *rep;
 
     lt_channel_of(channel, sizeof(channel), name);
-    assert_int_equal(ft_numsub(r, channel), 0);
+    assert_int_equal(rt_numsub(r, channel), 0);
     rep = rt_cmd(r, "PUBSUB CHANNELS *%s*", name);
     assert_non_null(rep);
     assert_int_equal(rep->type, REDIS_REPLY_ARRAY);

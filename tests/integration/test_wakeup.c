@@ -44,33 +44,6 @@ static rlock_client *connect_client(lt_fixture *f, int64_t recheck_ms)
                       recheck_ms);
 }
 
-/* PUBSUB NUMSUB channel: how many connections are subscribed to it. */
-static long long numsub(rt_redis *r, const char *channel)
-{
-    redisReply *rep = rt_cmd(r, "PUBSUB NUMSUB %s", channel);
-    long long n = -1;
-
-    assert_non_null(rep);
-    if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
-        rep->element[1]->type == REDIS_REPLY_INTEGER)
-        n = rep->element[1]->integer;
-    freeReplyObject(rep);
-    return n;
-}
-
-/* Polls NUMSUB until it equals want or timeout_ms passes; returns the last
- * value seen. */
-static long long wait_numsub(rt_redis *r, const char *channel, long long want,
-                             int timeout_ms)
-{
-    int64_t deadline = rt_now_ms() + timeout_ms;
-    long long n;
-
-    while ((n = numsub(r, channel)) != want && rt_now_ms() < deadline)
-        rt_sleep_ms(10);
-    return n;
-}
-
 /* A thread that takes a lock (lock() or trylock(wait, lease)), notes when,
  * and gives it back. */
 typedef struct waiter {
@@ -132,7 +105,7 @@ static void test_waiter_is_woken_by_unlock_message(void **state)
     assert_int_equal(rlock_trylock(l, 0, 20000), RLOCK_OK);
     waiter_start(&w, l);
     /* the waiter has subscribed once the channel has a subscriber */
-    assert_int_equal(wait_numsub(&f->redis, channel, 1, 5000), 1);
+    assert_int_equal(rt_wait_numsub(&f->redis, channel, 1, 5000), 1);
     rt_sleep_ms(200);
     t_unlock = rt_now_ms();
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
@@ -164,7 +137,7 @@ static void test_waiter_in_other_client_is_woken_by_unlock(void **state)
     wl = lt_get_lock(other, name);
     assert_int_equal(rlock_trylock(hl, 0, 20000), RLOCK_OK);
     waiter_start(&w, wl);
-    assert_int_equal(wait_numsub(&f->redis, channel, 1, 5000), 1);
+    assert_int_equal(rt_wait_numsub(&f->redis, channel, 1, 5000), 1);
     rt_sleep_ms(200);
     t_unlock = rt_now_ms();
     assert_int_equal(rlock_unlock(hl), RLOCK_OK);
@@ -196,7 +169,7 @@ static void test_waiter_recovers_from_raw_del_by_recheck(void **state)
     l = lt_get_lock(c, name);
     assert_int_equal(rlock_trylock(l, 0, 60000), RLOCK_OK);
     waiter_start(&w, l);
-    assert_int_equal(wait_numsub(&f->redis, channel, 1, 5000), 1);
+    assert_int_equal(rt_wait_numsub(&f->redis, channel, 1, 5000), 1);
     rt_sleep_ms(200);
     t_del = rt_now_ms();
     assert_int_equal(rt_cmd_int(&f->redis, "DEL %s", name), 1);
@@ -322,10 +295,10 @@ static void test_waiter_survives_subscriber_connection_kill(void **state)
     l = lt_get_lock(c, name);
     assert_int_equal(rlock_trylock(l, 0, 20000), RLOCK_OK);
     waiter_start(&w, l);
-    assert_int_equal(wait_numsub(&f->redis, channel, 1, 5000), 1);
+    assert_int_equal(rt_wait_numsub(&f->redis, channel, 1, 5000), 1);
     assert_true(rt_cmd_int(&f->redis, "CLIENT KILL TYPE pubsub") >= 1);
     /* resubscribed within about a second (the retry backs off to 1 s) */
-    assert_int_equal(wait_numsub(&f->redis, channel, 1, 5000), 1);
+    assert_int_equal(rt_wait_numsub(&f->redis, channel, 1, 5000), 1);
     rt_sleep_ms(100);
     t_unlock = rt_now_ms();
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
@@ -361,7 +334,7 @@ static void test_unlock_during_subscriber_outage_wakes_waiter(void **state)
     assert_int_equal(rt_cmd_int(&f->redis, "PEXPIRE %s 20000", name), 1);
     l = lt_get_lock(c, name);
     waiter_start(&w, l);
-    assert_int_equal(wait_numsub(&f->redis, channel, 1, 5000), 1);
+    assert_int_equal(rt_wait_numsub(&f->redis, channel, 1, 5000), 1);
     rt_sleep_ms(100);
 
     raw = redisConnectWithTimeout("127.0.0.1", f->redis.port, tv);
@@ -539,14 +512,14 @@ static void test_subscription_released_after_waiters_finish(void **state)
     memset(w, 0, sizeof(w));
     l = lt_get_lock(c, name);
     ol = lt_get_lock(other, name);
-    assert_int_equal(numsub(&f->redis, channel), 0);
+    assert_int_equal(rt_numsub(&f->redis, channel), 0);
     assert_int_equal(rlock_trylock(l, 0, 20000), RLOCK_OK);
     /* three waiters in the holder's client, one in another client */
     for (int i = 0; i < 3; i++)
         waiter_start(&w[i], l);
     waiter_start(&w[3], ol);
     /* one subscriber connection per client */
-    assert_int_equal(wait_numsub(&f->redis, channel, 2, 5000), 2);
+    assert_int_equal(rt_wait_numsub(&f->redis, channel, 2, 5000), 2);
     rt_sleep_ms(100);
     t_unlock = rt_now_ms();
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
@@ -557,7 +530,7 @@ static void test_subscription_released_after_waiters_finish(void **state)
         assert_int_equal(w[i].unlock_rc, RLOCK_OK);
         assert_true(w[i].acquired_ms - t_unlock < WAKE_MARGIN_MS);
     }
-    assert_int_equal(wait_numsub(&f->redis, channel, 0, 2000), 0);
+    assert_int_equal(rt_wait_numsub(&f->redis, channel, 0, 2000), 0);
     rlock_free(l);
     rlock_free(ol);
     rlock_client_free(c);
@@ -579,7 +552,7 @@ static void test_subscription_released_after_trylock_times_out(void **state)
     assert_int_equal(rlock_trylock(l, 0, 20000), RLOCK_OK);
     assert_int_equal(rlock_trylock(ol, 500, RLOCK_LEASE_WATCHDOG),
                      RLOCK_ETIMEDOUT);
-    assert_int_equal(wait_numsub(&f->redis, channel, 0, 2000), 0);
+    assert_int_equal(rt_wait_numsub(&f->redis, channel, 0, 2000), 0);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     rlock_free(l);
     rlock_free(ol);
@@ -634,7 +607,7 @@ static void test_subscription_released_after_many_short_waits(void **state)
         assert_int_equal(pthread_join(w[i].thread, NULL), 0);
         assert_int_equal(w[i].unexpected, 0);
     }
-    left = wait_numsub(&f->redis, channel, 0, 2000);
+    left = rt_wait_numsub(&f->redis, channel, 0, 2000);
     assert_int_equal(rlock_unlock(hl), RLOCK_OK);
     rlock_free(hl);
     rlock_free(l);

@@ -799,6 +799,29 @@ long long rt_cmd_int(rt_redis *r, const char *fmt, ...)
     return v;
 }
 
+long long rt_numsub(rt_redis *r, const char *channel)
+{
+    redisReply *rep = rt_cmd(r, "PUBSUB NUMSUB %s", channel);
+    long long n = -1;
+
+    if (rep != NULL && rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
+        rep->element[1]->type == REDIS_REPLY_INTEGER)
+        n = rep->element[1]->integer;
+    freeReplyObject(rep);
+    return n;
+}
+
+long long rt_wait_numsub(rt_redis *r, const char *channel, long long want,
+                         int timeout_ms)
+{
+    int64_t deadline = rt_now_ms() + timeout_ms;
+    long long n;
+
+    while ((n = rt_numsub(r, channel)) != want && rt_now_ms() < deadline)
+        rt_sleep_ms(10);
+    return n;
+}
+
 char *rt_cmd_str(rt_redis *r, const char *fmt, ...)
 {
     redisReply *reply;

@@ -112,6 +112,15 @@ long long rt_cmd_int(rt_redis *r, const char *fmt, ...);
  * nil or error reply or a failed connection. */
 char *rt_cmd_str(rt_redis *r, const char *fmt, ...);
 
+/* PUBSUB NUMSUB channel: how many connections are subscribed to it, or -1
+ * when the server could not say. */
+long long rt_numsub(rt_redis *r, const char *channel);
+
+/* Polls rt_numsub() until it equals want or timeout_ms passes; returns the
+ * last value seen. */
+long long rt_wait_numsub(rt_redis *r, const char *channel, long long want,
+                         int timeout_ms);
+
 /* INFO stats' total_connections_received: the connections the server has
  * accepted so far, this call's own included. RT_CMD_ERROR if unreachable. */
 long long rt_connections_received(rt_redis *r);
