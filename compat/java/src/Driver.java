@@ -6,11 +6,13 @@
  *
  * MODE and ADDRESSES: "single redis://host:port"; "sentinel MASTER@a,b,..."
  * (Redisson's sentinel config, compat/test_java_sentinel.c); "cluster
- * a,b,..." is wired to Redisson's cluster config for when rlock has that
- * mode (issue 14), untested so far.
+ * redis://host:port,redis://host:port,..." (clusterServersConfig with these
+ * seeds and Redisson's default shardedSubscriptionMode, AUTO where the
+ * version has it: compat/test_java_cluster.c).
  * Options: watchdog=MS (lockWatchdogTimeout, default 30000), timeout=MS,
  * retries=N and retry_interval=MS (command timeout and retries, Redisson's
- * defaults unless given), max=MS (the guard, default 180000).
+ * defaults unless given), scan=MS (the cluster's scanInterval, default
+ * 5000), max=MS (the guard, default 180000).
  *
  * Each stdin line is a command for one named thread of this JVM:
  *
@@ -24,7 +26,8 @@
  * for multi and red a comma-separated list of names of plain locks.
  *
  *     OP and ARGS                 calls                  answer's fields
- *     lock [LEASE_MS]             lock()                 waited_ms, token
+ *     lock [LEASE_MS]             lock()                 waited_ms, token,
+ *                                                        field
  *     trylock WAIT_MS [LEASE_MS]  tryLock                acquired, token
  *     unlock                      unlock()               ok, t0 (when the
  *                                                        call began), error
@@ -35,7 +38,9 @@
  *         ITER times: lock, GET COUNTER, sleep 1 ms, SET +1, RPUSH COUNTER:log j,
  *         unlock, sleep THINK_MS                         iterations, ms
  *
- * token is the fenced lock's, null for other kinds. Every answer is one JSON
+ * token is the fenced lock's, null for other kinds; field is the hash field
+ * Redisson writes for this thread, "<client id>:<thread id>". Every answer
+ * is one JSON
  * line on stdout, {"event":OP,"tid":TID,"t":<epoch ms>,...fields}; the first
  * line is {"event":"ready","version":V} once connected. An unexpected
  * exception becomes {"event":"error","tid":..,"op":..,"error":..}; a refused
@@ -61,6 +66,8 @@ import org.redisson.api.RBucket;
 import org.redisson.api.RLock;
 import org.redisson.api.RedissonClient;
 import org.redisson.client.codec.StringCodec;
+import org.redisson.config.BaseConfig;
+import org.redisson.config.ClusterServersConfig;
 import org.redisson.config.Config;
 import org.redisson.config.SingleServerConfig;
 
@@ -170,6 +177,13 @@ public final class Driver {
         return (Long) m.invoke(lock);
     }
 
+    /* The hash field this thread's holds are counted in, as Redisson names
+     * it (RedissonBaseLock#getLockName): the client's id and the thread's. */
+    @SuppressWarnings("deprecation")
+    private String fieldOf() {
+        return client.getId() + ":" + Thread.currentThread().getId();
+    }
+
     private static long longArg(String[] a, int i, long dflt) {
         return a.length > i ? Long.parseLong(a[i]) : dflt;
     }
@@ -191,7 +205,7 @@ public final class Driver {
                 else
                     lock.lock();
                 emit("lock", tid, "waited_ms", (System.nanoTime() - start) / 1000000,
-                     "token", tokenOf(kind, lock));
+                     "token", tokenOf(kind, lock), "field", fieldOf());
                 break;
             }
             case "trylock": {
@@ -272,6 +286,17 @@ public final class Driver {
 
     // -------------------------------------------------------------- main
 
+    /* The command timeout and retries of options timeout, retries and
+     * retry_interval, where given. */
+    private static void commandOptions(BaseConfig<?> b, Map<String, String> opt) {
+        if (opt.containsKey("timeout"))
+            b.setTimeout(Integer.parseInt(opt.get("timeout")));
+        if (opt.containsKey("retries"))
+            b.setRetryAttempts(Integer.parseInt(opt.get("retries")));
+        if (opt.containsKey("retry_interval"))
+            b.setRetryInterval(Integer.parseInt(opt.get("retry_interval")));
+    }
+
     private static Config config(String mode, String addresses, Map<String, String> opt) {
         Config c = new Config();
         c.setLockWatchdogTimeout(Long.parseLong(opt.getOrDefault("watchdog", "30000")));
@@ -287,17 +312,26 @@ public final class Driver {
                 .setConnectionMinimumIdleSize(2)
                 .setConnectionPoolSize(16)
                 .setSubscriptionConnectionMinimumIdleSize(1);
-            if (opt.containsKey("timeout"))
-                s.setTimeout(Integer.parseInt(opt.get("timeout")));
-            if (opt.containsKey("retries"))
-                s.setRetryAttempts(Integer.parseInt(opt.get("retries")));
-            if (opt.containsKey("retry_interval"))
-                s.setRetryInterval(Integer.parseInt(opt.get("retry_interval")));
+            commandOptions(s, opt);
             break;
         }
-        case "cluster":
-            c.useClusterServers().addNodeAddress(addresses.split(","));
+        case "cluster": {
+            // Redisson opens 24 idle connections to every master and to
+            // every replica by default: 144 on six nodes, slow to open on a
+            // loaded machine, and not needed by a handful of threads.
+            ClusterServersConfig s = c.useClusterServers()
+                .addNodeAddress(addresses.split(","))
+                .setConnectTimeout(30000)
+                .setMasterConnectionMinimumIdleSize(2)
+                .setMasterConnectionPoolSize(16)
+                .setSlaveConnectionMinimumIdleSize(1)
+                .setSlaveConnectionPoolSize(4)
+                .setSubscriptionConnectionMinimumIdleSize(1);
+            if (opt.containsKey("scan"))
+                s.setScanInterval(Integer.parseInt(opt.get("scan")));
+            commandOptions(s, opt);
             break;
+        }
         case "sentinel": {
             String[] parts = addresses.split("@", 2);
             c.useSentinelServers().setMasterName(parts[0])
