@@ -248,7 +248,8 @@ RLOCK_API int rlock_config_set_sync_replicas(rlock_config *cfg, int on,
  *               or set to OFF): every unlock is broadcast to every node
  *   RLOCK_SHARDED_BOTH  for a fleet that mixes both kinds of peers:
  *               waiters SUBSCRIBE and SSUBSCRIBE, so either kind of peer's
- *               unlock wakes them; unlocks SPUBLISH
+ *               unlock wakes them; unlocks SPUBLISH and PUBLISH (a
+ *               broadcast to every node, as mode OFF's)
  * A peer that publishes one way while waiters listen the other way costs
  * its waiters a re-check interval per hand-over, never safety.
  * Returns 0 or RLOCK_EINVAL (cfg NULL or an unknown mode). */

@@ -3,7 +3,7 @@
 -- KEYS[1] lock hash, KEYS[2] queue list, KEYS[3] timeout sorted set,
 -- KEYS[4] lock channel
 -- ARGV[1] unlock message, ARGV[2] now (wall clock, ms), ARGV[3] publish
--- command
+-- commands (space-separated, as in lock_release.lua)
 -- Reply: 1 if a lock was deleted, 3 if it was but the unlock message was
 -- refused (caught, as in lock_release.lua), else 0.
 local queue, timeouts = KEYS[2], KEYS[3]
@@ -22,12 +22,13 @@ while true do
 end
 if redis.call('del', KEYS[1]) == 1 then
     local head = redis.call('lindex', queue, 0)
+    local told = true
     if head ~= false then
-        local sent = redis.pcall(ARGV[3], KEYS[4] .. ':' .. head, ARGV[1])
-        if type(sent) == 'table' and sent.err ~= nil then
-            return 3
+        for command in string.gmatch(ARGV[3], '%S+') do
+            local sent = redis.pcall(command, KEYS[4] .. ':' .. head, ARGV[1])
+            told = told and (type(sent) ~= 'table' or sent.err == nil)
         end
     end
-    return 1
+    return told and 1 or 3
 end
 return 0

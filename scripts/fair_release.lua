@@ -4,8 +4,8 @@
 -- KEYS[4] lock channel (a waiter's channel is it + ":" + owner tag),
 -- KEYS[5] unlock latch key
 -- ARGV[1] unlock message, ARGV[2] lease to restore when holds remain,
--- ARGV[3] owner tag, ARGV[4] now (wall clock, ms), ARGV[5] publish command,
--- ARGV[6] latch lifetime in ms
+-- ARGV[3] owner tag, ARGV[4] now (wall clock, ms), ARGV[5] publish commands
+-- (space-separated, as in lock_release.lua), ARGV[6] latch lifetime in ms
 -- Reply: nil (not held by owner), 0 (still held), 1 (released), 3 (released,
 -- but the unlock message was refused). Where
 -- Redisson replies 1 for a lock that is not there at all, this replies nil
@@ -35,11 +35,14 @@ end
 -- returns false when the head could not be told
 local function wake_head()
     local head = redis.call('lindex', queue, 0)
+    local told = true
     if head ~= false then
-        local sent = redis.pcall(ARGV[5], KEYS[4] .. ':' .. head, ARGV[1])
-        return type(sent) ~= 'table' or sent.err == nil
+        for command in string.gmatch(ARGV[5], '%S+') do
+            local sent = redis.pcall(command, KEYS[4] .. ':' .. head, ARGV[1])
+            told = told and (type(sent) ~= 'table' or sent.err == nil)
+        end
     end
-    return true
+    return told
 end
 
 if redis.call('exists', key) == 0 then

@@ -2,8 +2,9 @@
 -- unlock latch that makes a retried call answer as the first one did).
 -- KEYS[1] lock hash, KEYS[2] unlock channel, KEYS[3] unlock latch key
 -- ARGV[1] unlock message, ARGV[2] lease to restore when holds remain,
--- ARGV[3] owner tag, ARGV[4] publish command (empty: publish nothing, as
--- Redisson's SpinLock), ARGV[5] latch lifetime in ms
+-- ARGV[3] owner tag, ARGV[4] publish commands, space-separated (one, as
+-- Redisson's ARGV[4]; "SPUBLISH PUBLISH" for a cluster's mixed fleet; empty:
+-- publish nothing, as Redisson's SpinLock), ARGV[5] latch lifetime in ms
 -- Reply: nil (not held by owner), 0 (still held), 1 (released), 3 (released,
 -- but the unlock message was refused).
 -- A refused PUBLISH (an ACL user without +publish, a renamed command) is
@@ -24,9 +25,9 @@ if left > 0 then
 end
 redis.call('del', KEYS[1])
 local told = true
-if ARGV[4] ~= '' then
-    local sent = redis.pcall(ARGV[4], KEYS[2], ARGV[1])
-    told = type(sent) ~= 'table' or sent.err == nil
+for command in string.gmatch(ARGV[4], '%S+') do
+    local sent = redis.pcall(command, KEYS[2], ARGV[1])
+    told = told and (type(sent) ~= 'table' or sent.err == nil)
 end
 redis.call('set', KEYS[3], 1, 'px', ARGV[5])
 return told and 1 or 3

@@ -5,15 +5,20 @@
 -- prefix, KEYS[4] key prefix ("{N}", or N when N has a brace),
 -- KEYS[5] unlock latch key
 -- ARGV[1] unlock message, ARGV[2] reader owner tag, ARGV[3] publish
--- command, ARGV[4] latch lifetime in ms
+-- commands (space-separated, as in lock_release.lua), ARGV[4] latch
+-- lifetime in ms
 -- Reply: nil (not held by owner), 0 (still held), 1 (released), 3 (released,
 -- but the unlock message was refused).
 -- A refused PUBLISH (an ACL user without +publish, a renamed command) is
 -- caught, so that the writes are done as Redisson's and the reply says the
 -- waiters were not told (3 instead of 1).
 local function announce()
-    local sent = redis.pcall(ARGV[3], KEYS[2], ARGV[1])
-    return type(sent) ~= 'table' or sent.err == nil
+    local told = true
+    for command in string.gmatch(ARGV[3], '%S+') do
+        local sent = redis.pcall(command, KEYS[2], ARGV[1])
+        told = told and (type(sent) ~= 'table' or sent.err == nil)
+    end
+    return told
 end
 local latched = redis.call('get', KEYS[5])
 if latched ~= false then

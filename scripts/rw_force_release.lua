@@ -2,15 +2,16 @@
 -- wake its waiters (Redisson ReadLock/WriteLock forceUnlock).
 -- KEYS[1] lock hash, KEYS[2] rwlock channel
 -- ARGV[1] unlock message, ARGV[2] mode ("read" or "write"), ARGV[3]
--- publish command
+-- publish commands (space-separated, as in lock_release.lua)
 -- Reply: 1 if the lock was deleted, 3 if it was but the unlock message was
 -- refused (caught, as in lock_release.lua), else 0.
 if redis.call('hget', KEYS[1], 'mode') == ARGV[2] then
     redis.call('del', KEYS[1])
-    local sent = redis.pcall(ARGV[3], KEYS[2], ARGV[1])
-    if type(sent) == 'table' and sent.err ~= nil then
-        return 3
+    local told = true
+    for command in string.gmatch(ARGV[3], '%S+') do
+        local sent = redis.pcall(command, KEYS[2], ARGV[1])
+        told = told and (type(sent) ~= 'table' or sent.err == nil)
     end
-    return 1
+    return told and 1 or 3
 end
 return 0

@@ -4,15 +4,20 @@
 -- KEYS[1] lock hash, KEYS[2] rwlock channel, KEYS[3] unlock latch key
 -- ARGV[1] unlock message ("1": wakes every waiter), ARGV[2] lease to
 -- restore when holds remain, ARGV[3] writer owner tag, ARGV[4] publish
--- command, ARGV[5] latch lifetime in ms
+-- commands (space-separated, as in lock_release.lua), ARGV[5] latch
+-- lifetime in ms
 -- Reply: nil (not held by owner), 0 (still held), 1 (released), 3 (released,
 -- but the unlock message was refused).
 -- A refused PUBLISH (an ACL user without +publish, a renamed command) is
 -- caught, so that the writes are done as Redisson's and the reply says the
 -- waiters were not told (3 instead of 1).
 local function announce()
-    local sent = redis.pcall(ARGV[4], KEYS[2], ARGV[1])
-    return type(sent) ~= 'table' or sent.err == nil
+    local told = true
+    for command in string.gmatch(ARGV[4], '%S+') do
+        local sent = redis.pcall(command, KEYS[2], ARGV[1])
+        told = told and (type(sent) ~= 'table' or sent.err == nil)
+    end
+    return told
 end
 local latched = redis.call('get', KEYS[3])
 if latched ~= false then

@@ -47,7 +47,12 @@ static int choose_pubsub(rlock_client *c, rlock__link_sync *s)
     }
     c->sub_sharded = sharded;
     c->sub_plain = !sharded || mode == RLOCK_SHARDED_BOTH;
-    c->publish = sharded ? "SPUBLISH" : NULL;
+    /* both: the scripts publish once each way, so that a waiter of
+     * either kind hears every unlock (CLUSTER-SENTINEL.md 6.4) */
+    if (mode == RLOCK_SHARDED_BOTH)
+        c->publish = "SPUBLISH PUBLISH";
+    else
+        c->publish = sharded ? "SPUBLISH" : NULL;
     return RLOCK_OK;
 }
 

@@ -130,7 +130,8 @@ struct rlock_client {
      * "both" mode both subscriptions (core/pubsub.c) */
     bool sub_plain;
     bool sub_sharded;
-    const char *publish; /* NULL: PUBLISH (proto's rlock__lock_desc) */
+    /* NULL: PUBLISH; "SPUBLISH", or both (proto's rlock__lock_desc) */
+    const char *publish;
     rlock__conn *conns; /* cfg.connections command connections */
     unsigned next_conn; /* I/O thread: round robin */
     struct rlock__pubsub *pubsub;

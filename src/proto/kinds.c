@@ -102,7 +102,8 @@ static const char *num(rlock__spec *s, int slot, int64_t v)
 /* The command every kind's unlock wakes waiters with: plain PUBLISH, as
  * Redisson on one server, Sentinel, or a cluster without sharded pub/sub;
  * SPUBLISH in a cluster with it (Redisson 3.28+ on Redis 7: the same
- * script, the command an argument; CLUSTER-SENTINEL.md 1.4). */
+ * script, the command an argument; CLUSTER-SENTINEL.md 1.4); both, the
+ * scripts running each word, for a cluster's mixed fleet (mode both). */
 static const char *publish_any(const rlock__lock_desc *d)
 {
     return d->publish != NULL ? d->publish : "PUBLISH";

@@ -208,7 +208,9 @@ typedef struct rlock__lock_desc {
     int64_t latch_ms;      /* the unlock latch's lifetime */
     int64_t (*wall_ms)(void); /* read by the fair lock's calls only */
     /* how unlocks wake waiters: "PUBLISH" (NULL says the same) or, in a
-     * cluster with sharded pub/sub, "SPUBLISH" (CLUSTER-SENTINEL.md 1.4) */
+     * cluster with sharded pub/sub, "SPUBLISH" (CLUSTER-SENTINEL.md 1.4),
+     * or "SPUBLISH PUBLISH" for a mixed fleet: the scripts run each
+     * space-separated command in turn */
     const char *publish;
 } rlock__lock_desc;
 
