@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cluster_fixture.h"
 #include "harness.h"
@@ -281,20 +282,48 @@ static void test_a_waiter_is_woken_by_the_unlock(void **state)
     holder_then_waiter("woken", 1000, NULL);
 }
 
-/* A connection to node i in SSUBSCRIBE to channel, confirmed. */
-static redisContext *ssubscribe_on(int i, const char *channel)
+/* A connection to node i in cmd ("SSUBSCRIBE" or "SUBSCRIBE") to
+ * channel, confirmed. */
+static redisContext *listen_on(int i, const char *cmd, const char *channel)
 {
     struct timeval tv = {5, 0};
     redisContext *c = redisConnectWithTimeout(HOST, cluster.node[i].port, tv);
     assert_non_null(c);
     assert_int_equal(c->err, 0);
     redisSetTimeout(c, tv);
-    redisReply *r = redisCommand(c, "SSUBSCRIBE %s", channel);
+    redisReply *r = redisCommand(c, "%s %s", cmd, channel);
     assert_non_null(r);
     assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-    assert_string_equal(r->element[0]->str, "ssubscribe");
+    assert_true(strcasecmp(r->element[0]->str, cmd) == 0);
     freeReplyObject(r);
     return c;
+}
+
+static redisContext *ssubscribe_on(int i, const char *channel)
+{
+    return listen_on(i, "SSUBSCRIBE", channel);
+}
+
+/* The next message on watcher (in 5 s, else fails) is kind ("message" or
+ * "smessage") on channel, saying text. */
+static void expect_message(redisContext *watcher, const char *kind,
+                           const char *channel, const char *text)
+{
+    redisReply *m = NULL;
+    assert_int_equal(redisGetReply(watcher, (void **)&m), REDIS_OK);
+    assert_int_equal(m->type, REDIS_REPLY_ARRAY);
+    assert_int_equal(m->elements, 3);
+    assert_string_equal(m->element[0]->str, kind);
+    assert_string_equal(m->element[1]->str, channel);
+    assert_string_equal(m->element[2]->str, text);
+    freeReplyObject(m);
+}
+
+/* ... saying "0", a lock's unlock. */
+static void expect_unlock_message(redisContext *watcher, const char *kind,
+                                  const char *channel)
+{
+    expect_message(watcher, kind, channel, "0");
 }
 
 static void test_an_unlock_is_an_spublish_on_the_slot_s_master(void **state)
@@ -308,15 +337,8 @@ static void test_an_unlock_is_an_spublish_on_the_slot_s_master(void **state)
     assert_int_equal(rlock_get(client, name, &l), RLOCK_OK);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    redisReply *m = NULL;
-    assert_int_equal(redisGetReply(watcher, (void **)&m), REDIS_OK);
-    assert_int_equal(m->type, REDIS_REPLY_ARRAY);
-    assert_int_equal(m->elements, 3);
-    assert_string_equal(m->element[0]->str, "smessage");
-    assert_string_equal(m->element[1]->str,
-                        "redisson_lock__channel:{sharded-told}");
-    assert_string_equal(m->element[2]->str, "0");
-    freeReplyObject(m);
+    expect_unlock_message(watcher, "smessage",
+                          "redisson_lock__channel:{sharded-told}");
     redisFree(watcher);
     rlock_free(l);
 }
@@ -391,6 +413,60 @@ static void test_in_mode_both_a_waiter_wakes_on_a_plain_publish(void **state)
     peer_unlock_wakes(both, "peer-spublish-both", "SPUBLISH", -1);
     rlock_client_free(both);
     rlock_config_free(cfg);
+}
+
+/* Mode both's unlocks publish both ways: a sharded peer's SSUBSCRIBE on
+ * the slot's master and a legacy peer's plain SUBSCRIBE on another node
+ * (PUBLISH is cluster-wide) each hear one message, from an unlock, a force
+ * unlock and a read-write lock's write unlock (three of the scripts). */
+static void test_in_mode_both_an_unlock_publishes_both_ways(void **state)
+{
+    (void)state;
+    rlock_config *cfg = NULL;
+    rlock_client *both = NULL;
+    char uri[128];
+    seeds_uri(uri, sizeof(uri), 0, 1);
+    assert_int_equal(rlock_config_new(&cfg), RLOCK_OK);
+    assert_int_equal(rlock_config_set_cluster_sharded(cfg, RLOCK_SHARDED_BOTH),
+                     RLOCK_OK);
+    assert_int_equal(rlock_client_connect_with(&both, uri, cfg), RLOCK_OK);
+    rlock_config_free(cfg);
+
+    const char *name = "both-told";
+    const char *channel = "redisson_lock__channel:{both-told}";
+    int owner = rt_cluster_owner(&cluster, slot_of(name));
+    int other = rt_cluster_owner(&cluster, (slot_of(name) + 5461) % 16384);
+    assert_true(other >= 0 && other != owner);
+    redisContext *sharded = listen_on(owner, "SSUBSCRIBE", channel);
+    redisContext *plain = listen_on(other, "SUBSCRIBE", channel);
+    rlock *l = NULL;
+    assert_int_equal(rlock_get(both, name, &l), RLOCK_OK);
+    assert_int_equal(rlock_lock(l), RLOCK_OK);
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    expect_unlock_message(sharded, "smessage", channel);
+    expect_unlock_message(plain, "message", channel);
+    /* a force unlock too (another script) */
+    assert_int_equal(rlock_lock(l), RLOCK_OK);
+    assert_int_equal(rlock_force_unlock(l), RLOCK_OK);
+    expect_unlock_message(sharded, "smessage", channel);
+    expect_unlock_message(plain, "message", channel);
+    rlock_free(l);
+    redisFree(plain);
+    redisFree(sharded);
+
+    const char *rw_channel = "redisson_rwlock:{both-told}";
+    sharded = listen_on(owner, "SSUBSCRIBE", rw_channel);
+    plain = listen_on(other, "SUBSCRIBE", rw_channel);
+    rlock_rw *rw = NULL;
+    assert_int_equal(rlock_rw_get(both, name, &rw), RLOCK_OK);
+    assert_int_equal(rlock_lock(rlock_rw_write(rw)), RLOCK_OK);
+    assert_int_equal(rlock_unlock(rlock_rw_write(rw)), RLOCK_OK);
+    expect_message(sharded, "smessage", rw_channel, "1");
+    expect_message(plain, "message", rw_channel, "1");
+    rlock_rw_free(rw);
+    redisFree(plain);
+    redisFree(sharded);
+    rlock_client_free(both);
 }
 
 static void test_mode_setter_refuses_an_unknown_mode(void **state)
@@ -672,6 +748,7 @@ int main(void)
         cmocka_unit_test(test_an_unlock_is_an_spublish_on_the_slot_s_master),
         cmocka_unit_test(test_a_waiter_wakes_on_a_peer_s_spublish),
         cmocka_unit_test(test_in_mode_both_a_waiter_wakes_on_a_plain_publish),
+        cmocka_unit_test(test_in_mode_both_an_unlock_publishes_both_ways),
         cmocka_unit_test(test_mode_setter_refuses_an_unknown_mode),
         cmocka_unit_test(test_admin_commands_go_to_the_slot_s_master),
         cmocka_unit_test(test_without_sync_a_lock_call_sends_no_wait),
