@@ -16,7 +16,7 @@
  * old Redisson publishes and subscribes plain: an rlock waiter in mode both
  * hears its unlock, and its waiter hears rlock's in mode off. The last case
  * pins what Redisson does with a waiter whose slot moves: it loses the
- * subscription (see compat/README.md).
+ * subscription, and later waits on that channel fail (compat/README.md).
  *
  * Wake-ups must come from unlock messages: the C clients re-check a held
  * lock only every CT_RECHECK_MS, a Java waiter only when its ttl (30 s)
@@ -687,9 +687,11 @@ static void test_through_a_slot_move_both_exclude_and_wake_each_other(
  * compat/README.md): both old owners push sunsubscribe, which Redisson
  * ignores, and its scan's re-subscription for the moved slot does not
  * subscribe the channel anywhere, so the waiter misses rlock's unlock and
- * would get the lock only when its ttl wait ends. When a Redisson release
- * fixes this, this test fails: then make it expect the wake-up. Last: the
- * Java thread stays blocked. */
+ * would get the lock only when its ttl wait ends. The channel then stays
+ * stuck in that JVM: a second lock() waiting on it fails after the
+ * subscription timeout (7.5 s) with "Unable to acquire subscription lock".
+ * When a Redisson release fixes this, this test fails: then make it expect
+ * the wake-up. Last: the Java thread stays blocked. */
 static void test_redisson_loses_a_waiter_s_subscription_when_its_slot_moves(
     void **state)
 {
@@ -716,6 +718,18 @@ static void test_redisson_loses_a_waiter_s_subscription_when_its_slot_moves(
     print_message("redisson %s: its waiter across the slot move was not "
                   "subscribed anywhere and missed the unlock\n",
                   VERSION);
+    /* and the channel stays stuck: another wait on it cannot subscribe */
+    assert_int_equal(rlock_lock(l), RLOCK_OK);
+    int64_t start = rt_now_ms();
+    jp_send(java, "wm2 lock lock %s", d);
+    json_t *ev = jp_expect(java, "wm2", "error", 7500 + JT_PEER_MS);
+    print_message("redisson %s: a second waiter failed after %lld ms: %s\n",
+                  VERSION, (long long)(rt_now_ms() - start),
+                  np_str(ev, "error"));
+    assert_non_null(
+        strstr(np_str(ev, "error"), "Unable to acquire subscription lock"));
+    json_decref(ev);
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
     rlock_free(l);
 }
 

@@ -169,12 +169,16 @@ void jp_send(jp_peer *p, const char *fmt, ...)
     np_send(p->np, line);
 }
 
-/* Fails the test if ev is an error event (of any thread). */
-static void check_error(json_t *ev)
+/* Fails the test if ev is an error event (of any thread but error_tid,
+ * which may be NULL). */
+static void check_error(json_t *ev, const char *error_tid)
 {
+    const char *t = json_string_value(json_object_get(ev, "tid"));
     char *text;
 
     if (strcmp(json_string_value(json_object_get(ev, "event")), "error") != 0)
+        return;
+    if (error_tid != NULL && t != NULL && strcmp(t, error_tid) == 0)
         return;
     text = json_dumps(ev, JSON_COMPACT);
     fail_msg("java peer reported an error: %s", text != NULL ? text : "?");
@@ -200,8 +204,10 @@ static json_t *take_pending(jp_peer *p, const char *tid)
 }
 
 /* Reads events until one of tid comes (returned, not queued) or timeout_ms
- * passes (NULL); every other event is queued. */
-static json_t *next_of(jp_peer *p, const char *tid, int timeout_ms)
+ * passes (NULL); every other event is queued. An error event fails the
+ * test, unless it is tid's and errors_ok is set. */
+static json_t *next_of(jp_peer *p, const char *tid, int timeout_ms,
+                       int errors_ok)
 {
     int64_t deadline = mono_ms() + timeout_ms;
     json_t *ev = take_pending(p, tid);
@@ -213,7 +219,7 @@ static json_t *next_of(jp_peer *p, const char *tid, int timeout_ms)
         ev = np_next(p->np, left > 0 ? (int)left : 0);
         if (ev == NULL)
             return NULL;
-        check_error(ev);
+        check_error(ev, errors_ok ? tid : NULL);
         t = json_string_value(json_object_get(ev, "tid"));
         if (t != NULL && strcmp(t, tid) == 0)
             break;
@@ -229,7 +235,7 @@ static json_t *next_of(jp_peer *p, const char *tid, int timeout_ms)
 json_t *jp_expect(jp_peer *p, const char *tid, const char *event,
                   int timeout_ms)
 {
-    json_t *ev = next_of(p, tid, timeout_ms);
+    json_t *ev = next_of(p, tid, timeout_ms, strcmp(event, "error") == 0);
     const char *got;
 
     if (ev == NULL)
@@ -247,7 +253,7 @@ json_t *jp_expect(jp_peer *p, const char *tid, const char *event,
 
 int jp_quiet(jp_peer *p, const char *tid, int ms)
 {
-    json_t *ev = next_of(p, tid, ms);
+    json_t *ev = next_of(p, tid, ms, 0);
 
     if (ev == NULL)
         return 1;

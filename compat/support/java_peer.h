@@ -57,7 +57,8 @@ void jp_send(jp_peer *p, const char *fmt, ...)
 
 /* Returns the next event of tid, which must be `event`, waiting up to
  * timeout_ms; fails the test if none comes, if it is another event, or if
- * the peer reports an error for any thread. Release with json_decref(). */
+ * the peer reports an error for any thread (but tid's own when `event` is
+ * "error": a call the test expects to throw). Release with json_decref(). */
 json_t *jp_expect(jp_peer *p, const char *tid, const char *event,
                   int timeout_ms);
 
