@@ -14,7 +14,8 @@
  * so through a CLUSTER FAILOVER and a slot moved by hand, with a waiter on
  * each side across the failover and an rlock waiter across the move. The
  * old Redisson publishes and subscribes plain: an rlock waiter in mode both
- * hears its unlock, and its waiter hears rlock's in mode off. The last case
+ * hears its unlock, and its waiter hears rlock's in mode off, and in mode
+ * both, whose unlock wakes the new Redisson's waiter too. The last case
  * pins what Redisson does with a waiter whose slot moves: it loses the
  * subscription, and later waits on that channel fail (compat/README.md).
  *
@@ -559,6 +560,38 @@ static void test_old_redisson_waiter_is_woken_by_rlock_in_mode_off(
     rlock_client_free(off);
 }
 
+/* In mode both rlock's unlock publishes both ways: the old Redisson's
+ * plain waiter and the new one's sharded waiter each hear it. */
+static void test_rlock_in_mode_both_wakes_plain_and_sharded_java_waiters(
+    void **state)
+{
+    (void)state;
+    rlock_client *both = connect_mode(RLOCK_SHARDED_BOTH);
+    jp_peer *peers[2] = {old, java};
+    const char *versions[2] = {RLOCK_JAVA_OLD_VERSION, VERSION};
+    const char *kinds[2] = {"NUMSUB", "SHARDNUMSUB"};
+    for (int i = 0; i < 2; i++) {
+        char tag[32], name[64], channel[160];
+        int owner = master_now(i + 1);
+        tag_on(owner, "bothpub", tag, sizeof(tag));
+        snprintf(name, sizeof(name), "%s:lock", tag);
+        lt_channel_of(channel, sizeof(channel), name);
+        rlock *l = lt_get_lock(both, name);
+        assert_int_equal(rlock_lock(l), RLOCK_OK);
+        jp_send(peers[i], "wb lock lock %s", name);
+        wait_subs(owner, kinds[i], channel, 1, JT_PEER_MS);
+        assert_int_equal(subscribers(owner, kinds[1 - i], channel), 0);
+        assert_true(jp_quiet(peers[i], "wb", 200));
+        long long lat = java_woken_by_rlock(peers[i], "wb", l);
+        print_message("redisson %s: rlock unlock (mode both) -> %s waiter "
+                      "%lld ms\n",
+                      versions[i], i == 0 ? "plain" : "sharded", lat);
+        jt_java_unlock(peers[i], "wb", "lock", name);
+        rlock_free(l);
+    }
+    rlock_client_free(both);
+}
+
 #endif /* RLOCK_JAVA_OLD_VERSION */
 
 /* ----------------------------------------------- failover, resharding */
@@ -787,6 +820,8 @@ int main(void)
             test_old_redisson_unlock_wakes_an_rlock_waiter_in_mode_both),
         cmocka_unit_test(
             test_old_redisson_waiter_is_woken_by_rlock_in_mode_off),
+        cmocka_unit_test(
+            test_rlock_in_mode_both_wakes_plain_and_sharded_java_waiters),
 #endif
         cmocka_unit_test(
             test_through_a_failover_both_exclude_and_wake_each_other),
