@@ -57,9 +57,9 @@
 #define VERSION  RLOCK_JAVA_VERSION
 #define HOST     "127.0.0.1"
 
-#define JAVA_SCAN_MS "1000"
-/* Redisson sees a topology change at its next scan: give it three */
-#define JAVA_RESCAN_MS 3000
+#define JAVA_SCAN_MS "1000" /* the JVMs' scanInterval, ms */
+/* Redisson sees a topology change at its next scan: give it four */
+#define JAVA_RESCAN_MS 4000
 /* a re-subscription after a failover: Redisson's scan, on a loaded machine */
 #define RESUBSCRIBE_MS 15000
 
@@ -268,6 +268,8 @@ static void take_turns(const char *name, const char *when)
     long long to_c = rlock_woken_by_java(java, "t", name, &waiter);
     assert_false(jt_java_trylock(java, "lock", name, 0));
     assert_int_equal(ct_locker_release(&waiter), RLOCK_OK);
+    /* rlock's waiter has left the channel: the next subscriber is Java's */
+    wait_subs(owner, "SHARDNUMSUB", channel, 0, 5000);
 
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     assert_false(jt_java_trylock(java, "lock", name, 0));
