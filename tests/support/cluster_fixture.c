@@ -383,8 +383,14 @@ static int start_node(rt_cluster *c, int i)
         a[n++] = "0";
         a[n++] = "--repl-ping-replica-period";
         a[n++] = "1";
+        if (c->tls_args != NULL) {
+            a[n++] = "--tls-cluster";
+            a[n++] = "yes";
+            a[n++] = "--tls-replication";
+            a[n++] = "yes";
+        }
         a[n] = NULL;
-        if (rt_redis_start_args(&c->node[i], c->args[i]) == 0)
+        if (rt_redis_start_tls(&c->node[i], c->tls_args, c->args[i]) == 0)
             return 0;
     }
     return -1;
@@ -464,9 +470,15 @@ static int form(rt_cluster *c)
 
 int rt_cluster_start(rt_cluster *c)
 {
+    return rt_cluster_start_tls(c, NULL);
+}
+
+int rt_cluster_start_tls(rt_cluster *c, const char *const *tls_args)
+{
     int64_t t0 = rt_now_ms();
 
     memset(c, 0, sizeof(*c));
+    c->tls_args = tls_args;
     for (int i = 0; i < RT_CLUSTER_NODES; i++) {
         if (start_node(c, i) != 0) {
             fprintf(stderr, "cluster: cannot start node %d\n", i);

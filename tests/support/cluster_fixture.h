@@ -40,7 +40,8 @@ typedef struct rt_cluster {
     int64_t start_ms; /* how long rt_cluster_start() took */
     /* Fixture bookkeeping; leave alone. */
     char bus_port[RT_CLUSTER_NODES][12];
-    const char *args[RT_CLUSTER_NODES][20];
+    const char *args[RT_CLUSTER_NODES][24];
+    const char *const *tls_args;
 } rt_cluster;
 
 /* Starts six nodes, gives masters 0, 1 and 2 the slots 0-5460, 5461-10922
@@ -49,6 +50,17 @@ typedef struct rt_cluster {
  * settled (rt_cluster_settled()). Returns 0, or -1 after printing why
  * (with everything it started stopped). */
 int rt_cluster_start(rt_cluster *c);
+
+/* As rt_cluster_start(), with TLS everywhere: each node also listens on
+ * node[i].tls_port with tls_args (borrowed: keep them alive while the
+ * cluster runs), and the nodes talk TLS to each other on the bus and for
+ * replication (--tls-cluster, --tls-replication), so what CLUSTER SLOTS
+ * names to a TLS client are TLS ports. The bus asks every node for a
+ * client certificate whatever --tls-auth-clients says, so tls_args must
+ * give one (rt_tls_server_args() and --tls-client-cert-file/-key-file;
+ * a server certificate without clientAuth is refused). The plain ports
+ * stay open on loopback for the fixture and the tests' rt_cmd(). */
+int rt_cluster_start_tls(rt_cluster *c, const char *const *tls_args);
 
 /* Stops every node; no-op for nodes not running. */
 void rt_cluster_stop(rt_cluster *c);
