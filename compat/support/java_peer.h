@@ -43,7 +43,9 @@ jp_peer *jp_start(const char *version, const char *url,
 
 /* As jp_start(), in another of the Driver's modes: "sentinel" with
  * addresses "MASTER@redis://host:port,redis://host:port" (Redisson's
- * sentinelServersConfig), or "cluster". */
+ * sentinelServersConfig), or "cluster" with addresses
+ * "redis://host:port,redis://host:port" (its clusterServersConfig, these
+ * seeds in this order). */
 jp_peer *jp_start_mode(const char *version, const char *mode,
                        const char *addresses, const char *const *options);
 
