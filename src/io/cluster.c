@@ -21,8 +21,10 @@
  * would.
  *
  * owner[] is written on the I/O thread only, under mu, so that
- * rlock__cluster_owner_name may read it from any thread (the rlock tool's
- * "which node serves this lock").
+ * rlock__cluster_owner and rlock__cluster_owner_addr may read it from any
+ * thread (a caller-thread connection's node, the rlock tool's "which node
+ * serves this lock"). A node's address and greeting never change once it
+ * is made, so a thread that got it from owner[] under mu may read them.
  */
 #include "io/cluster.h"
 #include "io/io.h"
@@ -421,6 +423,21 @@ rlock__cnode *rlock__cluster_node_for(rlock__cluster *cl, int slot)
         if (owns_a_slot(cl, cl->nodes[i]))
             return cl->nodes[i];
     return cl->count > 0 ? cl->nodes[0] : NULL;
+}
+
+rlock__cnode *rlock__cluster_owner(rlock__cluster *cl, int slot)
+{
+    if (slot < 0 || slot >= RLOCK__SLOT_COUNT)
+        return NULL;
+    pthread_mutex_lock(&cl->mu);
+    rlock__cnode *n = cl->owner[slot];
+    pthread_mutex_unlock(&cl->mu);
+    return n;
+}
+
+bool rlock__cluster_serves(const rlock__cluster *cl, const rlock__cnode *n)
+{
+    return owns_a_slot(cl, n);
 }
 
 rlock__cnode *rlock__cluster_node_at(rlock__cluster *cl, const char *host,

@@ -76,11 +76,22 @@ rlock__cnode *rlock__cluster_node_at(rlock__cluster *cl, const char *host,
 /* The next of n's command connections (round robin). I/O thread. */
 rlock__conn *rlock__cluster_conn(rlock__cluster *cl, rlock__cnode *n);
 
-/* How to reach and greet n (for a subscriber link): valid until
- * rlock__cluster_free. */
+/* The master serving slot, or NULL when the table knows none. Any
+ * thread: read under the cluster's own lock (a caller-thread connection's
+ * choice, core/direct_cluster.c); the node stays valid until
+ * rlock__cluster_free, but may have stopped serving the slot by the time
+ * the caller uses it (its MOVED then says where the slot went). */
+rlock__cnode *rlock__cluster_owner(rlock__cluster *cl, int slot);
+
+/* Whether the table names n as the master of some slot. I/O thread. */
+bool rlock__cluster_serves(const rlock__cluster *cl, const rlock__cnode *n);
+
+/* How to reach and greet n (for a subscriber link, or a caller-thread
+ * connection): fixed when n is made, so any thread may read it once it
+ * has n; valid until rlock__cluster_free. */
 const rlock__link_opts *rlock__cnode_opts(const rlock__cnode *n);
 
-/* "host:port", for log lines. */
+/* "host:port", for log lines. Any thread, as rlock__cnode_opts. */
 const char *rlock__cnode_name(const rlock__cnode *n);
 
 /* n's host, as the cluster named it. */
