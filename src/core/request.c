@@ -95,6 +95,7 @@ void rlock__req_unref(rlock__req *r)
     free(r->argvlen);
     free(r->renewed);
     free(r->latch_del);
+    free(r->answer);
     rlock__command_clear(&r->layout);
     if (r->lock_entry != NULL)
         rlock__entry_unref(r->lock_entry);
@@ -457,10 +458,15 @@ void rlock__req_fail(rlock__req *r, int status)
 static void run_task(rlock__task *t, int status)
 {
     rlock__req *r = (rlock__req *)((char *)t - offsetof(rlock__req, task));
+    struct rlock__redirect *answer = r->answer;
+    r->answer = NULL;
     if (status != 0)
         complete(r, status);
-    else
+    else if (answer == NULL)
         rlock__req_dispatch(r);
+    else if (!rlock__route_answer(r, answer))
+        complete(r, r->status); /* what the answer said, as decoded */
+    free(answer);
 }
 
 /* Sends r without waiting: its result goes to r->on_reply, or nowhere.

@@ -74,14 +74,20 @@ struct rlock__req {
     bool done;
     bool abandoned;
 
-    /* cluster mode (core/route.c), I/O thread: the node it went to last,
-     * where a redirection sends it next, and its retries */
+    /* cluster mode (core/route.c), I/O thread: the node it went to last
+     * (or its caller-thread connection's, set before it reaches the I/O
+     * thread with an answer), where a redirection sends it next, and its
+     * retries */
     struct rlock__cnode *node;
     struct rlock__cnode *target; /* NULL: the slot's master */
     bool asking;                 /* ASKING goes just before it */
     bool unsent;                 /* the last send never left */
     int redirects;
     int64_t backoff_ms;
+    /* a cluster's answer (MOVED, ASK, TRYAGAIN, ...) that a caller-thread
+     * connection got (core/direct_cluster.c), for the I/O thread to follow
+     * before anything else (owned; NULL: none) */
+    struct rlock__redirect *answer;
 
     /* WAIT after the script (core/sync.c), I/O thread: cmd is reused for
      * the INFO replication and the WAIT that follow on the same connection */
@@ -119,9 +125,13 @@ void rlock__sync_wait_args(const rlock__req *r, int n, char nbuf[24],
 int64_t rlock__sync_wait_deadline(const rlock__req *r);
 void rlock__sync_verdict(rlock__req *r, int n, int64_t acks);
 
-/* core/route.c: cluster mode's half of rlock__req_dispatch. I/O thread. */
+/* core/route.c: cluster mode's half of rlock__req_dispatch. I/O thread,
+ * but rlock__route_slot: any thread. */
+int rlock__route_slot(const rlock__req *r);
 rlock__conn *rlock__route_conn(rlock__req *r);
 bool rlock__route_retry(rlock__req *r, int status,
                         const struct redisReply *reply);
+bool rlock__route_follows(const struct rlock__redirect *red);
+bool rlock__route_answer(rlock__req *r, const struct rlock__redirect *red);
 
 #endif /* RLOCK_CORE_REQUEST_H */

@@ -28,6 +28,12 @@
  *
  * The request's deadline is fixed at its first send (the caller's, or one
  * command timeout), so retries spend the caller's budget, never extend it.
+ *
+ * A blocking call's request may have been sent first on a caller-thread
+ * connection (core/direct_cluster.c). When the node answered one of the
+ * kinds above, the request comes to the I/O thread with that answer
+ * (r->answer) and rlock__route_answer follows it as if it had come here:
+ * a MOVED then costs that one round trip more, as on this path.
  */
 #include "core/core.h"
 #include "io/cluster.h"
@@ -41,8 +47,8 @@
 #define RLOCK__ROUTE_BACKOFF_MAX_MS 200
 
 /* The slot of r's first key (a script's KEYS[1], a plain command's first
- * argument), or -1 for a command that names none (PING). */
-static int req_slot(const rlock__req *r)
+ * argument), or -1 for a command that names none (PING). Any thread. */
+int rlock__route_slot(const rlock__req *r)
 {
     int k;
     if (r->script != NULL)
@@ -91,7 +97,7 @@ rlock__conn *rlock__route_conn(rlock__req *r)
     rlock__cnode *n = r->target;
     r->target = NULL;
     if (n == NULL)
-        n = rlock__cluster_node_for(c->cluster, req_slot(r));
+        n = rlock__cluster_node_for(c->cluster, rlock__route_slot(r));
     r->node = n;
     if (n == NULL)
         return NULL;
@@ -162,10 +168,36 @@ bool rlock__route_retry(rlock__req *r, int status,
         return false;
     rlock__redirect red;
     rlock__redirect_parse(reply, &red);
-    switch (red.kind) {
+    return rlock__route_answer(r, &red);
+}
+
+/* Whether rlock__route_answer follows red (one of the kinds above), rather
+ * than leaving it an error for the caller. Any thread. */
+bool rlock__route_follows(const rlock__redirect *red)
+{
+    switch (red->kind) {
     case RLOCK__REDIR_MOVED:
     case RLOCK__REDIR_ASK:
-        return redirect(r, &red);
+    case RLOCK__REDIR_CLUSTERDOWN:
+    case RLOCK__REDIR_MASTERDOWN:
+    case RLOCK__REDIR_LOADING:
+    case RLOCK__REDIR_READONLY:
+    case RLOCK__REDIR_TRYAGAIN:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* What a cluster's answer red means for r: true when r was sent again (or
+ * will be, after a back-off), false when r ends with it. I/O thread. */
+bool rlock__route_answer(rlock__req *r, const rlock__redirect *red)
+{
+    rlock_client *c = r->client;
+    switch (red->kind) {
+    case RLOCK__REDIR_MOVED:
+    case RLOCK__REDIR_ASK:
+        return redirect(r, red);
     case RLOCK__REDIR_CLUSTERDOWN:
     case RLOCK__REDIR_MASTERDOWN:
     case RLOCK__REDIR_LOADING:
