@@ -20,7 +20,8 @@
  * - request.c (core/request.h) sends requests on the I/O thread's command
  *   connections (src/io/conn.h) and hands the reply of an acquire whose
  *   caller gave up to release.c, which gives back the hold; direct.c runs
- *   requests on the caller's thread instead, over an idle blocking link;
+ *   requests on the caller's thread instead, over an idle blocking link
+ *   (in cluster mode one set of them per node: direct_cluster.c);
  *   acl.c checks the user's permissions once at connect; client.c
  *   (core/client.h) is what the core needs of the client object, whose
  *   life src/api/client.c runs.
@@ -73,6 +74,7 @@ typedef struct rlock__watchdog rlock__watchdog;
 typedef struct rlock__notifier rlock__notifier;
 typedef struct rlock__thread_rec rlock__thread_rec;
 typedef struct rlock__direct rlock__direct;
+typedef struct rlock__direct_cluster rlock__direct_cluster;
 
 /* ---------------------------------------------------------- entry.c */
 
@@ -357,6 +359,21 @@ void rlock__direct_shutdown(rlock__direct *d);
 void rlock__direct_free(rlock__direct *d);
 bool rlock__direct_call(rlock__direct *d, rlock__req *r, int64_t timeout_ms,
                         int *rc);
+struct rlock__link_opts;
+int rlock__direct_new_node(rlock__direct **out, rlock_client *c, int n,
+                           const struct rlock__link_opts *node,
+                           const char *name);
+void rlock__direct_retire(rlock__direct *d);
+
+/* --------------------------------------------------- direct_cluster.c */
+
+int rlock__direct_cluster_new(rlock__direct_cluster **out, rlock_client *c);
+void rlock__direct_cluster_shutdown(rlock__direct_cluster *dc);
+void rlock__direct_cluster_free(rlock__direct_cluster *dc);
+bool rlock__direct_cluster_call(rlock__direct_cluster *dc, rlock__req *r,
+                                int64_t timeout_ms, int *rc);
+/* api/cluster_connect.c: the cluster's table changed (io/cluster.h). */
+void rlock__direct_cluster_changed(rlock__direct_cluster *dc);
 
 /* ------------------------------------------------------------- acl.c */
 

@@ -42,13 +42,24 @@
  * thread: a user may close the link at any time (a broken connection),
  * and libev must never watch a descriptor closed or reused under it. A user
  * closing a link shuts its socket down, which wakes a watch on it.
+ *
+ * Where the links go. A client's set of slots goes to its server (in
+ * Sentinel mode: wherever the master is now, and a link made for an older
+ * master is closed before use). In cluster mode there is one set per
+ * master node (core/direct_cluster.c), made by rlock__direct_new_node: its
+ * links go to that node, and a cluster's answer that the request belongs
+ * elsewhere (MOVED, ASK, TRYAGAIN, ...) is not decoded but kept in
+ * r->answer for the I/O thread to follow. When the node leaves the slot
+ * table its idle links are closed and the others before their next use.
  */
 #include "core/core.h"
 #include "io/master.h"
 #include "io/link.h"
+#include "proto/cluster.h"
 
 #include <fcntl.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -68,7 +79,8 @@ typedef struct slot {
     /* the holder's */
     rlock__link_sync *link; /* NULL: not connected */
     unsigned gen;           /* counts links: tells a new one from a watched */
-    uint64_t master_gen;    /* the master's generation the link went to */
+    uint64_t master_gen;    /* the server's generation the link went to
+                               (server_gen) */
     int64_t used_at_ms;     /* the last round trip's start */
     int64_t late_since_ms;  /* 0, or since when late replies are owed */
     const char *closed_why; /* why the last link closed (NULL: none yet):
@@ -84,10 +96,29 @@ typedef struct slot {
 
 struct rlock__direct {
     rlock_client *client;
+    /* a cluster node's set: how to reach it (NULL: the client's server),
+     * and how many times it left the slot table */
+    const rlock__link_opts *node;
+    atomic_uint departures;
+    char to[RLOCK__HOST_MAX + 16]; /* " to host:port" or "", for logs */
     atomic_uint next; /* where the next caller starts looking */
     int n;
     slot slots[];
 };
+
+/* Why a cluster node's links are closed when it left the table. */
+static const char departed[] =
+    "closed: its node serves no slot any more (cluster)";
+static const char sentinel_moved[] = "closed: the master moved (Sentinel)";
+
+/* The generation of the server d's links go to: a link made for an older
+ * one is closed before use. Any thread. */
+static uint64_t server_gen(rlock__direct *d)
+{
+    if (d->node != NULL)
+        return atomic_load_explicit(&d->departures, memory_order_acquire);
+    return rlock__master_gen(d->client->master);
+}
 
 /* ------------------------------------------------------------- having one */
 
@@ -320,32 +351,42 @@ static int exchange(slot *s, rlock__req *r, int64_t deadline_ms,
  * The holder, on a user thread. Returns 0 or a code. */
 static int connect_slot(slot *s, int64_t timeout_ms)
 {
-    rlock_client *c = s->direct->client;
-    int index = (int)(s - s->direct->slots);
+    rlock__direct *d = s->direct;
+    rlock_client *c = d->client;
+    int index = (int)(s - d->slots);
     int64_t connect_ms = c->cfg.connect_timeout_ms < timeout_ms
                              ? c->cfg.connect_timeout_ms
                              : timeout_ms;
     /* read before the address: a link is never taken for newer than it is */
-    s->master_gen = rlock__master_gen(c->master);
-    int rc = rlock__client_sync_open(c, connect_ms, &s->link, NULL, 0);
+    s->master_gen = server_gen(d);
+    int rc;
+    if (d->node != NULL) {
+        rlock__link_opts o = *d->node;
+        o.connect_timeout_ms = connect_ms;
+        rc = rlock__link_sync_open(&o, &s->link, NULL, 0);
+    } else {
+        rc = rlock__client_sync_open(c, connect_ms, &s->link, NULL, 0);
+    }
     if (rc != 0) {
         rlock__log_later(c, RLOCK_LOG_DEBUG,
-                         "caller-thread connection %d could not connect: %s",
-                         index, rlock_strerror(rc));
+                         "caller-thread connection %d%s could not connect: "
+                         "%s",
+                         index, d->to, rlock_strerror(rc));
         return rc;
     }
     s->gen++;
     s->replicas = -1; /* maybe another master now (a failover) */
     if (s->closed_why == NULL) {
         rlock__log_later(c, RLOCK_LOG_DEBUG,
-                         "caller-thread connection %d connected", index);
+                         "caller-thread connection %d%s connected", index,
+                         d->to);
         return RLOCK_OK;
     }
     rlock__stats_count(c->stats, RLOCK__STAT_RECONNECTS);
     rlock__log_later(c, RLOCK_LOG_INFO,
-                     "caller-thread connection %d reconnected (the last one "
-                     "was %s)",
-                     index, s->closed_why);
+                     "caller-thread connection %d%s reconnected (the last "
+                     "one was %s)",
+                     index, d->to, s->closed_why);
     return RLOCK_OK;
 }
 
@@ -401,20 +442,44 @@ static void wait_for_replicas(slot *s, rlock__req *r)
     rlock__sync_verdict(r, n, acks);
 }
 
-/* One request on slot s (held). Returns r->status, or a code. */
+/* A cluster's answer to r that the request belongs elsewhere or later
+ * (core/route.c follows it): kept in r->answer, with r->status what the
+ * error means should nobody follow it. Returns false for any other reply.
+ * Out of memory, the answer stays the error it is. */
+static bool cluster_answer(rlock__req *r, const struct redisReply *reply)
+{
+    rlock__redirect red;
+    rlock__redirect_parse(reply, &red);
+    if (!rlock__route_follows(&red))
+        return false;
+    r->status = rlock__reply_error_code(reply);
+    if (r->status == 0)
+        r->status = RLOCK_ESERVER;
+    free(r->answer);
+    r->answer = rlock__malloc(sizeof(*r->answer));
+    if (r->answer != NULL)
+        *r->answer = red;
+    return true;
+}
+
+/* One request on slot s (held). Returns r->status, or a code; r->unsent
+ * says that nothing was sent (no connection could be made). */
 static int round_trip(slot *s, rlock__req *r, int64_t timeout_ms)
 {
     int64_t now = rlock__now_ms(), deadline = now + timeout_ms;
-    rlock__master *master = s->direct->client->master;
-    if (s->link != NULL && s->master_gen != rlock__master_gen(master))
-        close_slot(s, "closed: the master moved (Sentinel)");
+    rlock__direct *d = s->direct;
+    rlock__master *master = d->client->master;
+    if (s->link != NULL && s->master_gen != server_gen(d))
+        close_slot(s, d->node != NULL ? departed : sentinel_moved);
     if (s->link != NULL)
         check_idle(s, now);
     s->used_at_ms = now;
     if (s->link == NULL) {
         int rc = connect_slot(s, timeout_ms);
-        if (rc != 0)
+        if (rc != 0) {
+            r->unsent = true;
             return rc == RLOCK_ETIMEDOUT ? RLOCK_ECONN : rc;
+        }
     }
     struct redisReply *reply = NULL;
     int rc = exchange(s, r, deadline, &reply);
@@ -453,6 +518,10 @@ static int round_trip(slot *s, rlock__req *r, int64_t timeout_ms)
                    : RLOCK_ECONN;
     }
     s->late_since_ms = 0; /* every reply owed before ours came */
+    if (d->node != NULL && cluster_answer(r, reply)) {
+        rlock__link_reply_free(reply);
+        return r->status;
+    }
     if (master != NULL && (s->master_gen != rlock__master_gen(master) ||
                            rlock__reply_is_readonly(reply))) {
         /* an answer of a master no longer ours, or of one turned into a
@@ -461,7 +530,7 @@ static int round_trip(slot *s, rlock__req *r, int64_t timeout_ms)
         if (rlock__reply_is_readonly(reply))
             rlock__master_suspect(master);
         rlock__link_reply_free(reply);
-        close_slot(s, "closed: the master moved (Sentinel)");
+        close_slot(s, sentinel_moved);
         return RLOCK_ECONN;
     }
     rlock__req_decode(r, reply);
@@ -505,13 +574,28 @@ bool rlock__direct_call(rlock__direct *d, rlock__req *r, int64_t timeout_ms,
 
 /* ------------------------------------------------------------- lifecycle */
 
-/* Makes n slots (none connected yet). Returns 0 or RLOCK_ENOMEM. */
+/* Makes n slots (none connected yet) whose links go to c's server.
+ * Returns 0 or RLOCK_ENOMEM. */
 int rlock__direct_new(rlock__direct **out, rlock_client *c, int n)
+{
+    return rlock__direct_new_node(out, c, n, NULL, NULL);
+}
+
+/* Makes n slots whose links go to the cluster node that node says how to
+ * reach (borrowed: it must outlive the slots), named name ("host:port",
+ * copied) in log lines; node NULL: c's server. Any thread. Returns 0 or
+ * RLOCK_ENOMEM. */
+int rlock__direct_new_node(rlock__direct **out, rlock_client *c, int n,
+                           const rlock__link_opts *node, const char *name)
 {
     rlock__direct *d = rlock__calloc(1, sizeof(*d) + sizeof(slot) * (size_t)n);
     if (d == NULL)
         return RLOCK_ENOMEM;
     d->client = c;
+    d->node = node;
+    atomic_init(&d->departures, 0);
+    if (node != NULL && name != NULL)
+        snprintf(d->to, sizeof(d->to), " to %s", name);
     d->n = n;
     atomic_init(&d->next, 0);
     for (int i = 0; i < n; i++) {
@@ -530,6 +614,24 @@ int rlock__direct_new(rlock__direct **out, rlock_client *c, int n)
     }
     *out = d;
     return RLOCK_OK;
+}
+
+/* d's cluster node left the slot table: a link made before is closed,
+ * an idle one now, one in use before its next call (a reply that comes
+ * meanwhile is the node's while it still served the slot, else a MOVED).
+ * Late replies still owed on a closed link are given up (a hold one took
+ * expires with its lease). I/O thread. */
+void rlock__direct_retire(rlock__direct *d)
+{
+    atomic_fetch_add_explicit(&d->departures, 1, memory_order_acq_rel);
+    for (int i = 0; i < d->n; i++) {
+        slot *s = &d->slots[i];
+        if (!take(s))
+            continue; /* its user closes it before its next call */
+        close_slot(s, departed); /* a watch on it wakes and stops */
+        atomic_fetch_and_explicit(&s->state, ~SLOT_HELD,
+                                  memory_order_release);
+    }
 }
 
 /* Stops watching the slots. I/O thread, at stop. */
