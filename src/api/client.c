@@ -126,6 +126,7 @@ static void on_loop_stop(void *arg)
     rlock__follow_shutdown(c); /* no move from here on */
     rlock__async_shutdown(c);
     rlock__direct_shutdown(c->direct);
+    rlock__direct_cluster_shutdown(c->dcluster);
     if (c->watchdog != NULL)
         rlock__watchdog_shutdown(c->watchdog);
     if (c->pubsub != NULL)
@@ -147,6 +148,7 @@ static void destroy(rlock_client *c)
     rlock__pubsub_free(c->pubsub);
     rlock__follow_free(c); /* before the loop it may post to */
     rlock__loop_free(c->loop);
+    rlock__direct_cluster_free(c->dcluster); /* its links use the nodes' */
     rlock__cluster_free(c->cluster);
     rlock__direct_free(c->direct);
     rlock__tls_ctx_free(c->tls); /* after every link */
@@ -232,10 +234,14 @@ int rlock_client_connect_with(rlock_client **out, const char *uri,
             rlock__conn_init(&c->conns[i], rlock__loop_ev(c->loop),
                              c->link_opts, rlock__req_conn_event, c);
     }
+    /* caller-thread connections: per node in a cluster (made before the
+     * table's changes can reach them), else to the one server */
+    if (rc == 0 && table != NULL)
+        rc = rlock__direct_cluster_new(&c->dcluster, c);
     if (rc == 0 && table != NULL)
         rc = rlock__cluster_attach(c, table);
     rlock__slot_table_free(table);
-    if (rc == 0)
+    if (rc == 0 && c->dcluster == NULL)
         rc = rlock__direct_new(&c->direct, c, c->cfg.connections);
     if (rc == 0)
         rc = rlock__pubsub_new(&c->pubsub, c);

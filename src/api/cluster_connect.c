@@ -118,6 +118,7 @@ int rlock__cluster_find_seed(rlock_client *c, rlock__link_opts *o,
 static void on_topology(void *arg)
 {
     rlock_client *c = arg;
+    rlock__direct_cluster_changed(c->dcluster);
     rlock__pubsub_topology_changed(c->pubsub);
 }
 

@@ -6,9 +6,10 @@
  * The machine runs on the calling thread: a "send" is one round trip,
  * and which executor runs it is this driver's choice (rlock__sync_call):
  * this very thread when a direct connection is idle (core/direct.c: the
- * measured fast path, two thread wake-ups fewer per round trip), the I/O
- * thread otherwise (core/request.c), where requests of many threads share
- * its connections and pipeline; a "wait"
+ * measured fast path, two thread wake-ups fewer per round trip; in a
+ * cluster, one to the master of the request's slot, core/direct_cluster.c),
+ * the I/O thread otherwise (core/request.c), where requests of many threads
+ * share its connections and pipeline; a "wait"
  * blocks on the thread's own condition variable until the waiter's wake-up
  * (an unlock message, the subscription) or the time the machine named.
  * Nothing here decides anything about locks: a call is the machine's steps
@@ -52,10 +53,13 @@ static void sleep_until(int64_t until_ms)
 int rlock__sync_call(rlock__req *r, int64_t timeout_ms)
 {
     int rc;
-    /* a cluster's requests all go through the I/O thread, which routes
-     * them (core/route.c) */
-    if (r->client->cluster == NULL && !rlock__loop_on_thread(r->client->loop) &&
-        rlock__direct_call(r->client->direct, r, timeout_ms, &rc))
+    rlock_client *c = r->client;
+    /* in a cluster, a connection to the master of the request's slot
+     * (core/direct_cluster.c) */
+    if (!rlock__loop_on_thread(c->loop) &&
+        (c->dcluster != NULL
+             ? rlock__direct_cluster_call(c->dcluster, r, timeout_ms, &rc)
+             : rlock__direct_call(c->direct, r, timeout_ms, &rc)))
         return rc;
     return rlock__req_call(r, timeout_ms);
 }

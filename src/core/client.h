@@ -95,6 +95,7 @@ struct rlock__tls_ctx;
 struct rlock__pubsub;
 struct rlock__watchdog;
 struct rlock__direct;
+struct rlock__direct_cluster;
 struct rlock__notifier;
 struct rlock__thread_rec;
 struct rlock__aop;       /* src/api/lock_async.c's */
@@ -136,7 +137,10 @@ struct rlock_client {
     unsigned next_conn; /* I/O thread: round robin */
     struct rlock__pubsub *pubsub;
     struct rlock__watchdog *watchdog;
-    struct rlock__direct *direct; /* connections used on the caller's thread */
+    struct rlock__direct *direct; /* connections used on the caller's thread
+                                     (NULL in cluster mode) */
+    /* cluster mode's: those connections, per node (core/direct_cluster.c) */
+    struct rlock__direct_cluster *dcluster;
 
     struct rlock__notifier *notifier;
     rlock__stats *stats; /* NULL: statistics off (core/stats.h) */
