@@ -1,0 +1,446 @@
+/*
+ * test_cluster_direct.c: blocking calls on caller-thread connections in
+ * cluster mode (issue 14; src/core/direct_cluster.c) against a live Redis
+ * Cluster of 3 masters and 3 replicas (cluster_fixture.h), one for the
+ * whole program.
+ *
+ * How a caller-thread connection is told from the I/O thread's: a client
+ * has one connection of each kind per node (rlock_config_set_connections
+ * 1), and both carry the client's name. An async call opens the I/O
+ * thread's connection to a node; a blocking call then opens a second one
+ * there, and never a third. What a MOVED costs is read from the nodes'
+ * INFO commandstats (a command refused with MOVED counts in rejected_calls
+ * there); the table's periodic refresh is pushed out of the way (a scan
+ * interval of a minute) so that the client's table stays stale until a
+ * MOVED says otherwise.
+ *
+ * Cases run in order and share the cluster: those that change it (the
+ * migration, the failover) come last, and each asks the fixture who serves
+ * what now.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster_fixture.h"
+#include "harness.h"
+#include "lock_testing.h"
+#include "proto/cluster.h"
+#include "rlock.h"
+
+#define HOST "127.0.0.1"
+/* How long a close or a give-back may take to show on a loaded machine. */
+#define SETTLE_MS 5000
+
+static rt_cluster cluster;
+
+/* ---------------------------------------------------------------- helpers */
+
+static int slot_of(const char *key)
+{
+    return rlock__key_slot(key, strlen(key));
+}
+
+/* Writes into buf a lock name whose slot master m serves now. */
+static void name_on(int m, const char *prefix, char *buf, size_t len)
+{
+    for (int i = 0; i < 100000; i++) {
+        snprintf(buf, len, "%s-%d", prefix, i);
+        if (rt_cluster_owner(&cluster, slot_of(buf)) == m)
+            return;
+    }
+    fail_msg("no name of prefix %s lands on master %d", prefix, m);
+}
+
+/* A client of the cluster named name, with one connection of each kind
+ * per node, the given command timeout and retries, and a scan interval of
+ * a minute (its table changes only through what the nodes answer). */
+static rlock_client *client_named(const char *name, int64_t command_ms,
+                                  int retries)
+{
+    rlock_config *cfg = NULL;
+    rlock_client *c = NULL;
+    char uri[128];
+    snprintf(uri, sizeof(uri), "redis+cluster://" HOST ":%d," HOST ":%d",
+             cluster.node[0].port, cluster.node[1].port);
+    assert_int_equal(rlock_config_new(&cfg), RLOCK_OK);
+    assert_int_equal(rlock_config_set_connections(cfg, 1), RLOCK_OK);
+    assert_int_equal(rlock_config_set_command_timeout(cfg, command_ms), 0);
+    assert_int_equal(rlock_config_set_retry_attempts(cfg, retries), 0);
+    assert_int_equal(rlock_config_set_client_name(cfg, name), RLOCK_OK);
+    assert_int_equal(rlock_config_set_cluster_scan_interval(cfg, 60000), 0);
+    assert_int_equal(rlock_client_connect_with(&c, uri, cfg), RLOCK_OK);
+    rlock_config_free(cfg);
+    return c;
+}
+
+/* Node i's connections named name whose last command is cmd (NULL: any). */
+static int connections_on(int i, const char *name, const char *cmd)
+{
+    char needle[96];
+    snprintf(needle, sizeof(needle), " name=%s ", name);
+    char *list = rt_cmd_str(&cluster.node[i], "CLIENT LIST");
+    assert_non_null(list);
+    int n = 0;
+    for (char *line = strtok(list, "\n"); line != NULL;
+         line = strtok(NULL, "\n")) {
+        if (strstr(line, needle) == NULL)
+            continue;
+        char want[64];
+        snprintf(want, sizeof(want), " cmd=%s ", cmd != NULL ? cmd : "");
+        if (cmd == NULL || strstr(line, want) != NULL)
+            n++;
+    }
+    free(list);
+    return n;
+}
+
+/* Waits until node i has n connections named name (cmd as above). */
+static int await_connections(int i, const char *name, const char *cmd, int n)
+{
+    int64_t until = rt_now_ms() + SETTLE_MS;
+    int now;
+    while ((now = connections_on(i, name, cmd)) != n && rt_now_ms() < until)
+        rt_sleep_ms(20);
+    return now;
+}
+
+/* Node i's count of EVALSHA from INFO commandstats: those that ran
+ * without an error (a NOSCRIPT, which a new master answers once per
+ * script, is one), plus those refused (a MOVED, an ASK) when rejected is
+ * true. */
+static long long evalsha_on(int i, bool rejected)
+{
+    char *info = rt_cmd_str(&cluster.node[i], "INFO commandstats");
+    assert_non_null(info);
+    long long calls = 0, refused = 0, failed = 0;
+    const char *at = strstr(info, "cmdstat_evalsha:");
+    if (at != NULL) {
+        const char *c = strstr(at, "calls=");
+        const char *r = strstr(at, "rejected_calls=");
+        const char *f = strstr(at, "failed_calls=");
+        calls = c != NULL ? atoll(c + strlen("calls=")) : 0;
+        refused = r != NULL ? atoll(r + strlen("rejected_calls=")) : 0;
+        failed = f != NULL ? atoll(f + strlen("failed_calls=")) : 0;
+    }
+    free(info);
+    return calls - failed + (rejected ? refused : 0);
+}
+
+static long long exists_on(int i, const char *key)
+{
+    return rt_cmd_int(&cluster.node[i], "EXISTS %s", key);
+}
+
+/* EXISTS key on node i after ASKING: what an importing node holds. */
+static long long exists_importing(int i, const char *key)
+{
+    struct timeval tv = {5, 0};
+    redisContext *c = redisConnectWithTimeout(HOST, cluster.node[i].port, tv);
+    assert_non_null(c);
+    assert_int_equal(c->err, 0);
+    redisReply *a = redisCommand(c, "ASKING");
+    redisReply *r = redisCommand(c, "EXISTS %s", key);
+    assert_non_null(r);
+    long long v = r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+    freeReplyObject(a);
+    freeReplyObject(r);
+    redisFree(c);
+    return v;
+}
+
+/* One lock and unlock of l on the calling thread. */
+static void cycle(rlock *l)
+{
+    assert_int_equal(rlock_trylock(l, 0, 30000), RLOCK_OK);
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+}
+
+/* Two blocking cycles of name, whose slot the client's table gives to
+ * master old while master now serves it: the first call's MOVED costs one
+ * EVALSHA on old, and nothing else reaches old; both cycles run on now. */
+static void moved_costs_one_round_trip(rlock_client *c, const char *name,
+                                       int old, int now)
+{
+    rlock *l = NULL;
+    assert_int_equal(rlock_get(c, name, &l), RLOCK_OK);
+    long long old_before = evalsha_on(old, true);
+    long long now_before = evalsha_on(now, false);
+    cycle(l);
+    cycle(l);
+    assert_int_equal(evalsha_on(old, true) - old_before, 1);
+    assert_int_equal(evalsha_on(now, false) - now_before, 4);
+    assert_int_equal(exists_on(now, name), 0);
+    rlock_free(l);
+}
+
+typedef struct locker {
+    rlock *l;
+    bool hold; /* lock, then unlock once told to go */
+    int rc;
+    atomic_int locked;
+    atomic_int go;
+    atomic_int done;
+} locker;
+
+static void *run_locker(void *arg)
+{
+    locker *k = arg;
+    k->rc = rlock_trylock(k->l, 0, 30000);
+    atomic_store(&k->locked, 1);
+    if (k->hold && k->rc == RLOCK_OK) {
+        while (!atomic_load(&k->go))
+            rt_sleep_ms(5);
+        k->rc = rlock_unlock(k->l);
+    }
+    atomic_store(&k->done, 1);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ cases */
+
+/* Blocking calls on every master go on one caller-thread connection per
+ * node, beside the I/O thread's, and add no round trip: two EVALSHA per
+ * cycle on the slot's master, as on a single server. */
+static void test_blocking_calls_use_a_connection_to_the_slot_s_master(
+    void **state)
+{
+    (void)state;
+    rlock_client *c = client_named("cd-route", 5000, 3);
+    for (int m = 0; m < RT_CLUSTER_MASTERS; m++) {
+        char name[64];
+        rlock *l = NULL;
+        int node = rt_cluster_owner(&cluster, m * 5461 + 1);
+        assert_true(node >= 0);
+        name_on(node, "route", name, sizeof(name));
+        assert_int_equal(rlock_get(c, name, &l), RLOCK_OK);
+        /* the I/O thread's connection to the node, and only it */
+        lt_completion locked = {0}, unlocked = {0};
+        assert_int_equal(rlock_lock_async(l, 1, 0, 30000, lt_on_done,
+                                          &locked),
+                         RLOCK_OK);
+        assert_int_equal(lt_await_completion(&locked, 5000), RLOCK_OK);
+        assert_int_equal(rlock_unlock_async(l, 1, lt_on_done, &unlocked),
+                         RLOCK_OK);
+        assert_int_equal(lt_await_completion(&unlocked, 5000), RLOCK_OK);
+        assert_int_equal(await_connections(node, "cd-route", NULL, 1), 1);
+        long long before = evalsha_on(node, true);
+        for (int i = 0; i < 10; i++)
+            cycle(l);
+        /* a second connection there, the caller's */
+        assert_int_equal(connections_on(node, "cd-route", NULL), 2);
+        assert_int_equal(evalsha_on(node, true) - before, 20);
+        assert_int_equal(exists_on(node, name), 0);
+        rlock_free(l);
+    }
+    rlock_client_free(c);
+}
+
+/* An acquire sent on a caller-thread connection that is lost before its
+ * reply is not sent again: with no retries the call fails with
+ * RLOCK_ECONN once the hold it may have taken is dropped, and nobody
+ * holds the lock. The node holds every script (CLIENT PAUSE WRITE) while
+ * the test kills the connection the acquire waits on. */
+static void test_an_acquire_lost_on_its_connection_is_not_sent_again(
+    void **state)
+{
+    (void)state;
+    rlock_client *c = client_named("cd-lost", 5000, 0);
+    int node = rt_cluster_owner(&cluster, 1);
+    char name[64];
+    rlock *l = NULL;
+    pthread_t t;
+    name_on(node, "lost", name, sizeof(name));
+    assert_int_equal(rlock_get(c, name, &l), RLOCK_OK);
+    cycle(l); /* the caller-thread connection is open */
+    redisReply *ok = rt_cmd(&cluster.node[node], "CLIENT PAUSE 10000 WRITE");
+    assert_non_null(ok);
+    freeReplyObject(ok);
+    locker k = {.l = l};
+    assert_int_equal(pthread_create(&t, NULL, run_locker, &k), 0);
+    /* the acquire, held by the pause: a blocked connection of ours */
+    long long id = -1;
+    int64_t until = rt_now_ms() + SETTLE_MS;
+    while (id < 0 && rt_now_ms() < until) {
+        char *list = rt_cmd_str(&cluster.node[node], "CLIENT LIST");
+        assert_non_null(list);
+        for (char *line = strtok(list, "\n"); line != NULL;
+             line = strtok(NULL, "\n"))
+            if (strstr(line, " name=cd-lost ") != NULL &&
+                strstr(line, " cmd=evalsha ") != NULL &&
+                strstr(line, " flags=b ") != NULL)
+                id = atoll(line + strlen("id="));
+        free(list);
+        if (id < 0)
+            rt_sleep_ms(10);
+    }
+    if (id >= 0)
+        freeReplyObject(
+            rt_cmd(&cluster.node[node], "CLIENT KILL ID %lld", id));
+    rt_sleep_ms(200); /* whatever comes next is held by the pause too */
+    freeReplyObject(rt_cmd(&cluster.node[node], "CLIENT UNPAUSE"));
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_true(id >= 0);
+    assert_int_equal(k.rc, RLOCK_ECONN);
+    assert_int_equal(exists_on(node, name), 0);
+    assert_int_equal(rlock_hold_count(l), 0);
+    cycle(l); /* and the lock works again */
+    rlock_free(l);
+    rlock_client_free(c);
+}
+
+/* A late acquire reply on a node's caller-thread connection is read by
+ * the I/O thread while the connection is idle, and the hold it took is
+ * given back; the next call works. */
+static void test_a_late_acquire_on_a_node_s_connection_is_given_back(
+    void **state)
+{
+    (void)state;
+    rlock_client *c = client_named("cd-late", 300, 3);
+    int node = rt_cluster_owner(&cluster, 5461 + 1);
+    char name[64];
+    rlock *l = NULL;
+    name_on(node, "late", name, sizeof(name));
+    assert_int_equal(rlock_get(c, name, &l), RLOCK_OK);
+    cycle(l);
+    long long before = evalsha_on(node, false);
+    /* the node runs no script for 1 s, then runs the acquire */
+    int64_t paused = rt_now_ms();
+    freeReplyObject(rt_cmd(&cluster.node[node], "CLIENT PAUSE 1000 WRITE"));
+    assert_int_equal(rlock_trylock(l, 0, 60000), RLOCK_ETIMEDOUT);
+    assert_int_equal(rlock_hold_count(l), 0);
+    int64_t left = 1000 - (rt_now_ms() - paused);
+    if (left > 0)
+        rt_sleep_ms(left);
+    /* the acquire ran, and its hold (a lease of a minute) is given back */
+    int64_t until = rt_now_ms() + SETTLE_MS;
+    while ((exists_on(node, name) != 0 ||
+            evalsha_on(node, false) < before + 2) &&
+           rt_now_ms() < until)
+        rt_sleep_ms(20);
+    assert_true(evalsha_on(node, false) >= before + 2);
+    assert_int_equal(exists_on(node, name), 0);
+    cycle(l);
+    rlock_free(l);
+    rlock_client_free(c);
+}
+
+/* A hand-driven migration seen from the caller's thread: a new name's
+ * acquire gets ASK and runs on the importing node; a held lock's unlock
+ * gets TRYAGAIN until the slot is settled; once it is, the client's stale
+ * table costs one MOVED, and the next calls go straight to the new
+ * owner. */
+static void test_a_migration_asks_tries_again_then_moves(void **state)
+{
+    (void)state;
+    rlock_client *c = client_named("cd-migrate", 5000, 3);
+    const char *held_name = "{cd-migrating}:held";
+    const char *fresh_name = "{cd-migrating}:fresh";
+    const char *after_name = "{cd-migrating}:after";
+    int slot = slot_of(held_name);
+    int from = rt_cluster_owner(&cluster, slot);
+    int to = rt_cluster_owner(&cluster, (slot + 5461) % 16384);
+    assert_true(to >= 0 && to != from);
+    rlock *held = NULL, *fresh = NULL;
+    pthread_t t;
+    assert_int_equal(rlock_get(c, held_name, &held), RLOCK_OK);
+    assert_int_equal(rlock_get(c, fresh_name, &fresh), RLOCK_OK);
+    /* held by a thread of its own, which unlocks when told */
+    locker k = {.l = held, .hold = true};
+    assert_int_equal(pthread_create(&t, NULL, run_locker, &k), 0);
+    while (!atomic_load(&k.locked))
+        rt_sleep_ms(5);
+    assert_int_equal(k.rc, RLOCK_OK);
+    assert_int_equal(rt_cluster_migrate_begin(&cluster, slot, to), 0);
+    assert_int_equal(rt_cluster_migrate_keys(&cluster, slot, to), 0);
+    assert_int_equal(rlock_trylock(fresh, 0, 30000), RLOCK_OK);
+    assert_int_equal(exists_importing(to, fresh_name), 1);
+    /* the held lock's keys moved but its latch's would be new: TRYAGAIN
+     * until the slot is settled */
+    atomic_store(&k.go, 1);
+    rt_sleep_ms(300);
+    int still = atomic_load(&k.done);
+    assert_int_equal(rt_cluster_migrate_end(&cluster, slot, to), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_int_equal(still, 0);
+    assert_int_equal(k.rc, RLOCK_OK);
+    assert_int_equal(exists_on(to, held_name), 0);
+    assert_int_equal(rlock_unlock(fresh), RLOCK_OK);
+    assert_int_equal(exists_on(to, fresh_name), 0);
+    rlock_free(fresh);
+    rlock_free(held);
+    rlock_client_free(c);
+    /* a client whose table was read before the move */
+    c = client_named("cd-moved", 5000, 3);
+    assert_int_equal(rt_cluster_migrate_slot(&cluster, slot, from), 0);
+    moved_costs_one_round_trip(c, after_name, to, from);
+    rlock_client_free(c);
+}
+
+/* After CLUSTER FAILOVER the table names a replica: the first call's
+ * MOVED costs one round trip, the next go to the new master, and the
+ * caller-thread connection to the old one closes once the table is read
+ * again (the old master serves no slot any more). */
+static void test_a_failover_costs_one_moved_and_closes_the_old_link(
+    void **state)
+{
+    (void)state;
+    rlock_client *c = client_named("cd-failover", 5000, 3);
+    int old = rt_cluster_owner(&cluster, 10923 + 1);
+    char name[64];
+    rlock *l = NULL;
+    name_on(old, "failover", name, sizeof(name));
+    assert_int_equal(rlock_get(c, name, &l), RLOCK_OK);
+    cycle(l); /* a caller-thread connection to old, whose last is DEL */
+    assert_int_equal(await_connections(old, "cd-failover", "del", 1), 1);
+    int now = rt_cluster_failover(&cluster, old);
+    assert_true(now >= 0 && now != old);
+    moved_costs_one_round_trip(c, name, old, now);
+    /* the I/O thread may keep one there (the table's refresh asks any
+     * node); the caller's, whose last was the refused EVALSHA, closes */
+    assert_int_equal(await_connections(old, "cd-failover", "evalsha", 0), 0);
+    assert_int_equal(connections_on(old, "cd-failover", "del"), 0);
+    rlock_free(l);
+    rlock_client_free(c);
+}
+
+/* ------------------------------------------------------------------ main */
+
+static int group_setup(void **state)
+{
+    (void)state;
+    return rt_cluster_start(&cluster) == 0 ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    rt_cluster_stop(&cluster);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(
+            test_blocking_calls_use_a_connection_to_the_slot_s_master),
+        cmocka_unit_test(
+            test_an_acquire_lost_on_its_connection_is_not_sent_again),
+        cmocka_unit_test(
+            test_a_late_acquire_on_a_node_s_connection_is_given_back),
+        cmocka_unit_test(test_a_migration_asks_tries_again_then_moves),
+        cmocka_unit_test(
+            test_a_failover_costs_one_moved_and_closes_the_old_link),
+    };
+    rt_require_redis();
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
