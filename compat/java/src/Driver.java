@@ -12,7 +12,8 @@
  * Options: watchdog=MS (lockWatchdogTimeout, default 30000), timeout=MS,
  * retries=N and retry_interval=MS (command timeout and retries, Redisson's
  * defaults unless given), scan=MS (the cluster's scanInterval, default
- * 5000), max=MS (the guard, default 180000).
+ * 5000), sharded=AUTO|ON|OFF (the cluster's shardedSubscriptionMode, 3.29
+ * and newer; default AUTO), max=MS (the guard, default 180000).
  *
  * Each stdin line is a command for one named thread of this JVM:
  *
@@ -297,6 +298,18 @@ public final class Driver {
             b.setRetryInterval(Integer.parseInt(opt.get("retry_interval")));
     }
 
+    /* shardedSubscriptionMode by reflection: one source compiles against
+     * versions before 3.29, which lack it (and refuse the option). */
+    private static void setShardedMode(ClusterServersConfig s, String mode) {
+        try {
+            Class<?> e = Class.forName("org.redisson.config.ShardedSubscriptionMode");
+            Object v = e.getMethod("valueOf", String.class).invoke(null, mode);
+            s.getClass().getMethod("setShardedSubscriptionMode", e).invoke(s, v);
+        } catch (ReflectiveOperationException x) {
+            throw new IllegalArgumentException("sharded=" + mode + ": " + describe(x));
+        }
+    }
+
     private static Config config(String mode, String addresses, Map<String, String> opt) {
         Config c = new Config();
         c.setLockWatchdogTimeout(Long.parseLong(opt.getOrDefault("watchdog", "30000")));
@@ -329,6 +342,8 @@ public final class Driver {
                 .setSubscriptionConnectionMinimumIdleSize(1);
             if (opt.containsKey("scan"))
                 s.setScanInterval(Integer.parseInt(opt.get("scan")));
+            if (opt.containsKey("sharded"))
+                setShardedMode(s, opt.get("sharded"));
             commandOptions(s, opt);
             break;
         }
