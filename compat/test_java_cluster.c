@@ -17,7 +17,9 @@
  * hears its unlock, and its waiter hears rlock's in mode off, and in mode
  * both, whose unlock wakes the new Redisson's waiter too. The last case
  * pins what Redisson does with a waiter whose slot moves: it loses the
- * subscription, and later waits on that channel fail (compat/README.md).
+ * subscription, and later waits on that channel fail (compat/README.md);
+ * the one before it shows that with shardedSubscriptionMode OFF (a third
+ * JVM, of the newest version) the same waiter is woken.
  *
  * Wake-ups must come from unlock messages: the C clients re-check a held
  * lock only every CT_RECHECK_MS, a Java waiter only when its ttl (30 s)
@@ -66,6 +68,7 @@
 static rt_cluster cluster;
 static jp_peer *java; /* VERSION, AUTO: sharded */
 static jp_peer *old;  /* RLOCK_JAVA_OLD_VERSION: plain, or NULL */
+static jp_peer *plain; /* VERSION with shardedSubscriptionMode OFF */
 static rlock_client *client;
 
 /* ---------------------------------------------------------------- helpers */
@@ -718,6 +721,50 @@ static void test_through_a_slot_move_both_exclude_and_wake_each_other(
     rlock_free(la);
 }
 
+/* With shardedSubscriptionMode OFF, Redisson subscribes plain on the
+ * slot's master and moves that subscription at its next scan after the
+ * slot moves: its waiter across the move is woken by rlock's unlock (mode
+ * off), and a later wait on the name subscribes and is woken too. */
+static void test_with_sharding_off_a_java_waiter_across_a_slot_move_wakes(
+    void **state)
+{
+    (void)state;
+    char tag[32], e[64], che[160];
+    rlock_client *off = connect_mode(RLOCK_SHARDED_OFF);
+    int from = master_now(0);
+    tag_on(from, "plainmove", tag, sizeof(tag));
+    snprintf(e, sizeof(e), "%s:e", tag);
+    lt_channel_of(che, sizeof(che), e);
+    int to = other_master(from);
+
+    rlock *l = lt_get_lock(off, e);
+    assert_int_equal(rlock_lock(l), RLOCK_OK);
+    jp_send(plain, "wo lock lock %s", e);
+    wait_subs(from, "NUMSUB", che, 1, JT_PEER_MS);
+    assert_int_equal(rt_cluster_migrate_slot(&cluster, slot_of(e), to), 0);
+    int64_t again = wait_subs(to, "NUMSUB", che, 1, RESUBSCRIBE_MS);
+    assert_int_equal(plain_subs(from, che), 0);
+    print_message("redisson %s (OFF): its plain waiter subscribed on the new "
+                  "master %lld ms after the move\n",
+                  VERSION, (long long)again);
+    assert_true(jp_quiet(plain, "wo", 0));
+    long long lat = java_woken_by_rlock(plain, "wo", l);
+    jt_java_unlock(plain, "wo", "lock", e);
+    /* a later wait on the name, in the moved slot */
+    wait_subs(to, "NUMSUB", che, 0, JT_PEER_MS);
+    assert_int_equal(rlock_lock(l), RLOCK_OK);
+    jp_send(plain, "wo lock lock %s", e);
+    wait_subs(to, "NUMSUB", che, 1, JT_PEER_MS);
+    assert_true(jp_quiet(plain, "wo", 100));
+    long long later = java_woken_by_rlock(plain, "wo", l);
+    jt_java_unlock(plain, "wo", "lock", e);
+    print_message("redisson %s (OFF): rlock unlock (mode off) -> Java waiter "
+                  "%lld ms across the move, %lld ms after it\n",
+                  VERSION, lat, later);
+    rlock_free(l);
+    rlock_client_free(off);
+}
+
 /* What Redisson does with a waiter whose slot moves (pinned here, and in
  * compat/README.md): both old owners push sunsubscribe, which Redisson
  * ignores, and its scan's re-subscription for the moved slot does not
@@ -773,6 +820,8 @@ static void test_redisson_loses_a_waiter_s_subscription_when_its_slot_moves(
 static int group_setup(void **state)
 {
     static const char *const opts[] = {"scan=" JAVA_SCAN_MS, NULL};
+    static const char *const plain_opts[] = {"scan=" JAVA_SCAN_MS,
+                                             "sharded=OFF", NULL};
     char seeds[256];
     (void)state;
     jp_require_java(VERSION);
@@ -785,6 +834,7 @@ static int group_setup(void **state)
     snprintf(seeds, sizeof(seeds), "redis://" HOST ":%d,redis://" HOST ":%d",
              cluster.node[0].port, cluster.node[1].port);
     java = jp_start_mode(VERSION, "cluster", seeds, opts);
+    plain = jp_start_mode(VERSION, "cluster", seeds, plain_opts);
 #ifdef RLOCK_JAVA_OLD_VERSION
     jp_require_java(RLOCK_JAVA_OLD_VERSION);
     snprintf(seeds, sizeof(seeds), "redis://" HOST ":%d,redis://" HOST ":%d",
@@ -794,7 +844,8 @@ static int group_setup(void **state)
         jp_ready(old, RLOCK_JAVA_OLD_VERSION, JT_JVM_START_MS) != 0)
         return -1;
 #endif
-    if (java == NULL || jp_ready(java, VERSION, JT_JVM_START_MS) != 0)
+    if (java == NULL || jp_ready(java, VERSION, JT_JVM_START_MS) != 0 ||
+        plain == NULL || jp_ready(plain, VERSION, JT_JVM_START_MS) != 0)
         return -1;
     client = connect_mode(RLOCK_SHARDED_AUTO);
     return 0;
@@ -805,6 +856,7 @@ static int group_teardown(void **state)
     (void)state;
     rlock_client_free(client);
     jp_free(java);
+    jp_free(plain);
     jp_free(old);
     rt_cluster_stop(&cluster);
     return 0;
@@ -829,6 +881,8 @@ int main(void)
             test_through_a_failover_both_exclude_and_wake_each_other),
         cmocka_unit_test(
             test_through_a_slot_move_both_exclude_and_wake_each_other),
+        cmocka_unit_test(
+            test_with_sharding_off_a_java_waiter_across_a_slot_move_wakes),
         cmocka_unit_test(
             test_redisson_loses_a_waiter_s_subscription_when_its_slot_moves),
     };
