@@ -758,6 +758,15 @@ typedef struct rlock_stats {
     /* time from taking a hold (reentry aside) to its final release; holds
      * found lost are not timed */
     rlock_histogram hold;
+
+    /* a cluster's answers that sent a call elsewhere or again (0 off a
+     * cluster): MOVED (the slot has a new master; an SSUBSCRIBE's MOVED
+     * counts too), ASK (a slot migrating: asked again with ASKING), and
+     * TRYAGAIN, CLUSTERDOWN, MASTERDOWN, LOADING or READONLY (the call
+     * tried again after a back-off) */
+    uint64_t cluster_moved;
+    uint64_t cluster_ask;
+    uint64_t cluster_tryagain;
 } rlock_stats;
 
 #define RLOCK_STATS_INIT {.size = sizeof(rlock_stats)}
@@ -795,7 +804,9 @@ RLOCK_API int64_t rlock_stats_quantile(const rlock_histogram *h, double q);
  *   rlock_lease_margin_min_seconds (NaN before a renewal),
  *   rlock_locks_lost_total{reason="gone|taken|expired|abandoned"},
  *   rlock_reconnects_total, rlock_round_trips_total,
- *   rlock_script_reloads_total.
+ *   rlock_script_reloads_total,
+ *   rlock_cluster_redirects_total{kind="moved|ask"},
+ *   rlock_cluster_tryagain_total.
  * Returns RLOCK_EINVAL when s is NULL or its size is too small, or buf is
  * NULL with len > 0. Thread-safety: any thread. Ownership: buf is the
  * caller's. */

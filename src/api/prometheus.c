@@ -172,5 +172,17 @@ int rlock_stats_format(const rlock_stats *s, char *buf, size_t len)
             v.round_trips);
     counter(&o, "rlock_script_reloads_total",
             "Scripts loaded again after NOSCRIPT.", v.script_reloads);
+    header(&o, "rlock_cluster_redirects_total", "counter",
+           "Redis Cluster answers that sent a call to another node: MOVED "
+           "(a slot's new master) and ASK (a slot migrating).");
+    put(&o,
+        "rlock_cluster_redirects_total{kind=\"moved\"} %llu\n"
+        "rlock_cluster_redirects_total{kind=\"ask\"} %llu\n",
+        (unsigned long long)v.cluster_moved,
+        (unsigned long long)v.cluster_ask);
+    counter(&o, "rlock_cluster_tryagain_total",
+            "Redis Cluster answers after which a call was tried again: "
+            "TRYAGAIN, CLUSTERDOWN, MASTERDOWN, LOADING, READONLY.",
+            v.cluster_tryagain);
     return o.used > INT32_MAX ? RLOCK_EINVAL : (int)o.used;
 }

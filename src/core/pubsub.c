@@ -527,6 +527,7 @@ static bool cluster_moved_it(rlock__pubsub *ps, channel *ch,
     switch (rlock__redirect_parse(reply, &red) == 0 ? red.kind
                                                     : RLOCK__REDIR_NONE) {
     case RLOCK__REDIR_MOVED: {
+        rlock__stats_count(ps->client->stats, RLOCK__STAT_CLUSTER_MOVED);
         struct rlock__cnode *n =
             red.host[0] != '\0' || ps->links[ch->on].node == NULL
                 ? rlock__cluster_node_at(cl, red.host, red.port)

@@ -197,6 +197,9 @@ bool rlock__route_answer(rlock__req *r, const rlock__redirect *red)
     switch (red->kind) {
     case RLOCK__REDIR_MOVED:
     case RLOCK__REDIR_ASK:
+        rlock__stats_count(c->stats, red->kind == RLOCK__REDIR_MOVED
+                                         ? RLOCK__STAT_CLUSTER_MOVED
+                                         : RLOCK__STAT_CLUSTER_ASK);
         return redirect(r, red);
     case RLOCK__REDIR_CLUSTERDOWN:
     case RLOCK__REDIR_MASTERDOWN:
@@ -205,6 +208,7 @@ bool rlock__route_answer(rlock__req *r, const rlock__redirect *red)
         rlock__cluster_refresh(c->cluster);
         /* fall through */
     case RLOCK__REDIR_TRYAGAIN:
+        rlock__stats_count(c->stats, RLOCK__STAT_CLUSTER_TRYAGAIN);
         return again_later(r);
     default:
         return false;

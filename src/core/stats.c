@@ -154,6 +154,9 @@ void rlock__stats_snapshot(const rlock__stats *s, rlock_stats *out)
     out->script_reloads = v[RLOCK__STAT_SCRIPT_RELOADS];
     copy_hist(&s->wait, &out->wait);
     copy_hist(&s->hold, &out->hold);
+    out->cluster_moved = v[RLOCK__STAT_CLUSTER_MOVED];
+    out->cluster_ask = v[RLOCK__STAT_CLUSTER_ASK];
+    out->cluster_tryagain = v[RLOCK__STAT_CLUSTER_TRYAGAIN];
 }
 
 /* The q-quantile of h (see rlock_stats_quantile in rlock.h). */

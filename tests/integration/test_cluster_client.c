@@ -509,6 +509,14 @@ static void test_admin_commands_go_to_the_slot_s_master(void **state)
 
 static int failover_of;
 
+/* The client's statistics now. */
+static rlock_stats stats_of(rlock_client *c)
+{
+    rlock_stats s = RLOCK_STATS_INIT;
+    assert_int_equal(rlock_client_stats(c, &s), RLOCK_OK);
+    return s;
+}
+
 /* CLUSTER FAILOVER of the master serving "failover-held". */
 /* How many WAITs node i has run (INFO commandstats). */
 static long long waits_on(int i)
@@ -611,6 +619,7 @@ static void test_locks_follow_a_failover_through_moved(void **state)
     assert_int_equal(rlock_lock(l), RLOCK_OK); /* loads the old table */
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     int old = rt_cluster_owner(&cluster, slot_of(name));
+    rlock_stats before = stats_of(client);
     int now = rt_cluster_failover(&cluster, old);
     assert_true(now >= 0 && now != old);
     /* at once: the table still names the old master, a replica now */
@@ -618,6 +627,13 @@ static void test_locks_follow_a_failover_through_moved(void **state)
     assert_int_equal(exists_on(now, name), 1);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     assert_int_equal(exists_on(now, name), 0);
+    /* the lock's MOVED (the unlock's came after the table took it) */
+    rlock_stats after = stats_of(client);
+    print_message("MOVED answers counted: %llu\n",
+                  (unsigned long long)(after.cluster_moved -
+                                       before.cluster_moved));
+    assert_true(after.cluster_moved - before.cluster_moved >= 1);
+    assert_int_equal(after.cluster_ask, before.cluster_ask);
     rlock_free(l);
 }
 
@@ -643,6 +659,7 @@ static void test_a_migration_asks_then_tries_again(void **state)
     assert_true(to >= 0 && to != from);
 
     rlock *held = NULL, *l = NULL;
+    rlock_stats before = stats_of(client);
     assert_int_equal(rlock_get(client, moving, &held), RLOCK_OK);
     assert_int_equal(rlock_get(client, fresh, &l), RLOCK_OK);
     /* held by owner 9 through the async calls, so that the unlock can
@@ -669,6 +686,17 @@ static void test_a_migration_asks_then_tries_again(void **state)
     assert_int_equal(exists_on(to, moving), 0);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     assert_int_equal(exists_on(to, fresh), 0);
+    /* counted: the acquire's ASK, the unlock's TRYAGAINs, and a MOVED
+     * once the slot was settled (unless a refresh came first) */
+    rlock_stats after = stats_of(client);
+    print_message("counted: %llu ASK, %llu TRYAGAIN, %llu MOVED\n",
+                  (unsigned long long)(after.cluster_ask - before.cluster_ask),
+                  (unsigned long long)(after.cluster_tryagain -
+                                       before.cluster_tryagain),
+                  (unsigned long long)(after.cluster_moved -
+                                       before.cluster_moved));
+    assert_true(after.cluster_ask - before.cluster_ask >= 1);
+    assert_true(after.cluster_tryagain - before.cluster_tryagain >= 1);
     rlock_free(l);
     rlock_free(held);
 }

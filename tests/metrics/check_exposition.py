@@ -45,6 +45,11 @@ COUNTERS = {
     "rlock_reconnects": {(): "reconnects"},
     "rlock_round_trips": {(): "round_trips"},
     "rlock_script_reloads": {(): "script_reloads"},
+    "rlock_cluster_redirects": {
+        (("kind", "moved"),): "cluster_moved",
+        (("kind", "ask"),): "cluster_ask",
+    },
+    "rlock_cluster_tryagain": {(): "cluster_tryagain"},
 }
 HISTOGRAMS = {"rlock_wait_seconds": "wait", "rlock_hold_seconds": "hold"}
 GAUGES = {"rlock_lease_margin_min_seconds"}

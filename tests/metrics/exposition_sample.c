@@ -66,7 +66,7 @@ int main(int argc, char **argv)
 
     json_t *j = json_pack(
         "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
-        "s:I, s:I, s:I, s:I, s:I, s:o, s:o}",
+        "s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:I, s:I, s:I}",
         "acquired_immediately", (json_int_t)snap.acquired_immediately,
         "acquired_after_wait", (json_int_t)snap.acquired_after_wait,
         "acquire_timeouts", (json_int_t)snap.acquire_timeouts,
@@ -84,7 +84,10 @@ int main(int argc, char **argv)
         (json_int_t)snap.reconnects, "round_trips",
         (json_int_t)snap.round_trips, "script_reloads",
         (json_int_t)snap.script_reloads, "wait", histogram_json(&snap.wait),
-        "hold", histogram_json(&snap.hold));
+        "hold", histogram_json(&snap.hold), "cluster_moved",
+        (json_int_t)snap.cluster_moved, "cluster_ask",
+        (json_int_t)snap.cluster_ask, "cluster_tryagain",
+        (json_int_t)snap.cluster_tryagain);
     if (j == NULL || json_dump_file(j, argv[2], JSON_INDENT(1)) != 0)
         return 1;
     json_decref(j);

@@ -403,7 +403,8 @@ static void test_exposition_has_help_and_type_before_each_family(
         "rlock_rechecks_found_free_total", "rlock_renewals_total",
         "rlock_renewals_failed_total", "rlock_lease_margin_min_seconds",
         "rlock_locks_lost_total",      "rlock_reconnects_total",
-        "rlock_round_trips_total",     "rlock_script_reloads_total"};
+        "rlock_round_trips_total",     "rlock_script_reloads_total",
+        "rlock_cluster_redirects_total", "rlock_cluster_tryagain_total"};
     for (size_t i = 0; i < sizeof(families) / sizeof(*families); i++) {
         char help[128], type[128];
         snprintf(help, sizeof(help), "# HELP %s ", families[i]);
@@ -438,6 +439,14 @@ static void test_exposition_counters_carry_the_snapshots_values(void **state)
                 (double)s.round_trips);
     assert_true(value_of(text, "rlock_script_reloads_total") ==
                 (double)s.script_reloads);
+    assert_true(value_of(text,
+                         "rlock_cluster_redirects_total{kind=\"moved\"}") ==
+                (double)s.cluster_moved);
+    assert_true(value_of(text,
+                         "rlock_cluster_redirects_total{kind=\"ask\"}") ==
+                (double)s.cluster_ask);
+    assert_true(value_of(text, "rlock_cluster_tryagain_total") ==
+                (double)s.cluster_tryagain);
     assert_true(value_of(text, "rlock_lease_margin_min_seconds") == 19.5);
     free(text);
 }
