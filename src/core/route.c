@@ -23,8 +23,9 @@
  *                with the request on it may have run: it is never resent
  *                (a second HINCRBY would add a hold), and its caller hears
  *                RLOCK_ECONN, as on a single server.
- * At most RLOCK__ROUTE_REDIRECTS redirections per request, as a guard
- * against two nodes sending it back and forth while they disagree.
+ * At most RLOCK__ROUTE_REDIRECTS redirections in a row per request (a
+ * back-off between them starts the count again), as a guard against two
+ * nodes sending it back and forth while they disagree.
  *
  * The request's deadline is fixed at its first send (the caller's, or one
  * command timeout), so retries spend the caller's budget, never extend it.
@@ -117,10 +118,15 @@ static void resend(void *arg, int status)
         rlock__req_dispatch(r);
 }
 
-/* Sends r again after a back-off, if its deadline allows. */
+/* Sends r again after a back-off, if its deadline allows. The redirection
+ * cap starts afresh: it stops nodes sending a request back and forth
+ * without pause, and a back-off is a pause (an unlock in a migrating slot
+ * gets ASK from the source and TRYAGAIN from the target on every round,
+ * for as long as the migration lasts). */
 static bool again_later(rlock__req *r)
 {
     rlock_client *c = r->client;
+    r->redirects = 0;
     int64_t b = r->backoff_ms == 0 ? RLOCK__ROUTE_BACKOFF_MIN_MS
                                    : r->backoff_ms * 2;
     r->backoff_ms = b > RLOCK__ROUTE_BACKOFF_MAX_MS
