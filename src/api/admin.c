@@ -408,22 +408,67 @@ int rlock_admin_subscribe(rlock_admin_conn *a, size_t nchannels,
     return failed(a, rc);
 }
 
+int rlock_admin_subscribe_lock(rlock_admin_conn *a, size_t nlock,
+                               const char *const *lock, size_t nchannels,
+                               const char *const *channels, size_t npatterns,
+                               const char *const *patterns)
+{
+    if (a == NULL || nlock + nchannels + npatterns == 0 ||
+        (nlock > 0 && lock == NULL) || (nchannels > 0 && channels == NULL))
+        return RLOCK_EINVAL;
+    a->error[0] = '\0';
+    rlock_client *c = a->client;
+    /* routed as a command naming the channel: its slot is the lock's */
+    const char *by[2] = {"SUBSCRIBE", nlock > 0 ? lock[0] : NULL};
+    if (by[1] == NULL && nchannels > 0)
+        by[1] = channels[0];
+    const char *const *argv = by;
+    int argc = by[1] != NULL ? 2 : 1;
+    int rc = route(a, 1, &argc, &argv);
+    bool sharded = c->cluster != NULL && c->sub_sharded;
+    if (rc == 0)
+        rc = send_subscribe(a, sharded ? "SSUBSCRIBE" : "SUBSCRIBE", nlock,
+                            lock);
+    if (rc == 0)
+        rc = send_subscribe(a, "SUBSCRIBE", nchannels, channels);
+    if (rc == 0)
+        rc = send_subscribe(a, "PSUBSCRIBE", npatterns, patterns);
+    size_t n = nlock + nchannels + npatterns;
+    if (rc == 0)
+        rc = confirmations(a, n,
+                           rlock__now_ms() + c->cfg.command_timeout_ms);
+    return failed(a, rc);
+}
+
 /* Hands r to fn when it is a message; returns fn's answer, 0 for anything
- * else (confirmations). */
-static int deliver(const rlock_admin_reply *r, rlock_admin_message_fn fn,
-                   void *arg)
+ * else (confirmations), or RLOCK_ECONN when the server ended a sharded
+ * subscription (its slot moved). */
+static int deliver(rlock_admin_conn *a, const rlock_admin_reply *r,
+                   rlock_admin_message_fn fn, void *arg)
 {
     if (r->type != RLOCK_ADMIN_ARRAY || r->elements < 3)
         return 0;
     for (size_t i = 0; i < r->elements; i++)
-        if (r->element[i]->str == NULL)
+        if (r->element[i]->str == NULL &&
+            r->element[i]->type != RLOCK_ADMIN_INTEGER)
             return 0;
     const char *kind = r->element[0]->str;
-    if (strcmp(kind, "message") == 0 && r->elements == 3)
+    if (kind == NULL || r->element[1]->str == NULL)
+        return 0;
+    if ((strcmp(kind, "smessage") == 0 || strcmp(kind, "message") == 0) &&
+        r->elements == 3 && r->element[2]->str != NULL)
         return fn(arg, NULL, r->element[1]->str, r->element[2]->str);
-    if (strcmp(kind, "pmessage") == 0 && r->elements == 4)
+    if (strcmp(kind, "pmessage") == 0 && r->elements == 4 &&
+        r->element[2]->str != NULL && r->element[3]->str != NULL)
         return fn(arg, r->element[1]->str, r->element[2]->str,
                   r->element[3]->str);
+    if (strcmp(kind, "sunsubscribe") == 0) {
+        snprintf(a->error, sizeof(a->error),
+                 "the server ended the subscription to %s: its slot moved "
+                 "to another node",
+                 r->element[1]->str);
+        return RLOCK_ECONN;
+    }
     return 0;
 }
 
@@ -440,9 +485,9 @@ static int deliver_received(rlock_admin_conn *a, rlock_admin_message_fn fn,
             return RLOCK_OK;
         if (rc != 0)
             return failed(a, rc == RLOCK_EPROTO ? rc : RLOCK_ECONN);
-        int stop = deliver(r, fn, arg);
+        int stop = deliver(a, r, fn, arg);
         rlock__admin_reply_free(r);
-        if (stop > 0)
+        if (stop != 0)
             return stop;
     }
 }
@@ -450,18 +495,50 @@ static int deliver_received(rlock_admin_conn *a, rlock_admin_message_fn fn,
 int rlock_admin_listen(rlock_admin_conn *a, const sigset_t *wait_mask,
                        rlock_admin_message_fn fn, void *arg)
 {
-    if (a == NULL || fn == NULL)
+    return rlock_admin_listen_many(&a, 1, wait_mask, fn, arg);
+}
+
+/* deliver_received() on each of a[0 .. n). */
+static int deliver_all(rlock_admin_conn *const *a, size_t n,
+                       rlock_admin_message_fn fn, void *arg)
+{
+    for (size_t i = 0; i < n; i++) {
+        int rc = deliver_received(a[i], fn, arg);
+        if (rc != 0)
+            return rc;
+    }
+    return RLOCK_OK;
+}
+
+int rlock_admin_listen_many(rlock_admin_conn *const *a, size_t n,
+                            const sigset_t *wait_mask,
+                            rlock_admin_message_fn fn, void *arg)
+{
+    if (a == NULL || n == 0 || n > 4096 || fn == NULL)
         return RLOCK_EINVAL;
-    a->error[0] = '\0';
-    int rc = deliver_received(a, fn, arg);
+    for (size_t i = 0; i < n; i++) {
+        if (a[i] == NULL)
+            return RLOCK_EINVAL;
+        a[i]->error[0] = '\0';
+    }
+    int rc = deliver_all(a, n, fn, arg);
     if (rc != 0)
         return rc;
-    struct pollfd pfd = {.fd = rlock__link_sync_fd(a->link), .events = POLLIN};
-    if (ppoll(&pfd, 1, NULL, wait_mask) < 0) {
-        if (errno == EINTR)
+    struct pollfd *pfd = rlock__calloc(n, sizeof(*pfd));
+    if (pfd == NULL)
+        return RLOCK_ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        pfd[i] = (struct pollfd){.fd = rlock__link_sync_fd(a[i]->link),
+                                 .events = POLLIN};
+    int polled = ppoll(pfd, (nfds_t)n, NULL, wait_mask);
+    int err = errno;
+    free(pfd);
+    if (polled < 0) {
+        if (err == EINTR)
             return RLOCK_OK;
-        snprintf(a->error, sizeof(a->error), "poll: %s", strerror(errno));
+        snprintf(a[0]->error, sizeof(a[0]->error), "poll: %s",
+                 strerror(err));
         return RLOCK_ECONN;
     }
-    return deliver_received(a, fn, arg);
+    return deliver_all(a, n, fn, arg);
 }

@@ -131,6 +131,20 @@ int rlock_admin_subscribe(rlock_admin_conn *a, size_t nchannels,
                           const char *const *channels, size_t npatterns,
                           const char *const *patterns);
 
+/* As rlock_admin_subscribe(), with lock channels[0 .. nlock) first,
+ * subscribed as an unlock publishes: SSUBSCRIBE in a cluster with sharded
+ * pub/sub (the "both" mode included: every unlock of rlock's and of
+ * Redisson 3.28+ is heard once), SUBSCRIBE otherwise. In a cluster a
+ * first moves to the master serving the slot of lock[0] (else
+ * channels[0]): the names given must share it, as one lock's do; that
+ * master's keyspace notifications are the lock's. A server's sunsubscribe
+ * later (the slot moved) ends rlock_admin_listen_many() with
+ * RLOCK_ECONN, rlock_admin_error() saying so. */
+int rlock_admin_subscribe_lock(rlock_admin_conn *a, size_t nlock,
+                               const char *const *lock, size_t nchannels,
+                               const char *const *channels, size_t npatterns,
+                               const char *const *patterns);
+
 /* Called once per message; pattern is NULL unless a pattern matched.
  * Returns 0 to go on, or a positive value that stops rlock_admin_listen(),
  * which returns it. The strings are valid during the call. */
@@ -147,5 +161,13 @@ typedef int (*rlock_admin_message_fn)(void *arg, const char *pattern,
  * broke (RLOCK_ECONN; RLOCK_EPROTO for bytes that are not Redis's). */
 int rlock_admin_listen(rlock_admin_conn *a, const sigset_t *wait_mask,
                        rlock_admin_message_fn fn, void *arg);
+
+/* rlock_admin_listen() on n subscribers at once (a watch of locks that
+ * different cluster masters serve): hands fn what any of them received,
+ * then waits for the next message on any. Returns as rlock_admin_listen();
+ * a negative code is about the first subscriber that broke. */
+int rlock_admin_listen_many(rlock_admin_conn *const *a, size_t n,
+                            const sigset_t *wait_mask,
+                            rlock_admin_message_fn fn, void *arg);
 
 #endif

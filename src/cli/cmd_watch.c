@@ -22,9 +22,22 @@
  * so once on stderr and shows unlock events only, unless
  * --enable-notifications turned them on (CONFIG SET, server-wide).
  *
- * The subscriber connection is read by rlock_admin_listen() (admin.h),
- * whose ppoll() mask lets SIGINT and SIGTERM in only while it waits, so a
- * signal can never be lost between checking the flag and blocking.
+ * The subscriber connection is read by rlock_admin_listen_many()
+ * (admin.h), whose ppoll() mask lets SIGINT and SIGTERM in only while it
+ * waits, so a signal can never be lost between checking the flag and
+ * blocking.
+ *
+ * A cluster (issue 14). A lock's unlock messages and keyspace events are
+ * on the master serving its slot (with sharded pub/sub, SPUBLISH reaches
+ * that node's SSUBSCRIBE clients only, and keyspace notifications never
+ * leave their node), so each NAME gets a subscriber of its own on that
+ * master, subscribed to its channels as the client's waiters are
+ * (rlock_admin_subscribe_lock), and its keyspace notifications are
+ * checked (and turned on) there. A slot that moves while watched ends the
+ * watch (exit 69): the server says so, and a watch on the old master would
+ * hear nothing more. A fair lock's per-thread channels are heard by
+ * pattern, which sharded pub/sub has no form of: on a sharded cluster its
+ * unlocks show as the keyspace events' "released by" only.
  */
 #include "cli.h"
 
@@ -56,6 +69,12 @@ static const char watch_help[] =
     "connections subscribed to its unlock channel (one per waiting\n"
     "process), plus the threads in a fair lock's queue.\n"
     "\n"
+    "On a Redis Cluster each NAME is watched on the master serving its\n"
+    "slot, where its unlock messages (SPUBLISH) and keyspace events are;\n"
+    "--enable-notifications turns them on on those masters. When a\n"
+    "watched lock's slot moves to another master, watch says so and exits\n"
+    "69: start it again to follow the lock.\n"
+    "\n"
     "Options:\n"
     "  --enable-notifications  turn the missing keyspace notification\n"
     "                    flags on with CONFIG SET (this changes the server's\n"
@@ -74,6 +93,8 @@ typedef struct watched {
     char *rw_channel;     /* redisson_rwlock:{N} */
     char *fair_pattern;   /* redisson_lock__channel:{N}:*, glob-escaped */
     char *keyspace;       /* __keyspace@<db>__:N */
+    bool notified;        /* keyspace notifications are on for it */
+    char node[80];        /* a cluster: the master serving it */
     cli_lock_state known; /* the holders last printed */
 } watched;
 
@@ -353,7 +374,8 @@ static int on_message(rlock_admin_conn *query, watched *ws, size_t n,
             emit(w->name, "unlocked (read-write lock, %s side)%s",
                  strcmp(payload, "1") == 0 ? "write" : "read", wt);
             forget(w);
-        } else if (keyspace && strcmp(channel, w->keyspace) == 0) {
+        } else if (keyspace && w->notified &&
+                   strcmp(channel, w->keyspace) == 0) {
             if (strcmp(payload, "expired") == 0) {
                 print_held(w);
                 emit(w->name, "expired (the lease ran out; no unlock was "
@@ -384,7 +406,8 @@ static bool has_flags(const char *flags)
             (strchr(flags, 'h') && strchr(flags, 'g') && strchr(flags, 'x')));
 }
 
-/* Checks (and with enable, turns on) keyspace notifications. Returns true
+/* Checks (and with enable, turns on) keyspace notifications on query's
+ * server (in a cluster, the node its last command went to). Returns true
  * when they are on. */
 static bool keyspace_on(rlock_admin_conn *query, bool enable)
 {
@@ -406,9 +429,11 @@ static bool keyspace_on(rlock_admin_conn *query, bool enable)
     if (has_flags(flags))
         return true;
     if (!enable) {
-        cli_error("keyspace notifications are off on this server "
+        cli_error("keyspace notifications are off on %s "
                   "(notify-keyspace-events=\"%s\"), so only unlock events "
                   "are shown; --enable-notifications turns them on",
+                  rlock_admin_node(query)[0] ? rlock_admin_node(query)
+                                             : "this server",
                   flags);
         return false;
     }
@@ -425,8 +450,9 @@ static bool keyspace_on(rlock_admin_conn *query, bool enable)
     rlock_admin_command(query, 4, set, &r);
     ok = r != NULL && r->type == RLOCK_ADMIN_STATUS;
     if (ok)
-        cli_error("set notify-keyspace-events to \"%s\" (was \"%s\")", want,
-                  flags);
+        cli_error("set notify-keyspace-events to \"%s\" (was \"%s\")%s%s",
+                  want, flags, rlock_admin_node(query)[0] ? " on " : "",
+                  rlock_admin_node(query));
     else
         cli_error("cannot turn on keyspace notifications (%s); showing "
                   "unlock events only",
@@ -435,28 +461,65 @@ static bool keyspace_on(rlock_admin_conn *query, bool enable)
     return ok;
 }
 
-/* Subscribes sub to every channel of ws. Returns 0 or an exit status. */
-static int subscribe_all(rlock_admin_conn *sub, watched *ws, size_t n,
-                         bool keyspace)
+/* Checks keyspace notifications (turning them on with enable) where each
+ * lock of ws[0 .. n) lives: in a cluster on each lock's master (query
+ * goes there by a command naming the lock; each node is asked once), else
+ * once. Sets each lock's notified, and *any when one is. Returns 0 or an
+ * exit status. */
+static int check_notifications(rlock_admin_conn *query, watched *ws,
+                               size_t n, bool cluster, bool enable,
+                               bool *any)
 {
-    size_t per = keyspace ? 3 : 2;
-    const char **channels = calloc(n * per, sizeof(*channels));
+    *any = false;
+    for (size_t i = 0; i < n; i++) {
+        if (!cluster) {
+            ws[i].notified =
+                i > 0 ? ws[0].notified : keyspace_on(query, enable);
+            *any = *any || ws[i].notified;
+            continue;
+        }
+        const char *exists[] = {"EXISTS", ws[i].name};
+        rlock_admin_reply *r = NULL;
+        int rc = rlock_admin_command(query, 2, exists, &r);
+        rlock_admin_reply_free(r);
+        if (rc != 0)
+            return cli_conn_lost(query, rc);
+        size_t same = i;
+        for (size_t k = 0; k < i && same == i; k++)
+            if (strcmp(ws[k].node, rlock_admin_node(query)) == 0)
+                same = k;
+        snprintf(ws[i].node, sizeof(ws[i].node), "%s",
+                 rlock_admin_node(query));
+        ws[i].notified =
+            same < i ? ws[same].notified : keyspace_on(query, enable);
+        *any = *any || ws[i].notified;
+    }
+    return CLI_OK;
+}
+
+/* Subscribes sub to every channel of ws[0 .. n). Returns 0 or an exit
+ * status. */
+static int subscribe_all(rlock_admin_conn *sub, watched *ws, size_t n)
+{
+    const char **locks = calloc(n * 2, sizeof(*locks));
+    const char **channels = calloc(n, sizeof(*channels));
     const char **patterns = calloc(n, sizeof(*patterns));
     int st = CLI_OK;
-    if (channels == NULL || patterns == NULL) {
+    if (locks == NULL || channels == NULL || patterns == NULL) {
         cli_error("out of memory");
         st = CLI_SOFTWARE;
         goto out;
     }
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        channels[k++] = ws[i].lock_channel;
-        channels[k++] = ws[i].rw_channel;
-        if (keyspace)
+        locks[2 * i] = ws[i].lock_channel;
+        locks[2 * i + 1] = ws[i].rw_channel;
+        if (ws[i].notified)
             channels[k++] = ws[i].keyspace;
         patterns[i] = ws[i].fair_pattern;
     }
-    int rc = rlock_admin_subscribe(sub, k, channels, n, patterns);
+    int rc = rlock_admin_subscribe_lock(sub, n * 2, locks, k, channels, n,
+                                        patterns);
     if (rc == RLOCK_ESERVER) {
         cli_error("Redis refused to subscribe: %s", rlock_admin_error(sub));
         st = CLI_FAILURE;
@@ -464,6 +527,7 @@ static int subscribe_all(rlock_admin_conn *sub, watched *ws, size_t n,
         st = cli_conn_lost(sub, rc);
     }
 out:
+    free(locks);
     free(channels);
     free(patterns);
     return st;
@@ -480,8 +544,9 @@ static int on_listen(void *arg, const char *pattern, const char *channel,
     return wc->status != 0 || output_errno != 0 || stop_requested ? 1 : 0;
 }
 
-/* Reads and handles messages until a stop signal or an error. */
-static int watch_loop(rlock_admin_conn *sub, watch_ctx *wc,
+/* Reads and handles messages of subs[0 .. nsubs) until a stop signal or
+ * an error. */
+static int watch_loop(rlock_admin_conn **subs, size_t nsubs, watch_ctx *wc,
                       const sigset_t *wait_mask)
 {
     for (;;) {
@@ -496,9 +561,11 @@ static int watch_loop(rlock_admin_conn *sub, watch_ctx *wc,
         }
         if (stop_requested)
             return CLI_OK;
-        int rc = rlock_admin_listen(sub, wait_mask, on_listen, wc);
-        if (rc < 0)
-            return cli_conn_lost(sub, rc);
+        int rc = rlock_admin_listen_many(subs, nsubs, wait_mask, on_listen,
+                                         wc);
+        for (size_t i = 0; rc < 0 && i < nsubs; i++)
+            if (rlock_admin_error(subs[i])[0] != '\0' || i + 1 == nsubs)
+                return cli_conn_lost(subs[i], rc);
     }
 }
 
@@ -533,10 +600,11 @@ int cli_cmd_watch(int argc, char **argv, cli_common *cm)
 
     rlock_config *cfg = NULL;
     rlock_client *c = NULL;
-    rlock_admin_conn *sub = NULL, *query = NULL;
+    rlock_admin_conn *query = NULL;
     watched *ws = calloc(n, sizeof(*ws));
-    size_t ready = 0;
-    if (ws == NULL) {
+    rlock_admin_conn **subs = calloc(n, sizeof(*subs));
+    size_t ready = 0, nsubs = 0;
+    if (ws == NULL || subs == NULL) {
         cli_error("out of memory");
         st = CLI_SOFTWARE;
     }
@@ -544,20 +612,27 @@ int cli_cmd_watch(int argc, char **argv, cli_common *cm)
         st = cli_connect(cm, &cfg, &c);
     if (st == 0)
         st = cli_open(c, cfg, &query);
-    if (st == 0)
-        st = cli_open(c, cfg, &sub);
     rlock_admin_server srv;
-    int db = st == 0 && rlock_admin_server_of(cfg, &srv) == 0 ? srv.database
-                                                              : 0;
+    bool described = st == 0 && rlock_admin_server_of(cfg, &srv) == 0;
+    int db = described ? srv.database : 0;
+    bool cluster = described && strstr(srv.text, "+cluster://") != NULL;
     for (; st == 0 && ready < n; ready++) {
         if (!watched_init(&ws[ready], names[ready], db)) {
             cli_error("out of memory");
             st = CLI_SOFTWARE;
         }
     }
-    bool keyspace = st == 0 && keyspace_on(query, enable);
+    bool keyspace = false;
     if (st == 0)
-        st = subscribe_all(sub, ws, n, keyspace);
+        st = check_notifications(query, ws, n, cluster, enable, &keyspace);
+    /* a cluster's locks each on their master; one server's all at once */
+    for (size_t i = 0; st == 0 && i < (cluster ? n : 1); i++) {
+        st = cli_open(c, cfg, &subs[i]);
+        if (st == 0) {
+            nsubs++;
+            st = subscribe_all(subs[i], &ws[i], cluster ? 1 : n);
+        }
+    }
     for (size_t i = 0; st == 0 && i < n; i++) {
         st = cli_lock_read(query, ws[i].name, &ws[i].known);
         if (st == 0)
@@ -565,12 +640,14 @@ int cli_cmd_watch(int argc, char **argv, cli_common *cm)
     }
     watch_ctx wc = {query, ws, n, keyspace, CLI_OK};
     if (st == 0)
-        st = watch_loop(sub, &wc, &wait_mask);
+        st = watch_loop(subs, nsubs, &wc, &wait_mask);
 
     for (size_t i = 0; i < ready; i++)
         watched_clear(&ws[i]);
     free(ws);
-    rlock_admin_close(sub);
+    for (size_t i = 0; i < nsubs; i++)
+        rlock_admin_close(subs[i]);
+    free(subs);
     rlock_admin_close(query);
     rlock_client_free(c);
     rlock_config_free(cfg);

@@ -1,0 +1,307 @@
+#!/usr/bin/env bash
+# tests/cli/test_cli_cluster.sh: the rlock tool on a Redis Cluster (issue
+# 14), driven from a shell as test_cli.sh drives it on one server. The
+# script makes a cluster of 3 masters (no replicas: the tool only reads
+# and listens) on free loopback ports and always stops it (trap on EXIT).
+#
+#   tests/cli/test_cli_cluster.sh PATH/TO/rlock
+#
+# What it checks: "rlock info" names the master serving each lock; "rlock
+# watch" of two locks on two masters listens on each lock's master (its
+# SSUBSCRIBE is seen there, and nowhere else), turns keyspace notifications
+# on there, and prints both locks' lock and unlock events, which sharded
+# pub/sub and keyspace notifications only deliver on that node; when a
+# watched lock's slot moves, watch says so and exits 69.
+#
+# Exit status: 0 when every check passed, 1 otherwise, 77 (CTest "skipped")
+# when redis-server, redis-cli or python3 is missing, unless
+# RLOCK_TEST_REQUIRE_REDIS=1 makes that a failure.
+set -u
+
+RLOCK=${1:?usage: test_cli_cluster.sh PATH/TO/rlock}
+case "$RLOCK" in /*) ;; *) RLOCK="$PWD/$RLOCK" ;; esac
+
+for tool in redis-server redis-cli python3; do
+    if ! command -v "$tool" >/dev/null 2>&1; then
+        if [ "${RLOCK_TEST_REQUIRE_REDIS:-0}" = 1 ]; then
+            echo "test_cli_cluster: $tool not found" >&2
+            exit 1
+        fi
+        echo "test_cli_cluster: $tool not found; skipping" >&2
+        exit 77
+    fi
+done
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/rlock-cli-cluster.XXXXXX")
+PIDS=()
+REDIS_PIDS=()
+failures=0
+checks=0
+
+cleanup() {
+    local pid
+    for pid in "${PIDS[@]}"; do
+        kill -KILL "$pid" 2>/dev/null
+    done
+    for pid in "${REDIS_PIDS[@]}"; do
+        kill -TERM "$pid" 2>/dev/null
+    done
+    wait 2>/dev/null
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+ok() {
+    checks=$((checks + 1))
+    echo "ok - $1"
+}
+
+not_ok() {
+    checks=$((checks + 1))
+    failures=$((failures + 1))
+    echo "not ok - $1"
+    shift
+    local line
+    for line in "$@"; do
+        echo "#   $line"
+    done
+}
+
+# check DESCRIPTION CMD...: passes when CMD succeeds.
+check() {
+    local what=$1
+    shift
+    if "$@"; then
+        ok "$what"
+    else
+        not_ok "$what" "failed: $*"
+    fi
+}
+
+# wait_until SECONDS CMD...: polls CMD every 50 ms; returns its last status.
+wait_until() {
+    local deadline=$((SECONDS + $1))
+    shift
+    until "$@"; do
+        [ "$SECONDS" -ge "$deadline" ] && return 1
+        sleep 0.05
+    done
+}
+
+# ----------------------------------------------------------------- cluster
+
+# six free loopback ports: three nodes and their cluster buses
+read -r -a PORTS < <(python3 - <<'PY'
+import socket
+socks = [socket.socket() for _ in range(6)]
+for s in socks:
+    s.bind(("127.0.0.1", 0))
+print(*[s.getsockname()[1] for s in socks])
+PY
+)
+P=("${PORTS[0]}" "${PORTS[1]}" "${PORTS[2]}")
+BUS=("${PORTS[3]}" "${PORTS[4]}" "${PORTS[5]}")
+RANGES=("0 5460" "5461 10922" "10923 16383")
+
+rcli() {
+    local i=$1
+    shift
+    redis-cli -p "${P[$i]}" "$@"
+}
+
+for i in 0 1 2; do
+    mkdir -p "$WORK/node$i"
+    redis-server --port "${P[$i]}" --bind 127.0.0.1 --save "" \
+        --appendonly no --dir "$WORK/node$i" --cluster-enabled yes \
+        --cluster-config-file nodes.conf --cluster-port "${BUS[$i]}" \
+        --cluster-node-timeout 3000 >"$WORK/node$i/log" 2>&1 &
+    REDIS_PIDS+=($!)
+done
+for i in 0 1 2; do
+    wait_until 10 rcli "$i" ping >/dev/null 2>&1 || {
+        echo "test_cli_cluster: node $i did not start" >&2
+        cat "$WORK/node$i/log" >&2
+        exit 1
+    }
+done
+for i in 0 1 2; do
+    rcli "$i" cluster set-config-epoch $((i + 1)) >/dev/null
+    # shellcheck disable=SC2086 # two numbers
+    rcli "$i" cluster addslotsrange ${RANGES[$i]} >/dev/null
+done
+rcli 0 cluster meet 127.0.0.1 "${P[1]}" "${BUS[1]}" >/dev/null
+rcli 0 cluster meet 127.0.0.1 "${P[2]}" "${BUS[2]}" >/dev/null
+
+cluster_ok() {
+    local i
+    for i in 0 1 2; do
+        rcli "$i" cluster info | grep -q "cluster_state:ok" || return 1
+        [ "$(rcli "$i" cluster nodes | grep -c master)" = 3 ] || return 1
+    done
+}
+if ! wait_until 20 cluster_ok; then
+    echo "test_cli_cluster: the cluster did not form" >&2
+    rcli 0 cluster nodes >&2
+    exit 1
+fi
+URL="redis+cluster://127.0.0.1:${P[0]},127.0.0.1:${P[1]}"
+
+# owner NAME: the index of the node serving NAME's slot
+owner() {
+    local slot i lo hi
+    slot=$(rcli 0 cluster keyslot "$1")
+    for i in 0 1 2; do
+        read -r lo hi <<<"${RANGES[$i]}"
+        if [ "$slot" -ge "$lo" ] && [ "$slot" -le "$hi" ]; then
+            echo "$i"
+            return
+        fi
+    done
+}
+
+# a name on node 0 and one on node 1 (slots are fixed by the names)
+N1=
+N2=
+for k in $(seq 100); do
+    [ -z "$N1" ] && [ "$(owner "w$k")" = 0 ] && N1="w$k"
+    [ -z "$N2" ] && [ "$(owner "w$k")" = 1 ] && N2="w$k"
+done
+
+# shard_subs NODE CHANNEL: PUBSUB SHARDNUMSUB's count
+shard_subs() {
+    rcli "$1" pubsub shardnumsub "$2" | sed -n 2p
+}
+
+# ------------------------------------------------------------------- info
+
+"$RLOCK" --url "$URL" info --json "$N1" "$N2" >"$WORK/info.out" \
+    2>"$WORK/info.err"
+status=$?
+if [ "$status" -eq 0 ] && python3 - "$WORK/info.out" "127.0.0.1:${P[0]}" \
+    "127.0.0.1:${P[1]}" <<'PY'; then
+import json, sys
+rows = json.load(open(sys.argv[1]))
+rows = rows if isinstance(rows, list) else rows.get("locks", rows)
+assert [r["node"] for r in rows] == sys.argv[2:4], rows
+PY
+    ok "info names the master serving each lock"
+else
+    not_ok "info --json: status $status" "$(cat "$WORK/info.out")" \
+        "$(cat "$WORK/info.err")"
+fi
+
+# ------------------------------------------------------------------ watch
+
+watch_has() {
+    grep -q -- "$2" "$1"
+}
+
+"$RLOCK" --url "$URL" watch --enable-notifications "$N1" "$N2" \
+    >"$WORK/watch.out" 2>"$WORK/watch.err" &
+WATCH=$!
+PIDS+=("$WATCH")
+check "watch starts on both locks" wait_until 10 \
+    watch_has "$WORK/watch.out" "$N2 watching: free"
+CH1="redisson_lock__channel:{$N1}"
+CH2="redisson_lock__channel:{$N2}"
+check "watch listens (SSUBSCRIBE) on the master of $N1" \
+    test "$(shard_subs 0 "$CH1")" = 1
+check "watch listens (SSUBSCRIBE) on the master of $N2" \
+    test "$(shard_subs 1 "$CH2")" = 1
+check "and nowhere else" \
+    test "$(shard_subs 1 "$CH1")$(shard_subs 2 "$CH1")$(shard_subs 0 "$CH2")" = 000
+for i in 0 1; do
+    check "watch turned keyspace notifications on at node $i" \
+        bash -c "redis-cli -p ${P[$i]} config get notify-keyspace-events |
+            sed -n 2p | grep -q K"
+done
+check "but not at node 2, which serves neither" \
+    test -z "$(rcli 2 config get notify-keyspace-events | sed -n 2p)"
+
+"$RLOCK" --url "$URL" exec "$N1" -- sleep 0.3 >"$WORK/exec.out" 2>&1
+check "exec on $N1 succeeds" test $? -eq 0
+check "watch prints who locked $N1 (keyspace events of node 0)" \
+    wait_until 5 watch_has "$WORK/watch.out" "$N1 locked by [0-9a-f-]*:[0-9]*"
+check "watch prints $N1's unlock (SPUBLISH on node 0)" \
+    wait_until 5 watch_has "$WORK/watch.out" " $N1 unlocked$"
+"$RLOCK" --url "$URL" exec "$N2" -- true >"$WORK/exec.out" 2>&1
+check "exec on $N2 succeeds" test $? -eq 0
+check "watch prints who locked $N2 (node 1)" \
+    wait_until 5 watch_has "$WORK/watch.out" "$N2 locked by"
+check "watch prints $N2's unlock (node 1)" \
+    wait_until 5 watch_has "$WORK/watch.out" " $N2 unlocked$"
+if [ "$(grep -c " $N1 unlocked$" "$WORK/watch.out")" = 1 ]; then
+    ok "one unlock, one line"
+else
+    not_ok "unlock lines" "$(cat "$WORK/watch.out")"
+fi
+
+# the slot of N1 moves from node 0 to node 2 (no keys: the lock is free)
+SLOT=$(rcli 0 cluster keyslot "$N1")
+ID0=$(rcli 0 cluster myid)
+ID2=$(rcli 2 cluster myid)
+rcli 2 cluster setslot "$SLOT" importing "$ID0" >/dev/null
+rcli 0 cluster setslot "$SLOT" migrating "$ID2" >/dev/null
+for i in 2 0 1; do
+    rcli "$i" cluster setslot "$SLOT" node "$ID2" >/dev/null
+done
+wait_watch_exit() {
+    ! kill -0 "$WATCH" 2>/dev/null
+}
+check "watch ends when a watched lock's slot moves" wait_until 10 \
+    wait_watch_exit
+wait "$WATCH"
+watch_status=$?
+if [ "$watch_status" -eq 69 ]; then
+    ok "watch exits 69 when the slot moved"
+else
+    not_ok "watch status $watch_status after the slot moved" \
+        "$(cat "$WORK/watch.err")"
+fi
+if grep -q "slot moved" "$WORK/watch.err"; then
+    ok "watch says the slot moved"
+else
+    not_ok "watch's message" "$(cat "$WORK/watch.err")"
+fi
+
+# and a watch started now finds N1 on node 2
+"$RLOCK" --url "$URL" watch "$N1" >"$WORK/watch2.out" 2>"$WORK/watch2.err" &
+WATCH=$!
+PIDS+=("$WATCH")
+check "a new watch starts" wait_until 10 \
+    watch_has "$WORK/watch2.out" "$N1 watching: free"
+check "on the lock's new master" test "$(shard_subs 2 "$CH1")" = 1
+kill -INT "$WATCH"
+wait "$WATCH"
+check "watch exits 0 on SIGINT" test $? -eq 0
+
+# Redisson's shardedSubscriptionMode OFF: plain SUBSCRIBE, still on the
+# lock's master (its keyspace events are there)
+cat >"$WORK/off.json" <<EOF
+{"clusterServersConfig": {"nodeAddresses": ["redis://127.0.0.1:${P[0]}"],
+ "shardedSubscriptionMode": "OFF"}}
+EOF
+"$RLOCK" --config "$WORK/off.json" watch "$N2" >"$WORK/watch3.out" \
+    2>"$WORK/watch3.err" &
+WATCH=$!
+PIDS+=("$WATCH")
+check "a watch with sharded pub/sub off starts" wait_until 10 \
+    watch_has "$WORK/watch3.out" "$N2 watching: free"
+check "it listens with SUBSCRIBE on the lock's master" \
+    test "$(rcli 1 pubsub numsub "$CH2" | sed -n 2p)$(shard_subs 1 "$CH2")" = 10
+"$RLOCK" --config "$WORK/off.json" exec "$N2" -- true >"$WORK/exec.out" 2>&1
+check "it prints who locked (keyspace events on node 1)" \
+    wait_until 5 watch_has "$WORK/watch3.out" "$N2 locked by"
+check "and the unlock, published plain" \
+    wait_until 5 watch_has "$WORK/watch3.out" " $N2 unlocked$"
+kill -TERM "$WATCH"
+wait "$WATCH"
+check "watch exits 0 on SIGTERM" test $? -eq 0
+
+echo "1..$checks"
+if [ "$failures" -ne 0 ]; then
+    echo "# $failures of $checks checks failed"
+    exit 1
+fi
+echo "# all $checks checks passed"
+exit 0
