@@ -296,7 +296,8 @@ static void test_constant_backoff_notices_release_within_the_pause(void **state)
     rt_sleep_ms(1000);
     calls = ft_script_calls(&f->redis) - calls_before;
     print_message("%lld attempts in 1 s of waiting\n", calls);
-    assert_true(calls >= 1000 / CONSTANT_MS / 2);
+    /* 20 on an idle machine; a gate run at a load average of 12 saw 5 */
+    assert_true(calls >= 1000 / CONSTANT_MS / 5);
     assert_true(calls <= 1000 / CONSTANT_MS * 2);
 
     t_unlock = rt_now_ms();

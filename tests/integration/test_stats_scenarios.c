@@ -495,8 +495,15 @@ static void test_a_lock_taken_by_another_owner_counts_a_loss_taken(
     rlock_stats s;
 
     assert_int_equal(rlock_lock(l), RLOCK_OK);
-    assert_int_equal(rt_cmd_int(&f->redis, "DEL %s", name), 1);
-    assert_int_equal(rt_cmd_int(&f->redis, "HSET %s other:1 1", name), 1);
+    /* in one step: a renewal between a DEL and an HSET would find the lock
+     * gone, not taken */
+    assert_int_equal(rt_cmd_int(&f->redis,
+                                "EVAL %s 1 %s",
+                                "redis.call('del', KEYS[1]) "
+                                "return redis.call('hset', KEYS[1], "
+                                "'other:1', 1)",
+                                name),
+                     1);
     WAIT_STATS(c, s, s.lost_taken == 1);
     assert_int_equal(s.lost_gone, 0);
     assert_int_equal(rlock_unlock(l), RLOCK_ELOST);
