@@ -302,6 +302,7 @@ typedef struct shared {
         atomic_llong held_after_kill;
         atomic_llong first_after_kill_ms;
         atomic_llong longest_try_ms; /* the slowest rlock_trylock() */
+        atomic_int longest_try_rc;   /* and what it returned */
         atomic_int lock_errors[ERR_SLOTS];   /* by -100 - code */
         atomic_int unlock_errors[ERR_SLOTS]; /* by -100 - code */
     } proc[WORKER_PROCS];
@@ -332,6 +333,8 @@ static void *worker_thread(void *arg)
                !atomic_compare_exchange_weak(&a->me->longest_try_ms, &longest,
                                              took))
             ;
+        if (took > longest)
+            atomic_store(&a->me->longest_try_rc, rc);
         if (rc != RLOCK_OK) {
             count_error(a->me->lock_errors, rc);
             if (rc != RLOCK_ETIMEDOUT)
@@ -502,11 +505,14 @@ static void test_two_processes_share_a_lock_through_a_crash(void **state)
         held += atomic_load(&w->held);
         print_message("  process %d: %lld holds, %lld after the kill, the "
                       "first %lld ms after it; the slowest trylock (2 s "
-                      "wait) took %lld ms\n",
+                      "wait) took %lld ms (%s)\n",
                       p, (long long)atomic_load(&w->held),
                       (long long)atomic_load(&w->held_after_kill),
                       first != 0 ? first - (long long)killed : -1LL,
-                      (long long)atomic_load(&w->longest_try_ms));
+                      (long long)atomic_load(&w->longest_try_ms),
+                      atomic_load(&w->longest_try_rc) == RLOCK_OK
+                          ? "held"
+                          : rlock_err_name(atomic_load(&w->longest_try_rc)));
         print_errors("lock errors", p, w->lock_errors);
         print_errors("unlock errors", p, w->unlock_errors);
     }
