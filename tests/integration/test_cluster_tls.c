@@ -109,12 +109,7 @@ static int all_connections_are_tls(void)
 /* Writes into buf a lock name whose slot master m serves now. */
 static void name_on(int m, const char *prefix, char *buf, size_t len)
 {
-    for (int i = 0; i < 100000; i++) {
-        snprintf(buf, len, "%s-%d", prefix, i);
-        if (rt_cluster_owner(&cluster, slot_of(buf)) == m)
-            return;
-    }
-    fail_msg("no name of prefix %s lands on master %d", prefix, m);
+    assert_int_equal(rt_cluster_name_on(&cluster, m, prefix, buf, len), 0);
 }
 
 static long long exists_on(int i, const char *key)

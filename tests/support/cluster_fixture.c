@@ -316,6 +316,20 @@ int rt_cluster_owner(rt_cluster *c, int slot)
     return -1;
 }
 
+int rt_cluster_name_on(rt_cluster *c, int master, const char *prefix,
+                       char *buf, size_t len)
+{
+    for (int i = 0; i < 100000; i++) {
+        long long slot;
+
+        snprintf(buf, len, "%s-%d", prefix, i);
+        slot = rt_cmd_int(&c->node[0], "CLUSTER KEYSLOT %s", buf);
+        if (slot >= 0 && rt_cluster_owner(c, (int)slot) == master)
+            return 0;
+    }
+    return -1;
+}
+
 int rt_cluster_replica_of(rt_cluster *c, int master)
 {
     view v;

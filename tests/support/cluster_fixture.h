@@ -22,6 +22,7 @@
 
 #include "harness.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -79,6 +80,12 @@ int rt_cluster_wait_settled(rt_cluster *c, int timeout_ms);
 /* Returns the index of the master serving slot as node 0 sees it (ask
  * when settled), or -1. */
 int rt_cluster_owner(rt_cluster *c, int slot);
+
+/* Writes into buf (len bytes) a name "<prefix>-<n>" whose slot, as node 0
+ * computes it (CLUSTER KEYSLOT), master (an index) serves now. Returns 0,
+ * or -1 when none of the first 100000 does. */
+int rt_cluster_name_on(rt_cluster *c, int master, const char *prefix,
+                       char *buf, size_t len);
 
 /* Returns the index of master's replica as node 0 sees it, or -1. */
 int rt_cluster_replica_of(rt_cluster *c, int master);
