@@ -76,17 +76,8 @@ static long long exists_on(int i, const char *key)
 /* EXISTS key on node i after ASKING: what an importing node holds. */
 static long long exists_importing(int i, const char *key)
 {
-    struct timeval tv = {5, 0};
-    redisContext *c = redisConnectWithTimeout(HOST, cluster.node[i].port, tv);
-    assert_non_null(c);
-    assert_int_equal(c->err, 0);
-    redisReply *a = redisCommand(c, "ASKING");
-    redisReply *r = redisCommand(c, "EXISTS %s", key);
-    assert_non_null(r);
-    long long v = r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
-    freeReplyObject(a);
-    freeReplyObject(r);
-    redisFree(c);
+    long long v = rt_cluster_exists_asking(&cluster, i, key);
+    assert_true(v != RT_CMD_ERROR);
     return v;
 }
 

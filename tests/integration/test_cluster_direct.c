@@ -53,12 +53,7 @@ static int slot_of(const char *key)
 /* Writes into buf a lock name whose slot master m serves now. */
 static void name_on(int m, const char *prefix, char *buf, size_t len)
 {
-    for (int i = 0; i < 100000; i++) {
-        snprintf(buf, len, "%s-%d", prefix, i);
-        if (rt_cluster_owner(&cluster, slot_of(buf)) == m)
-            return;
-    }
-    fail_msg("no name of prefix %s lands on master %d", prefix, m);
+    assert_int_equal(rt_cluster_name_on(&cluster, m, prefix, buf, len), 0);
 }
 
 /* A client of the cluster named name, with one connection of each kind
@@ -144,17 +139,8 @@ static long long exists_on(int i, const char *key)
 /* EXISTS key on node i after ASKING: what an importing node holds. */
 static long long exists_importing(int i, const char *key)
 {
-    struct timeval tv = {5, 0};
-    redisContext *c = redisConnectWithTimeout(HOST, cluster.node[i].port, tv);
-    assert_non_null(c);
-    assert_int_equal(c->err, 0);
-    redisReply *a = redisCommand(c, "ASKING");
-    redisReply *r = redisCommand(c, "EXISTS %s", key);
-    assert_non_null(r);
-    long long v = r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
-    freeReplyObject(a);
-    freeReplyObject(r);
-    redisFree(c);
+    long long v = rt_cluster_exists_asking(&cluster, i, key);
+    assert_true(v != RT_CMD_ERROR);
     return v;
 }
 

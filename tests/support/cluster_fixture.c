@@ -330,6 +330,26 @@ int rt_cluster_name_on(rt_cluster *c, int master, const char *prefix,
     return -1;
 }
 
+long long rt_cluster_exists_asking(rt_cluster *c, int i, const char *key)
+{
+    struct timeval tv = {5, 0};
+    redisContext *ctx = redisConnectWithTimeout("127.0.0.1", c->node[i].port, tv);
+    long long v = RT_CMD_ERROR;
+
+    if (ctx == NULL || ctx->err != 0) {
+        redisFree(ctx);
+        return v;
+    }
+    redisReply *asking = redisCommand(ctx, "ASKING");
+    redisReply *r = redisCommand(ctx, "EXISTS %s", key);
+    if (r != NULL && r->type == REDIS_REPLY_INTEGER)
+        v = r->integer;
+    freeReplyObject(asking);
+    freeReplyObject(r);
+    redisFree(ctx);
+    return v;
+}
+
 int rt_cluster_replica_of(rt_cluster *c, int master)
 {
     view v;

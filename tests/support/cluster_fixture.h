@@ -87,6 +87,10 @@ int rt_cluster_owner(rt_cluster *c, int slot);
 int rt_cluster_name_on(rt_cluster *c, int master, const char *prefix,
                        char *buf, size_t len);
 
+/* EXISTS key on node i after ASKING (what an importing node holds), or
+ * RT_CMD_ERROR. */
+long long rt_cluster_exists_asking(rt_cluster *c, int i, const char *key);
+
 /* Returns the index of master's replica as node 0 sees it, or -1. */
 int rt_cluster_replica_of(rt_cluster *c, int master);
 
