@@ -149,11 +149,15 @@ static void test_peer_force_unlock_wakes_c_waiters(void **state)
     la = lt_get_lock(f->a, name);
     lb = lt_get_lock(f->b, name);
     assert_int_equal(rlock_lock(la), RLOCK_OK);
-    /* one waiter in the holder's own client, one in another client: each
-     * client has its own subscription */
+    /* one waiter in the holder's own client, one in another client; they
+     * queue in rlock's queue (rlock_config_set_lock_queue, the default),
+     * whose head alone listens on the lock's channel: the peer's message
+     * wakes it, and its taking the lock tells the other its turn is next */
     ct_locker_start(&same_client, la, RLOCK_WAIT_FOREVER);
+    ct_wait_queued(&f->redis, name, 1, 5000);
     ct_locker_start(&other_client, lb, RLOCK_WAIT_FOREVER);
-    ct_wait_numsub(&f->redis, channel, 2, 5000);
+    ct_wait_queued(&f->redis, name, 2, 5000);
+    ct_wait_numsub(&f->redis, channel, 1, 5000);
 
     forcer = np_start("force_unlock", f->redis.url, name, NULL);
     ev = np_expect(forcer, "force_unlock", PEER_MS);
@@ -162,7 +166,7 @@ static void test_peer_force_unlock_wakes_c_waiters(void **state)
     json_decref(ev);
     np_finish(forcer, PEER_MS);
 
-    /* the message wakes one waiter per client; one of them wins */
+    /* the message wakes the head, which wins */
     for (;;) {
         if (ct_locker_wait(&same_client, 10)) {
             first = &same_client;

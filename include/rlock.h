@@ -362,6 +362,24 @@ RLOCK_API int rlock_config_set_stats(rlock_config *cfg, int on);
  * Thread-safety: as rlock_config_new(). */
 RLOCK_API int rlock_config_set_lock_barging(rlock_config *cfg, int on);
 
+/* Makes the waiters of an RLock wait in turn (on = 1, the default) or not
+ * (on = 0: every waiting process is woken by each unlock message, and they
+ * race). On, and with barging off, a waiter that finds the lock taken
+ * queues in two rlock-only keys beside Redisson's
+ * (redisson_rlock_queue:{N}, a list, and redisson_rlock_timeout:{N}, when
+ * each queued waiter goes stale; both expire when idle): only the head of
+ * the queue listens on Redisson's channel and takes the lock when it is
+ * freed; the others wait on a channel of their own
+ * (redisson_lock__channel:{N}:<owner tag>) until their turn comes. Redis
+ * sees the lock hash, the unlock messages and the latch as Redisson writes
+ * them; Redisson clients on the same lock ignore the queue and may take
+ * the lock ahead of it. A queued waiter that stops trying (its process
+ * died) loses its place after twice the re-check interval plus 1 s. The
+ * config file's rlockLockQueue key (true or false) sets it too.
+ * Returns 0, or RLOCK_EINVAL (cfg NULL).
+ * Thread-safety: as rlock_config_new(). */
+RLOCK_API int rlock_config_set_lock_queue(rlock_config *cfg, int on);
+
 /* Reads a Redisson JSON config file (the format of Config.fromJSON):
  * singleServerConfig's address, username, password, database,
  * connectTimeout, timeout, retryAttempts, retryInterval, clientName,

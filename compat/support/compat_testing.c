@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 int ct_group_setup(void **state)
@@ -97,6 +98,25 @@ void ct_wait_numsub(rt_redis *r, const char *channel, long long n,
         if (rt_now_ms() >= deadline)
             fail_msg("%s has %lld subscribers, expected %lld within %d ms",
                      channel, got, n, timeout_ms);
+        rt_sleep_ms(5);
+    }
+}
+
+void ct_wait_queued(rt_redis *r, const char *name, long long n,
+                    int timeout_ms)
+{
+    int64_t deadline = rt_now_ms() + timeout_ms;
+    char queue[256];
+    long long got;
+
+    snprintf(queue, sizeof(queue),
+             strchr(name, '{') ? "redisson_rlock_queue:%s"
+                               : "redisson_rlock_queue:{%s}",
+             name);
+    while ((got = rt_cmd_int(r, "LLEN %s", queue)) < n) {
+        if (rt_now_ms() >= deadline)
+            fail_msg("%s has %lld waiters, expected %lld within %d ms", queue,
+                     got, n, timeout_ms);
         rt_sleep_ms(5);
     }
 }

@@ -56,6 +56,11 @@ rlock_client *ct_connect(rt_redis *r);
 void ct_wait_numsub(rt_redis *r, const char *channel, long long n,
                     int timeout_ms);
 
+/* Waits until rlock's queue of lock name (rlock_config_set_lock_queue)
+ * holds at least n waiters, or fails the test after timeout_ms. */
+void ct_wait_queued(rt_redis *r, const char *name, long long n,
+                    int timeout_ms);
+
 /* Wall-clock time in ms since the epoch, comparable with the "t" of a peer
  * event (JavaScript's Date.now()). */
 int64_t ct_wall_ms(void);

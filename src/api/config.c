@@ -52,6 +52,7 @@ void rlock__config_defaults(rlock_config *cfg)
     cfg->log_level = RLOCK_LOG_WARN;
     cfg->stats = true;
     cfg->lock_barging = false;
+    cfg->lock_queue = true;
 }
 
 /* Frees a string that may hold a secret, wiping it first. */
@@ -392,6 +393,14 @@ int rlock_config_set_lock_barging(rlock_config *cfg, int on)
     if (cfg == NULL)
         return RLOCK_EINVAL;
     cfg->lock_barging = on != 0;
+    return RLOCK_OK;
+}
+
+int rlock_config_set_lock_queue(rlock_config *cfg, int on)
+{
+    if (cfg == NULL)
+        return RLOCK_EINVAL;
+    cfg->lock_queue = on != 0;
     return RLOCK_OK;
 }
 

@@ -50,6 +50,15 @@ static int apply_lock_barging(loader *ld, const char *path, const json_t *v)
         ld, path, rlock_config_set_lock_barging(ld->cfg, json_is_true(v)));
 }
 
+/* rlock's own key: see rlock_config_set_lock_queue(). */
+static int apply_lock_queue(loader *ld, const char *path, const json_t *v)
+{
+    if (!json_is_boolean(v))
+        return rlock__cf_fail(ld, path, "must be true or false");
+    return rlock__cf_setter(
+        ld, path, rlock_config_set_lock_queue(ld->cfg, json_is_true(v)));
+}
+
 /* The two keys of one setting, rlock_config_set_sync_replicas(): each
  * keeps the other's value. */
 static int apply_sync_replicas(loader *ld, const char *path, const json_t *v)
@@ -323,6 +332,7 @@ static const key_rule top_own_rules[] = {
     {"lockWatchdogBatchSize", IGNORE_INT, NULL},
     {"fairLockWaitTimeout", HONOURED, apply_fair_wait},
     {"rlockLockBarging", HONOURED, apply_lock_barging},
+    {"rlockLockQueue", HONOURED, apply_lock_queue},
     {"nettyHook", IGNORE_ANY, NULL},
     {"connectionListener", IGNORE_ANY, NULL},
     {"addressResolverGroupFactory", IGNORE_ANY, NULL},

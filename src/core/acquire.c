@@ -122,18 +122,29 @@ static rlock__step wait_for(rlock__acquire *a, int state, int want,
                          .until_ms = until_ms};
 }
 
-/* Counts a among the waiters of the entry it waits on (a fair waiter's
- * own). Returns 0 or RLOCK_ENOMEM. */
-static int enter(rlock__acquire *a)
+/* Whether a's waiters queue in rlock's own keys (lock_acquire_queued.lua):
+ * an RLock's, unless barging or the queue is turned off. */
+static bool queued_kind(const rlock__acquire *a)
 {
-    if (a->wait_entry == NULL) {
-        a->wait_entry = a->entry->kind == RLOCK_KIND_FAIR
-                            ? rlock__fair_waiter_entry(a->entry, a->owner)
-                            : a->entry;
+    const rlock_client *c = client_of(a);
+    return a->entry->kind == RLOCK_KIND_LOCK && c->cfg.lock_queue &&
+           !c->cfg.lock_barging;
+}
+
+/* Counts a among the waiters of the entry it waits on: the lock's (own
+ * false), or the one of its own channel (a fair waiter's, and a queued
+ * RLock waiter's behind the head). Returns 0 or RLOCK_ENOMEM. */
+static int enter(rlock__acquire *a, bool own)
+{
+    rlock__entry *to = a->entry;
+    if (own) {
+        if (a->wait_entry == NULL)
+            a->wait_entry = rlock__fair_waiter_entry(a->entry, a->owner);
         if (a->wait_entry == NULL)
             return RLOCK_ENOMEM;
+        to = a->wait_entry;
     }
-    rlock__waiter_enter(a->wait_entry, &a->waiter, a->kick);
+    rlock__waiter_enter(to, &a->waiter, a->kick);
     a->entered = true;
     return RLOCK_OK;
 }
@@ -147,11 +158,14 @@ static void leave(rlock__acquire *a)
 
 /* Ends the acquire with status. A fair waiter that may have queued and
  * goes without the lock first leaves the queue, so that those behind it
- * need not wait out its slack (not when the client is closing). */
+ * need not wait out its slack (not when the client is closing); so does a
+ * queued RLock waiter, whose leaving as the head tells the next. */
 static rlock__step finish(rlock__acquire *a, int status)
 {
     leave(a);
-    if (a->entry->kind == RLOCK_KIND_FAIR && a->wait_ms != 0 &&
+    bool may_queue = a->entry->kind == RLOCK_KIND_FAIR ||
+                     (queued_kind(a) && a->queued);
+    if (may_queue && a->wait_ms != 0 &&
         status != RLOCK_OK && status != RLOCK_ECLOSED &&
         a->state != A_GIVING_UP) {
         rlock__spec spec;
@@ -233,8 +247,8 @@ static rlock__step try_once(rlock__acquire *a)
  * Never for an owner that holds it (reentry). */
 static int64_t first_wait_ms(const rlock__acquire *a, int64_t now)
 {
-    if (client_of(a)->cfg.lock_barging)
-        return 0;
+    if (client_of(a)->cfg.lock_barging || queued_kind(a))
+        return 0; /* Redisson's; or the queue's script decides */
     rlock__entry_view v;
     rlock__entry_look(a->entry, a->owner, &v);
     if (v.holds)
@@ -261,6 +275,46 @@ int64_t rlock__spin_next_delay(int64_t delay_ms, int failures,
     return min64(next, max_ms);
 }
 
+/* Sleeps until a wake-up, the TTL last replied, the re-check interval or
+ * the deadline, whichever is first. */
+static rlock__step sleep_until_retry(rlock__acquire *a, int64_t now)
+{
+    int64_t until = now + client_of(a)->cfg.recheck_interval_ms;
+    if (a->ttl_ms >= 0)
+        until = min64(until, now + (a->ttl_ms > 0 ? a->ttl_ms : 1));
+    if (now >= a->deadline_ms)
+        return finish(a, RLOCK_ETIMEDOUT);
+    return wait_for(a, A_WAITING, RLOCK__WAIT_PERMIT,
+                    min64(until, a->deadline_ms));
+}
+
+/* A queued RLock waiter (lock_acquire_queued.lua) that did not get the
+ * lock. The head of the queue waits on the lock's own channel, for
+ * Redisson's unlock message (whoever unlocks, rlock or Redisson); the
+ * others wait on a channel of their own, which hears only that their turn
+ * came (the head before them took the lock or left), and re-check to keep
+ * their place. A waiter whose place changed moves to the other channel,
+ * and tries again once it is subscribed there, for what it missed
+ * meanwhile. */
+static rlock__step busy_queued(rlock__acquire *a, int64_t now)
+{
+    bool head = a->ttl_ms != RLOCK__QUEUE_BEHIND;
+    bool in_place = a->entered && (a->waiter.entry == a->entry) == head;
+    if (a->wait_ms == 0)
+        return finish(a, RLOCK_ETIMEDOUT); /* it was not queued */
+    a->queued = true;
+    if (in_place)
+        return sleep_until_retry(a, now);
+    leave(a);
+    int rc = enter(a, !head);
+    if (rc != 0)
+        return finish(a, rc);
+    return wait_for(a, A_SUBSCRIBING, RLOCK__WAIT_SUBSCRIBED,
+                    min64(a->deadline_ms,
+                          now + min64(RLOCK__SUBSCRIBE_WAIT_MS,
+                                      client_of(a)->cfg.recheck_interval_ms)));
+}
+
 /* The lock is someone else's (an attempt answered with its TTL): wait. */
 static rlock__step busy(rlock__acquire *a)
 {
@@ -278,22 +332,18 @@ static rlock__step busy(rlock__acquire *a)
         return wait_for(a, A_PAUSING, RLOCK__WAIT_NONE, now + pause);
     }
     rlock__entry_note_contended(e);
+    if (queued_kind(a))
+        return busy_queued(a, now);
     if (!a->entered) {
         if (a->wait_ms == 0)
             return finish(a, RLOCK_ETIMEDOUT);
-        int rc = enter(a);
+        int rc = enter(a, e->kind == RLOCK_KIND_FAIR);
         if (rc != 0)
             return finish(a, rc);
         return wait_for(a, A_SUBSCRIBING, RLOCK__WAIT_SUBSCRIBED,
                         min64(a->deadline_ms, now + RLOCK__SUBSCRIBE_WAIT_MS));
     }
-    int64_t until = now + client_of(a)->cfg.recheck_interval_ms;
-    if (a->ttl_ms >= 0)
-        until = min64(until, now + (a->ttl_ms > 0 ? a->ttl_ms : 1));
-    if (now >= a->deadline_ms)
-        return finish(a, RLOCK_ETIMEDOUT);
-    return wait_for(a, A_WAITING, RLOCK__WAIT_PERMIT,
-                    min64(until, a->deadline_ms));
+    return sleep_until_retry(a, now);
 }
 
 static rlock__step on_attempt(rlock__acquire *a, rlock__req *r, int status)
@@ -378,6 +428,14 @@ static rlock__step acquire_wake(void *op, bool woken)
     rlock__acquire *a = op;
     /* a wait for a wake-up that ran out: the next try is a re-check */
     a->rechecking = a->state == A_WAITING && !woken;
+    if (a->state == A_WAITING && woken && queued_kind(a) && a->entered &&
+        a->waiter.entry != a->entry) {
+        /* a queued waiter's own channel says that it heads the queue now:
+         * it joins the lock's channel and then tries (a try first would
+         * only be told so) */
+        a->ttl_ms = 0;
+        return busy_queued(a, rlock__now_ms());
+    }
     switch (a->state) {
     case A_QUEUED:
     case A_PAUSING:
@@ -461,7 +519,7 @@ rlock__step rlock__acquire_start(rlock__acquire *a)
     int64_t first = a->wait_ms != 0 && barges ? first_wait_ms(a, now) : 0;
     if (first == 0)
         return try_once(a);
-    int rc = enter(a);
+    int rc = enter(a, false);
     if (rc != 0)
         return finish(a, rc);
     a->waited = true;

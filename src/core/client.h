@@ -87,6 +87,8 @@ struct rlock_config {
     int log_level;       /* RLOCK_LOG_*: the least severe line passed on */
     bool stats;          /* count (rlock_client_stats); default on */
     bool lock_barging;   /* Redisson's barging waiters; default off */
+    bool lock_queue;     /* RLock waiters queue in rlock's keys (when
+                            not barging); default on */
 };
 
 struct rlock__link_opts;

@@ -252,10 +252,12 @@ typedef struct rlock__acquire {
     int64_t token; /* out: a fenced acquire's token */
 
     int state;
-    rlock__entry *wait_entry; /* referenced when not entry (fair) */
+    rlock__entry *wait_entry; /* its own (a fair or queued waiter's):
+                                 referenced; or NULL */
     rlock__waiter waiter;
     void (*kick)(rlock__waiter *w); /* the async driver's wake-up */
     bool entered;  /* counted among the entry's waiters */
+    bool queued;   /* a try queued it in an RLock's queue (acquire.c) */
     bool unknown;  /* a lost attempt may have taken the lock */
     bool canceled; /* cancelled while a request was out */
     int attempts;  /* connection retries */
@@ -325,6 +327,7 @@ void rlock__log_unannounced(rlock_client *c, const char *name);
 void rlock__kind_owner_tag(char out[RLOCK__TAG_MAX], const rlock__entry *e,
                            uint64_t owner);
 int rlock__kind_names(rlock__entry *e, const char *waiter);
+int64_t rlock__queue_keep_ms(const rlock_client *c);
 int rlock__spec_acquire(rlock__spec *s, const rlock__entry *e, uint64_t owner,
                         int64_t lease_ms, int64_t wait_ms, bool try_once);
 int rlock__spec_drop(rlock__spec *s, const rlock__entry *e, uint64_t owner);

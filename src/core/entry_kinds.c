@@ -9,6 +9,15 @@
  */
 #include "core/core.h"
 
+/* How long a queued RLock waiter keeps its place without trying again:
+ * a waiter tries at least every re-check interval, so twice that and a
+ * second of slack for a loaded machine (at most a day). */
+int64_t rlock__queue_keep_ms(const rlock_client *c)
+{
+    int64_t recheck = c->cfg.recheck_interval_ms;
+    return recheck < 43000000 ? 2 * recheck + 1000 : 86400000;
+}
+
 static void describe(rlock__lock_desc *d, const rlock__entry *e)
 {
     const rlock_client *c = e->client;
@@ -23,6 +32,8 @@ static void describe(rlock__lock_desc *d, const rlock__entry *e)
     d->latch_ms = c->latch_ms;
     d->wall_ms = rlock__wall_ms;
     d->publish = c->publish;
+    d->queue = c->cfg.lock_queue && !c->cfg.lock_barging;
+    d->queue_keep_ms = rlock__queue_keep_ms(c);
 }
 
 /* Fills out with the tag e's scripts know owner by. */

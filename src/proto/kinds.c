@@ -13,7 +13,8 @@
  * never by a client's entry; core/entry_kinds.c describes an entry.
  *
  *   kind    channel                     extra keys             owner tag
- *   lock    redisson_lock__channel:{N}  -                      <uuid>:<tid>
+ *   lock    redisson_lock__channel:{N}  (rlock's queue list,   <uuid>:<tid>
+ *                                        its stale-at set)
  *   fair    (per waiter: channel:tag)   queue list, timeouts   <uuid>:<tid>
  *   read    redisson_rwlock:{N}         {N}:<tag>:rwlock_timeout:k
  *   write   redisson_rwlock:{N}         -                      ...:write
@@ -70,7 +71,15 @@ int rlock__kind_make_names(int kind, const char *name, const char *waiter,
         *channel = rlock__channel_name(n);
         aux[0] = rlock__prefixed_name("redisson_lock_token", n);
         return *channel && aux[0] ? RLOCK_OK : RLOCK_ENOMEM;
-    default: /* lock, spin: a spin waiter never joins its channel */
+    case RLOCK_KIND_LOCK:
+        /* rlock's own waiting queue (lock_acquire_queued.lua), under the
+         * redisson_ prefix that the README's ACL rules already grant, and
+         * named apart from every key Redisson writes */
+        *channel = rlock__channel_name(n);
+        aux[0] = rlock__prefixed_name("redisson_rlock_queue", n);
+        aux[1] = rlock__prefixed_name("redisson_rlock_timeout", n);
+        return *channel && aux[0] && aux[1] ? RLOCK_OK : RLOCK_ENOMEM;
+    default: /* spin: a spin waiter never joins its channel */
         *channel = rlock__channel_name(n);
         return *channel ? RLOCK_OK : RLOCK_ENOMEM;
     }
@@ -164,7 +173,21 @@ int rlock__kind_acquire(rlock__spec *s, const rlock__lock_desc *d,
         rlock__kind_tag(s->owner, d->kind, d->client_id, owner);
         RLOCK__SPEC_SET(s, d->name, d->aux[0], num(s, 0, lease), s->owner);
         return RLOCK_OK;
-    default: /* lock, spin */
+    case RLOCK_KIND_LOCK:
+        /* a try without a wait never queues: it takes a free lock, as
+         * Redisson's tryLock() does, whoever waits */
+        if (!d->queue || try_once)
+            goto plain;
+        spec_init(s, &rlock__script_lock_acquire_queued, RLOCK__REPLY_ACQUIRE,
+                  3);
+        rlock__kind_tag(s->owner, d->kind, d->client_id, owner);
+        RLOCK__SPEC_SET(s,
+            d->name, d->aux[0], d->aux[1], num(s, 0, lease), s->owner,
+            num(s, 1, d->queue_keep_ms), num(s, 2, d->wall_ms()),
+            d->channel, publish_any(d));
+        return RLOCK_OK;
+    default: /* spin */
+    plain:
         spec_init(s, &rlock__script_lock_acquire, RLOCK__REPLY_ACQUIRE, 1);
         break;
     }
@@ -270,10 +293,19 @@ int rlock__kind_force(rlock__spec *s, const rlock__lock_desc *d)
     }
 }
 
-/* A fair waiter whose wait ran out leaves the queue. */
+/* A fair waiter whose wait ran out leaves the queue; so does a waiter of
+ * an RLock with rlock's queue, whose wait ended without the lock. */
 int rlock__kind_give_up(rlock__spec *s, const rlock__lock_desc *d,
                         uint64_t owner, int64_t wait_ms)
 {
+    if (d->kind == RLOCK_KIND_LOCK && d->queue) {
+        spec_init(s, &rlock__script_lock_give_up, RLOCK__REPLY_INTEGER,
+                  2);
+        rlock__kind_tag(s->owner, d->kind, d->client_id, owner);
+        RLOCK__SPEC_SET(s, d->aux[0], d->aux[1], s->owner, d->channel,
+                        publish_any(d));
+        return RLOCK_OK;
+    }
     if (d->kind != RLOCK_KIND_FAIR)
         return RLOCK_ENOTSUP;
     spec_init(s, &rlock__script_fair_give_up, RLOCK__REPLY_INTEGER, 2);
@@ -315,6 +347,7 @@ const rlock__script *const rlock__all_scripts[] = {
     &rlock__script_read_acquire,        &rlock__script_read_release,
     &rlock__script_read_renew,          &rlock__script_write_acquire,
     &rlock__script_write_release,       &rlock__script_rw_force_release,
-    &rlock__script_rw_is_locked,        &rlock__script_lock_drop};
+    &rlock__script_rw_is_locked,        &rlock__script_lock_drop,
+    &rlock__script_lock_acquire_queued,  &rlock__script_lock_give_up};
 const size_t rlock__all_scripts_count =
     sizeof(rlock__all_scripts) / sizeof(*rlock__all_scripts);

@@ -187,6 +187,10 @@ void rlock__admin_reply_free(rlock_admin_reply *r);
 
 /* ---------------------------------------------------------------- kinds.c */
 
+/* lock_acquire_queued.lua's reply to a waiter behind the head of the
+ * queue (never a PTTL). */
+#define RLOCK__QUEUE_BEHIND (-3)
+
 /* A fair lock's waiting thread waits on a lock of its own, whose channel is
  * that waiter's; it never holds anything. */
 #define RLOCK__KIND_FAIR_WAIT 100
@@ -206,12 +210,17 @@ typedef struct rlock__lock_desc {
     int64_t watchdog_ms;   /* the lease RLOCK_LEASE_WATCHDOG stands for */
     int64_t fair_wait_ms;  /* a fair waiter's slack when none is given */
     int64_t latch_ms;      /* the unlock latch's lifetime */
-    int64_t (*wall_ms)(void); /* read by the fair lock's calls only */
+    int64_t (*wall_ms)(void); /* read by the fair lock's and the queued
+                                 RLock's calls */
     /* how unlocks wake waiters: "PUBLISH" (NULL says the same) or, in a
      * cluster with sharded pub/sub, "SPUBLISH" (CLUSTER-SENTINEL.md 1.4),
      * or "SPUBLISH PUBLISH" for a mixed fleet: the scripts run each
      * space-separated command in turn */
     const char *publish;
+    /* an RLock's waiters queue in rlock's own keys (aux), and a queued
+     * waiter keeps its place for queue_keep_ms without trying again */
+    bool queue;
+    int64_t queue_keep_ms;
 } rlock__lock_desc;
 
 /* One script call of a lock kind, laid out for a request. Its arguments

@@ -99,9 +99,10 @@ static void add_key(rlock__lock_keys *k, const char *key, bool suffixed)
 /* Lists the names a lock of kind named name uses (see cluster.h): N first,
  * then, for every kind, the unlock latch "redisson_unlock_latch:{N}" (each
  * call appends ":<request id>") and:
- *   lock, spin  the channel
- *   fair        the channel, and again as the prefix of each waiter's
+ *   spin        the channel
+ *   lock, fair  the channel, and again as the prefix of each waiter's
  *               "<channel>:<owner tag>"; the queue list and timeout set
+ *               (the lock's are rlock's own: lock_acquire_queued.lua)
  *   fenced      the channel and the token counter
  *   read, write the rwlock channel and the key prefix "{N}" of the readers'
  *               lease keys "{N}:<owner tag>:rwlock_timeout:<k>": the write
@@ -133,6 +134,7 @@ int rlock__lock_keys_make(int kind, const char *name, rlock__lock_keys *k)
     add_key(k, *channel, false);
     add_key(k, *latch, true);
     switch (kind) {
+    case RLOCK_KIND_LOCK: /* rlock's queue and a queued waiter's channel */
     case RLOCK_KIND_FAIR:
         add_key(k, *channel, true);
         add_key(k, aux[0], false);

@@ -30,8 +30,12 @@
 static const rlock__script *const all_scripts[] = {
     &rlock__script_lock_acquire,       &rlock__script_lock_release,
     &rlock__script_lock_force_release, &rlock__script_lock_renew,
-    &rlock__script_lock_release_owner,
+    &rlock__script_lock_release_owner, &rlock__script_lock_acquire_queued,
+    &rlock__script_lock_give_up,
 };
+/* what rlock_lock() on an RLock runs: its waiting acquire, which queues
+ * (rlock_config_set_lock_queue) */
+#define LOCK_ACQUIRE (&rlock__script_lock_acquire_queued)
 #define NSCRIPTS (sizeof(all_scripts) / sizeof(*all_scripts))
 
 /* ------------------------------------------------------------- helpers */
@@ -102,7 +106,7 @@ static void test_lock_after_flush_succeeds_and_recaches(void **state)
     flush_scripts(&f->redis);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     lt_assert_single_field(&f->redis, name, field, "1");
-    assert_int_equal(script_cached(&f->redis, &rlock__script_lock_acquire), 1);
+    assert_int_equal(script_cached(&f->redis, LOCK_ACQUIRE), 1);
     /* and the next call goes through the cache again */
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     lt_assert_single_field(&f->redis, name, field, "2");
@@ -151,7 +155,7 @@ static void test_lock_unlock_cycles_survive_repeated_flushes(void **state)
         assert_int_equal(rlock_unlock(l), RLOCK_OK);
         assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
     }
-    assert_int_equal(script_cached(&f->redis, &rlock__script_lock_acquire),
+    assert_int_equal(script_cached(&f->redis, LOCK_ACQUIRE),
                      0); /* flushed after the last lock */
     assert_int_equal(script_cached(&f->redis, &rlock__script_lock_release), 1);
     rlock_free(l);
@@ -260,7 +264,7 @@ static void test_lock_after_server_restart_succeeds(void **state)
         assert_int_equal(script_cached(&f->redis, all_scripts[i]), 0);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     lt_assert_single_field(&f->redis, name, field, "1");
-    assert_int_equal(script_cached(&f->redis, &rlock__script_lock_acquire), 1);
+    assert_int_equal(script_cached(&f->redis, LOCK_ACQUIRE), 1);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
     rlock_free(l);
@@ -337,7 +341,7 @@ static void test_lock_after_flush_without_eval_reloads_the_script(void **state)
     /* on the calling thread (a direct connection) */
     flush_scripts(&r);
     assert_int_equal(rlock_lock(l), RLOCK_OK);
-    assert_int_equal(script_cached(&r, &rlock__script_lock_acquire), 1);
+    assert_int_equal(script_cached(&r, LOCK_ACQUIRE), 1);
     flush_scripts(&r);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     assert_int_equal(rt_cmd_int(&r, "EXISTS %s", name), 0);

@@ -44,6 +44,15 @@ static rlock_client *connect_client(lt_fixture *f, int64_t recheck_ms)
                       recheck_ms);
 }
 
+/* The re-check interval ms, and every waiter on the lock's channel (the
+ * queue off), for the tests of how a client shares that channel between
+ * its waiters; with the queue only its head listens there (test_herd). */
+static int set_recheck_unqueued(rlock_config *cfg, int64_t ms)
+{
+    int rc = rlock_config_set_recheck_interval(cfg, ms);
+    return rc != 0 ? rc : rlock_config_set_lock_queue(cfg, 0);
+}
+
 /* A thread that takes a lock (lock() or trylock(wait, lease)), notes when,
  * and gives it back. */
 typedef struct waiter {
@@ -501,8 +510,10 @@ static void test_subscription_released_after_waiters_finish(void **state)
 {
     lt_fixture *f = *state;
     char name[128], channel[160];
-    rlock_client *c = connect_client(f, SLOW_RECHECK_MS);
-    rlock_client *other = connect_client(f, SLOW_RECHECK_MS);
+    rlock_client *c =
+        lt_connect(f->redis.url, set_recheck_unqueued, SLOW_RECHECK_MS);
+    rlock_client *other =
+        lt_connect(f->redis.url, set_recheck_unqueued, SLOW_RECHECK_MS);
     waiter w[4];
     rlock *l, *ol;
     int64_t t_unlock;

@@ -32,6 +32,9 @@ static int setup_kind(void **state, int kind)
     c->cfg.retry_attempts = 3;
     c->cfg.retry_interval_ms = 1500;
     c->cfg.command_timeout_ms = 3000;
+    /* the RLock's plain machine (lock_acquire.lua); the queued one, whose
+     * waiters move between channels, is test_herd's */
+    c->cfg.lock_queue = false;
     strcpy(c->id, "8c4a3f2e-1b7d-4e0a-9f6b-2d5c8e1a7b3f");
     c->latch_ms = 1000;
     pthread_mutex_init(&c->entries_mu, NULL);

@@ -133,10 +133,11 @@ typedef struct {
 /* Each kind's names for lock "orders", as REDISSON-PROTOCOL.md gives them;
  * suffixed: calls append a request id or an owner tag. */
 static const kind_keys orders_keys[] = {
-    {RLOCK_KIND_LOCK,
+    {RLOCK_KIND_LOCK, /* with rlock's own queue (lock_acquire_queued.lua) */
      {"orders", "redisson_lock__channel:{orders}",
-      "redisson_unlock_latch:{orders}"},
-     {false, false, true}},
+      "redisson_unlock_latch:{orders}", "redisson_lock__channel:{orders}",
+      "redisson_rlock_queue:{orders}", "redisson_rlock_timeout:{orders}"},
+     {false, false, true, true, false, false}},
     {RLOCK_KIND_SPIN,
      {"orders", "redisson_lock__channel:{orders}",
       "redisson_unlock_latch:{orders}"},
