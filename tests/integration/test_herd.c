@@ -3,7 +3,9 @@
  * that gives Redisson's own waiting back (rlock_config_set_lock_barging).
  *
  * Each rlock_client stands for a process (its own uuid, its own subscriber
- * connection), one thread each. The figures of speed are the benchmark's
+ * connection), one thread each. By default an RLock's waiters queue in
+ * rlock's own keys beside Redisson's (rlock_config_set_lock_queue):
+ * the queue tests below look at those keys and at who listens where. The figures of speed are the benchmark's
  * (scripts/bench); these tests check behaviour only, with margins wide
  * enough for a loaded machine and the sanitizer builds.
  */
@@ -18,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "harness.h"
 #include "lock_testing.h"
@@ -191,12 +194,455 @@ static void test_barging_lets_the_releaser_take_it_back(void **state)
     rlock_client_free(b);
 }
 
+/* ---------------------------------------------------------- the queue */
+
+static int set_recheck(rlock_config *cfg, int64_t ms)
+{
+    return rlock_config_set_recheck_interval(cfg, ms);
+}
+
+static int set_queue(rlock_config *cfg, int64_t on)
+{
+    return rlock_config_set_lock_queue(cfg, (int)on);
+}
+
+/* rlock's queue list of lock name. */
+static void queue_of(char *buf, size_t n, const char *name)
+{
+    snprintf(buf, n, "redisson_rlock_queue:{%s}", name);
+}
+
+/* rlock's stale-at sorted set of lock name. */
+static void stale_at_of(char *buf, size_t n, const char *name)
+{
+    snprintf(buf, n, "redisson_rlock_timeout:{%s}", name);
+}
+
+/* Waits up to 10 s for the queue of name to have n waiters; asserts it. */
+static void await_queued(rt_redis *r, const char *name, long long n)
+{
+    char queue[160];
+    queue_of(queue, sizeof(queue), name);
+    int64_t deadline = rt_now_ms() + 10000;
+    while (rt_cmd_int(r, "LLEN %s", queue) != n && rt_now_ms() < deadline)
+        rt_sleep_ms(5);
+    assert_int_equal(rt_cmd_int(r, "LLEN %s", queue), n);
+}
+
+/* Waits up to 10 s for channel to have n subscribers; asserts it. */
+static void await_numsub(rt_redis *r, const char *channel, long long n)
+{
+    assert_int_equal(rt_wait_numsub(r, channel, n, 10000), n);
+}
+
+/* How many waiters' own channels of the lock whose channel is channel
+ * have subscribers (PUBSUB CHANNELS channel:*). */
+static long long own_channels(rt_redis *r, const char *channel)
+{
+    redisReply *rep = rt_cmd(r, "PUBSUB CHANNELS %s:*", channel);
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
+    long long n = (long long)rep->elements;
+    freeReplyObject(rep);
+    return n;
+}
+
+/* A thread of its own client that locks (or tries for wait_ms when
+ * wait_ms >= 0), notes when and in which turn it got the lock, holds it
+ * for hold_ms and unlocks. */
+typedef struct turn {
+    pthread_t thread;
+    rlock *l;
+    int64_t wait_ms; /* < 0: rlock_lock */
+    int64_t hold_ms;
+    atomic_int *order;
+    int place; /* its turn: 0 first */
+    int64_t acquired_ms;
+    int rc;
+} turn;
+
+static void *turn_main(void *p)
+{
+    turn *t = p;
+    t->rc = t->wait_ms < 0
+                ? rlock_lock(t->l)
+                : rlock_trylock(t->l, t->wait_ms, RLOCK_LEASE_WATCHDOG);
+    t->acquired_ms = rt_now_ms();
+    if (t->rc != RLOCK_OK)
+        return NULL;
+    t->place = atomic_fetch_add(t->order, 1);
+    rt_sleep_ms(t->hold_ms);
+    t->rc = rlock_unlock(t->l);
+    return NULL;
+}
+
+static void start_turn(turn *t, rlock *l, atomic_int *order, int64_t wait_ms,
+                       int64_t hold_ms)
+{
+    *t = (turn){.l = l, .wait_ms = wait_ms, .hold_ms = hold_ms,
+                .order = order, .place = -1};
+    assert_int_equal(pthread_create(&t->thread, NULL, turn_main, t), 0);
+}
+
+/* Three clients queue one after another while a fourth holds the lock:
+ * they get it in the order they came. */
+static void test_queued_waiters_take_the_lock_in_arrival_order(void **state)
+{
+    lt_fixture *f = *state;
+    char name[128];
+    rlock_client *c[4];
+    rlock *l[4];
+    turn t[3];
+    atomic_int order;
+
+    LT_TEST_NAME(name);
+    atomic_init(&order, 0);
+    for (int i = 0; i < 4; i++) {
+        c[i] = lt_connect(f->redis.url, NULL, 0);
+        l[i] = lt_get_lock(c[i], name);
+    }
+    assert_int_equal(rlock_lock(l[3]), RLOCK_OK);
+    for (int i = 0; i < 3; i++) {
+        start_turn(&t[i], l[i], &order, -1, 20);
+        await_queued(&f->redis, name, i + 1);
+    }
+    assert_int_equal(rlock_unlock(l[3]), RLOCK_OK);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(pthread_join(t[i].thread, NULL), 0);
+        assert_int_equal(t[i].rc, RLOCK_OK);
+        assert_int_equal(t[i].place, i);
+    }
+    for (int i = 0; i < 4; i++) {
+        rlock_free(l[i]);
+        rlock_client_free(c[i]);
+    }
+}
+
+/* A client that unlocks and locks again at once, while another client's
+ * waiter is queued, gets the lock only after that waiter. */
+static void test_releaser_locks_again_behind_a_queued_waiter(void **state)
+{
+    lt_fixture *f = *state;
+    char name[128];
+    rlock_client *a = lt_connect(f->redis.url, NULL, 0);
+    rlock_client *b = lt_connect(f->redis.url, NULL, 0);
+    atomic_int order;
+
+    LT_TEST_NAME(name);
+    atomic_init(&order, 0);
+    rlock *la = lt_get_lock(a, name), *lb = lt_get_lock(b, name);
+    for (int round = 0; round < 5; round++) {
+        assert_int_equal(rlock_lock(la), RLOCK_OK);
+        turn t;
+        start_turn(&t, lb, &order, -1, 0);
+        await_queued(&f->redis, name, 1);
+        assert_int_equal(rlock_unlock(la), RLOCK_OK);
+        assert_int_equal(rlock_lock(la), RLOCK_OK);
+        int64_t again = rt_now_ms();
+        assert_int_equal(pthread_join(t.thread, NULL), 0);
+        assert_int_equal(t.rc, RLOCK_OK);
+        assert_true(t.acquired_ms <= again);
+        assert_int_equal(rlock_unlock(la), RLOCK_OK);
+    }
+    rlock_free(la);
+    rlock_free(lb);
+    rlock_client_free(a);
+    rlock_client_free(b);
+}
+
+/* Of three queued clients only the head listens on Redisson's channel;
+ * the others wait on channels of their own. */
+static void test_only_the_head_listens_on_the_lock_channel(void **state)
+{
+    lt_fixture *f = *state;
+    char name[128], channel[160];
+    rlock_client *c[4];
+    rlock *l[4];
+    turn t[3];
+    atomic_int order;
+
+    LT_TEST_NAME(name);
+    lt_channel_of(channel, sizeof(channel), name);
+    atomic_init(&order, 0);
+    for (int i = 0; i < 4; i++) {
+        c[i] = lt_connect(f->redis.url, NULL, 0);
+        l[i] = lt_get_lock(c[i], name);
+    }
+    assert_int_equal(rlock_lock(l[3]), RLOCK_OK);
+    for (int i = 0; i < 3; i++) {
+        start_turn(&t[i], l[i], &order, -1, 20);
+        await_queued(&f->redis, name, i + 1);
+    }
+    await_numsub(&f->redis, channel, 1);
+    rt_sleep_ms(200); /* nobody else joins it later */
+    assert_int_equal(rt_numsub(&f->redis, channel), 1);
+    assert_int_equal(own_channels(&f->redis, channel), 2);
+    assert_int_equal(rlock_unlock(l[3]), RLOCK_OK);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(pthread_join(t[i].thread, NULL), 0);
+        assert_int_equal(t[i].rc, RLOCK_OK);
+    }
+    /* and every channel is left once nobody waits */
+    await_numsub(&f->redis, channel, 0);
+    int64_t deadline = rt_now_ms() + 10000;
+    while (own_channels(&f->redis, channel) != 0 && rt_now_ms() < deadline)
+        rt_sleep_ms(5);
+    assert_int_equal(own_channels(&f->redis, channel), 0);
+    for (int i = 0; i < 4; i++) {
+        rlock_free(l[i]);
+        rlock_client_free(c[i]);
+    }
+}
+
+/* With the queue off, every waiting client listens on Redisson's channel
+ * and nothing is queued. */
+static void test_queue_off_every_waiter_listens_on_the_channel(void **state)
+{
+    lt_fixture *f = *state;
+    char name[128], channel[160], queue[160];
+    rlock_client *c[4];
+    rlock *l[4];
+    turn t[3];
+    atomic_int order;
+
+    LT_TEST_NAME(name);
+    lt_channel_of(channel, sizeof(channel), name);
+    queue_of(queue, sizeof(queue), name);
+    atomic_init(&order, 0);
+    for (int i = 0; i < 4; i++) {
+        c[i] = lt_connect(f->redis.url, set_queue, 0);
+        l[i] = lt_get_lock(c[i], name);
+    }
+    assert_int_equal(rlock_lock(l[3]), RLOCK_OK);
+    for (int i = 0; i < 3; i++)
+        start_turn(&t[i], l[i], &order, -1, 20);
+    await_numsub(&f->redis, channel, 3);
+    assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", queue), 0);
+    assert_int_equal(rlock_unlock(l[3]), RLOCK_OK);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(pthread_join(t[i].thread, NULL), 0);
+        assert_int_equal(t[i].rc, RLOCK_OK);
+    }
+    for (int i = 0; i < 4; i++) {
+        rlock_free(l[i]);
+        rlock_client_free(c[i]);
+    }
+}
+
+/* The wall clock in ms (the queue's scripts are given the client's, as
+ * Redisson's fair lock's are). */
+static long long wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A head that stopped trying (its process died) holds up the next waiter
+ * only until its entry goes stale; then the next takes the free lock, and
+ * the dead entry is gone. */
+static void test_stale_head_is_dropped_and_the_next_takes_the_lock(
+    void **state)
+{
+    lt_fixture *f = *state;
+    char name[128], queue[160], stale_at[160];
+    rlock_client *c = lt_connect(f->redis.url, set_recheck, 200);
+
+    LT_TEST_NAME(name);
+    queue_of(queue, sizeof(queue), name);
+    stale_at_of(stale_at, sizeof(stale_at), name);
+    rlock *l = lt_get_lock(c, name);
+    rt_cmd_int(&f->redis, "RPUSH %s dead:1", queue);
+    rt_cmd_int(&f->redis, "ZADD %s %lld dead:1", stale_at,
+               wall_ms() + 1500);
+    int64_t t0 = rt_now_ms();
+    assert_int_equal(rlock_lock(l), RLOCK_OK);
+    int64_t took = rt_now_ms() - t0;
+    print_message("took the lock after %lld ms\n", (long long)took);
+    assert_true(took >= 1300);
+    assert_true(took < 10000);
+    assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", queue), 0);
+    assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", stale_at), 0);
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    rlock_free(l);
+    rlock_client_free(c);
+}
+
+/* A waiter whose wait runs out leaves the queue. */
+static void test_waiter_that_gives_up_leaves_the_queue(void **state)
+{
+    lt_fixture *f = *state;
+    char name[128], queue[160], stale_at[160];
+    rlock_client *a = lt_connect(f->redis.url, NULL, 0);
+    rlock_client *b = lt_connect(f->redis.url, NULL, 0);
+    atomic_int order;
+
+    LT_TEST_NAME(name);
+    atomic_init(&order, 0);
+    queue_of(queue, sizeof(queue), name);
+    stale_at_of(stale_at, sizeof(stale_at), name);
+    rlock *la = lt_get_lock(a, name), *lb = lt_get_lock(b, name);
+    assert_int_equal(rlock_lock(la), RLOCK_OK);
+    turn t;
+    start_turn(&t, lb, &order, 1500, 0);
+    await_queued(&f->redis, name, 1);
+    assert_int_equal(pthread_join(t.thread, NULL), 0);
+    assert_int_equal(t.rc, RLOCK_ETIMEDOUT);
+    assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", queue), 0);
+    assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", stale_at), 0);
+    assert_int_equal(rlock_unlock(la), RLOCK_OK);
+    rlock_free(la);
+    rlock_free(lb);
+    rlock_client_free(a);
+    rlock_client_free(b);
+}
+
+/* A Redisson client's unlock (its hash field deleted, its message on
+ * Redisson's channel) wakes the queued head at once: its lease (30 s) and
+ * its re-check interval (60 s) are far away. */
+static void test_redisson_unlock_wakes_the_queued_head(void **state)
+{
+    lt_fixture *f = *state;
+    char name[128], channel[160];
+    rlock_client *c = lt_connect(f->redis.url, set_recheck, 60000);
+    atomic_int order;
+
+    LT_TEST_NAME(name);
+    atomic_init(&order, 0);
+    lt_channel_of(channel, sizeof(channel), name);
+    rlock *l = lt_get_lock(c, name);
+    rt_cmd_int(&f->redis, "HSET %s 4b1f3a6e-0000-4000-8000-00000000java:1 1",
+               name);
+    rt_cmd_int(&f->redis, "PEXPIRE %s 30000", name);
+    turn t;
+    start_turn(&t, l, &order, -1, 0);
+    await_queued(&f->redis, name, 1);
+    await_numsub(&f->redis, channel, 1);
+    rt_sleep_ms(100); /* its try after the subscription is done */
+    int64_t t0 = rt_now_ms();
+    rt_cmd_int(&f->redis, "DEL %s", name);
+    assert_int_equal(rt_cmd_int(&f->redis, "PUBLISH %s 0", channel), 1);
+    assert_int_equal(pthread_join(t.thread, NULL), 0);
+    assert_int_equal(t.rc, RLOCK_OK);
+    print_message("woken after %lld ms\n", (long long)(t.acquired_ms - t0));
+    assert_true(t.acquired_ms - t0 < 10000);
+    rlock_free(l);
+    rlock_client_free(c);
+}
+
+/* While a waiter is queued, both queue keys expire within the time a
+ * waiter keeps its place (twice the re-check interval and 1 s), so that
+ * they vanish when nobody refreshes them. */
+static void test_queue_keys_expire_when_nobody_refreshes_them(void **state)
+{
+    lt_fixture *f = *state;
+    char name[128], queue[160], stale_at[160];
+    rlock_client *a = lt_connect(f->redis.url, NULL, 0);
+    rlock_client *b = lt_connect(f->redis.url, set_recheck, 200);
+    atomic_int order;
+
+    LT_TEST_NAME(name);
+    atomic_init(&order, 0);
+    queue_of(queue, sizeof(queue), name);
+    stale_at_of(stale_at, sizeof(stale_at), name);
+    rlock *la = lt_get_lock(a, name), *lb = lt_get_lock(b, name);
+    assert_int_equal(rlock_lock(la), RLOCK_OK);
+    turn t;
+    start_turn(&t, lb, &order, -1, 0);
+    await_queued(&f->redis, name, 1);
+    long long q = rt_cmd_int(&f->redis, "PTTL %s", queue);
+    long long z = rt_cmd_int(&f->redis, "PTTL %s", stale_at);
+    print_message("PTTL queue %lld, stale-at %lld\n", q, z);
+    assert_true(q > 0 && q <= 1400);
+    assert_true(z > 0 && z <= 1400);
+    assert_int_equal(rlock_unlock(la), RLOCK_OK);
+    assert_int_equal(pthread_join(t.thread, NULL), 0);
+    assert_int_equal(t.rc, RLOCK_OK);
+    rlock_free(la);
+    rlock_free(lb);
+    rlock_client_free(a);
+    rlock_client_free(b);
+}
+
+/* A holder that got the lock through the queue: the lock hash is
+ * Redisson's, its one field (the owner tag) at 1 with the watchdog's
+ * lease, and nothing of the queue is left. */
+typedef struct holder {
+    pthread_t thread;
+    rlock_client *c;
+    rlock *l;
+    char field[128];
+    atomic_int stage; /* 1: holds it; 2: may unlock */
+    int rc;
+} holder;
+
+static void *holder_main(void *p)
+{
+    holder *h = p;
+    h->rc = rlock_lock(h->l);
+    lt_owner_field(h->field, sizeof(h->field), h->c);
+    atomic_store(&h->stage, 1);
+    while (atomic_load(&h->stage) != 2)
+        rt_sleep_ms(5);
+    if (h->rc == RLOCK_OK)
+        h->rc = rlock_unlock(h->l);
+    return NULL;
+}
+
+static void test_queued_acquire_writes_the_lock_hash_as_redisson(
+    void **state)
+{
+    lt_fixture *f = *state;
+    char name[128], queue[160], stale_at[160];
+    rlock_client *a = lt_connect(f->redis.url, NULL, 0);
+    holder h = {.c = lt_connect(f->redis.url, NULL, 0)};
+
+    LT_TEST_NAME(name);
+    queue_of(queue, sizeof(queue), name);
+    stale_at_of(stale_at, sizeof(stale_at), name);
+    rlock *la = lt_get_lock(a, name);
+    h.l = lt_get_lock(h.c, name);
+    atomic_init(&h.stage, 0);
+    assert_int_equal(rlock_lock(la), RLOCK_OK);
+    assert_int_equal(pthread_create(&h.thread, NULL, holder_main, &h), 0);
+    await_queued(&f->redis, name, 1);
+    assert_int_equal(rlock_unlock(la), RLOCK_OK);
+    int64_t deadline = rt_now_ms() + 10000;
+    while (atomic_load(&h.stage) != 1 && rt_now_ms() < deadline)
+        rt_sleep_ms(5);
+    assert_int_equal(atomic_load(&h.stage), 1);
+    assert_int_equal(h.rc, RLOCK_OK);
+    lt_assert_single_field(&f->redis, name, h.field, "1");
+    long long ttl = rt_cmd_int(&f->redis, "PTTL %s", name);
+    assert_true(ttl > 20000 && ttl <= 30000);
+    assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", queue), 0);
+    assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", stale_at), 0);
+    atomic_store(&h.stage, 2);
+    assert_int_equal(pthread_join(h.thread, NULL), 0);
+    assert_int_equal(h.rc, RLOCK_OK);
+    rlock_free(la);
+    rlock_free(h.l);
+    rlock_client_free(a);
+    rlock_client_free(h.c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_client_of_many_acquires),
         cmocka_unit_test(test_every_client_of_many_acquires_when_barging),
         cmocka_unit_test(test_barging_lets_the_releaser_take_it_back),
+        cmocka_unit_test(test_queued_waiters_take_the_lock_in_arrival_order),
+        cmocka_unit_test(test_releaser_locks_again_behind_a_queued_waiter),
+        cmocka_unit_test(test_only_the_head_listens_on_the_lock_channel),
+        cmocka_unit_test(test_queue_off_every_waiter_listens_on_the_channel),
+        cmocka_unit_test(
+            test_stale_head_is_dropped_and_the_next_takes_the_lock),
+        cmocka_unit_test(test_waiter_that_gives_up_leaves_the_queue),
+        cmocka_unit_test(test_redisson_unlock_wakes_the_queued_head),
+        cmocka_unit_test(test_queue_keys_expire_when_nobody_refreshes_them),
+        cmocka_unit_test(
+            test_queued_acquire_writes_the_lock_hash_as_redisson),
     };
 
     rt_require_redis();

@@ -136,6 +136,36 @@ static void test_lock_barging_setter(void **state)
     rlock_config_free(cfg);
 }
 
+/* rlock's own rlockLockQueue key sets what rlock_config_set_lock_queue()
+ * sets; without it, the queue is on. */
+static void test_lock_queue_key(void **state)
+{
+    (void)state;
+    rlock_config *cfg = load_ok("{\"rlockLockQueue\": false}\n");
+    assert_false(cfg->lock_queue);
+    rlock_config_free(cfg);
+    cfg = load_ok("{\"rlockLockQueue\": true}\n");
+    assert_true(cfg->lock_queue);
+    rlock_config_free(cfg);
+    cfg = load_ok("{\"lockWatchdogTimeout\": 30000}\n");
+    assert_true(cfg->lock_queue);
+    rlock_config_free(cfg);
+}
+
+static void test_lock_queue_setter(void **state)
+{
+    (void)state;
+    rlock_config *cfg;
+    assert_int_equal(rlock_config_new(&cfg), 0);
+    assert_true(cfg->lock_queue);
+    assert_int_equal(rlock_config_set_lock_queue(cfg, 0), 0);
+    assert_false(cfg->lock_queue);
+    assert_int_equal(rlock_config_set_lock_queue(cfg, 1), 0);
+    assert_true(cfg->lock_queue);
+    assert_int_equal(rlock_config_set_lock_queue(NULL, 1), RLOCK_EINVAL);
+    rlock_config_free(cfg);
+}
+
 /* checkLockSyncedSlaves and slavesSyncTimeout set what
  * rlock_config_set_sync_replicas() sets, each keeping the other's value;
  * without them WAIT is off with Redisson's 1000 ms. */
@@ -926,6 +956,8 @@ int main(void)
         cmocka_unit_test(test_sync_replicas_keys),
         cmocka_unit_test(test_sync_replicas_setter),
         cmocka_unit_test(test_lock_barging_setter),
+        cmocka_unit_test(test_lock_queue_key),
+        cmocka_unit_test(test_lock_queue_setter),
         cmocka_unit_test(test_redisson_to_json_output),
         cmocka_unit_test(test_no_server),
         cmocka_unit_test(test_pool_size_capped),
