@@ -40,6 +40,7 @@ typedef struct bench_opts {
     int connections;      /* rlock command connections, 0: default */
     bool stats_off;       /* --stats off: rlock_config_set_stats(cfg, 0) */
     bool barging;         /* --barging on: rlock_config_set_lock_barging */
+    bool queue_off;       /* --queue off: rlock_config_set_lock_queue */
     double limit_seconds; /* embedded limit run, 0: none */
     char prefix[96];      /* key prefix, unique per run */
 } bench_opts;

@@ -6,6 +6,7 @@
  *               [--workers N] [--seconds S] [--procs] [--locks K]
  *               [--watchdog-ms MS] [--connections N] [--limit-seconds S]
  *               [--prefix P] [--stats on|off] [--barging on|off]
+ *               [--queue on|off]
  *
  * One run prints one JSON object on one line of stdout. Every scenario
  * other than "limit" first measures the limit itself for --limit-seconds
@@ -38,7 +39,7 @@ static void usage(FILE *f)
                "         [--kind lock|fair|spin|fenced|write]\n"
                "         [--watchdog-ms MS] [--connections N]\n"
                "         [--limit-seconds S] [--prefix P] [--stats on|off]\n"
-               "         [--barging on|off]\n"
+               "         [--barging on|off] [--queue on|off]\n"
                "scenarios: uncontended contended parallel held limit fanout\n");
 }
 
@@ -54,6 +55,8 @@ int bench_client(const bench_opts *o, rlock_client **out)
         rc = rlock_config_set_stats(cfg, 0);
     if (rc == 0 && o->barging) /* Redisson's waiting (issue 17) */
         rc = rlock_config_set_lock_barging(cfg, 1);
+    if (rc == 0 && o->queue_off) /* every waiter on Redisson's channel */
+        rc = rlock_config_set_lock_queue(cfg, 0);
     if (rc == 0)
         rc = rlock_client_connect_with(out, o->url, cfg);
     rlock_config_free(cfg);
@@ -80,6 +83,7 @@ static int parse_args(int argc, char **argv, bench_opts *o)
         {"prefix", required_argument, NULL, 'x'},
         {"stats", required_argument, NULL, 'S'},
         {"barging", required_argument, NULL, 'B'},
+        {"queue", required_argument, NULL, 'Q'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -136,6 +140,13 @@ static int parse_args(int argc, char **argv, bench_opts *o)
                 return 2;
             }
             o->barging = strcmp(optarg, "on") == 0;
+            break;
+        case 'Q':
+            if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0) {
+                usage(stderr);
+                return 2;
+            }
+            o->queue_off = strcmp(optarg, "off") == 0;
             break;
         case 'h':
             usage(stdout);
@@ -226,6 +237,7 @@ int main(int argc, char **argv)
     bench_set_num(out, "seconds", o.seconds);
     json_object_set_new(out, "stats", json_boolean(!o.stats_off));
     json_object_set_new(out, "barging", json_boolean(o.barging));
+    json_object_set_new(out, "queue", json_boolean(!o.queue_off));
 
     redisContext *c = bench_connect(&o);
     char version[32] = "";

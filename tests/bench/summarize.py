@@ -16,7 +16,8 @@ import sys
 
 PEERS = ["node-redisson", "redlock", "redlock-fast", "redis-py"]
 # rlock's other settings and kinds, shown beside it where they were run
-VARIANTS = [("rlock-barging", "rlock, barging on"), ("rlock-fair", "rlock fair lock"),
+VARIANTS = [("rlock-barging", "rlock, barging on"),
+            ("rlock-noqueue", "rlock, queue off"), ("rlock-fair", "rlock fair lock"),
             ("rlock-cluster", "rlock, 3-master cluster")]
 
 # (figure, label, better): better is "high" or "low"
