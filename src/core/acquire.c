@@ -38,6 +38,11 @@
 #define RLOCK__CONTENDED_WINDOW_MS    1000
 #define RLOCK__YIELD_MS               2
 
+/* How long a queued RLock waiter's own channel stays subscribed after its
+ * wait, for its next one: a process looping on a contended lock queues
+ * again within a few handoffs, and then needs no SUBSCRIBE. */
+#define RLOCK__QUEUE_LINGER_MS 1000
+
 enum {
     A_IDLE,
     A_ACQUIRING,   /* an attempt is out */
@@ -309,6 +314,14 @@ static rlock__step busy_queued(rlock__acquire *a, int64_t now)
     int rc = enter(a, !head);
     if (rc != 0)
         return finish(a, rc);
+    if (!head) {
+        /* its own channel stays a while after it (RLOCK__QUEUE_LINGER_MS),
+         * keeping for it a turn told meanwhile: when it is still there, no
+         * try is needed for what was told before it came back */
+        rlock__entry_set_linger(a->wait_entry, RLOCK__QUEUE_LINGER_MS);
+        if (rlock__entry_subscribed(a->wait_entry))
+            return sleep_until_retry(a, now);
+    }
     return wait_for(a, A_SUBSCRIBING, RLOCK__WAIT_SUBSCRIBED,
                     min64(a->deadline_ms,
                           now + min64(RLOCK__SUBSCRIBE_WAIT_MS,

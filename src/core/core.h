@@ -152,6 +152,9 @@ void rlock__entry_note_released(rlock__entry *e);
 
 /* Subscriber side (pubsub.c, on the I/O thread). */
 bool rlock__entry_wants_channel(rlock__entry *e);
+void rlock__entry_set_linger(rlock__entry *e, int64_t ms);
+int64_t rlock__entry_linger_left(rlock__entry *e);
+bool rlock__entry_linger_over(rlock__entry *e);
 bool rlock__entry_subscribed(rlock__entry *e);
 void rlock__entry_set_subscribed(rlock__entry *e, bool subscribed,
                                  bool wake_all);
@@ -348,6 +351,7 @@ int rlock__pubsub_new(rlock__pubsub **out, rlock_client *c);
 void rlock__pubsub_free(rlock__pubsub *ps);
 void rlock__pubsub_shutdown(rlock__pubsub *ps);
 int rlock__pubsub_sync(rlock__entry *e);
+int rlock__pubsub_linger(rlock__entry *e, int64_t ms);
 /* The master moved (Sentinel): subscribe everything again on the new one. */
 void rlock__pubsub_move(rlock__pubsub *ps);
 /* api/cluster_connect.c: the cluster's table changed (io/cluster.h). */

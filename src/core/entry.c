@@ -350,13 +350,62 @@ void rlock__waiter_enter(rlock__entry *pub, rlock__waiter *w,
     pthread_mutex_lock(&e->mu);
     append_waiter(e, w);
     bool first = e->nwaiters++ == 0;
-    if (first) {
+    /* a lingering entry is still in its channel: nothing to join */
+    bool joined = first && e->linger_until_ms != 0 && e->subscribed;
+    e->linger_until_ms = 0;
+    if (first && !joined) {
         e->subscribed = false;
         e->unheard = false;
     }
+    if (e->banked) {
+        w->permit = true;
+        e->banked = false;
+    }
     pthread_mutex_unlock(&e->mu);
-    if (first)
+    if (first && !joined)
         rlock__pubsub_sync(pub); /* on failure: re-checks alone */
+}
+
+/* Makes e stay in its channel for ms after its last waiter leaves (0: it
+ * leaves at once), keeping a wake-up that comes meanwhile for the next
+ * waiter: a queued RLock waiter's own channel, which only that waiter's
+ * turn is published on, between one wait and the next. */
+void rlock__entry_set_linger(rlock__entry *pub, int64_t ms)
+{
+    entry *e = entry_of(pub);
+    pthread_mutex_lock(&e->mu);
+    e->linger_ms = ms;
+    pthread_mutex_unlock(&e->mu);
+}
+
+/* Ends e's stay in its channel if it is over and no waiter came back:
+ * from now on a new waiter joins the channel afresh. Returns true if it
+ * did. I/O thread. */
+bool rlock__entry_linger_over(rlock__entry *pub)
+{
+    entry *e = entry_of(pub);
+    pthread_mutex_lock(&e->mu);
+    bool over = e->nwaiters == 0 && e->linger_until_ms != 0 &&
+                rlock__now_ms() >= e->linger_until_ms;
+    if (over) {
+        e->linger_until_ms = 0;
+        e->subscribed = false;
+        e->banked = false;
+    }
+    pthread_mutex_unlock(&e->mu);
+    return over;
+}
+
+/* How long e still lingers in its channel with no waiter (ms), or 0. */
+int64_t rlock__entry_linger_left(rlock__entry *pub)
+{
+    entry *e = entry_of(pub);
+    pthread_mutex_lock(&e->mu);
+    int64_t left = e->nwaiters == 0 && e->linger_until_ms != 0
+                       ? e->linger_until_ms - rlock__now_ms()
+                       : 0;
+    pthread_mutex_unlock(&e->mu);
+    return left > 0 ? left : 0;
 }
 
 /* Takes w out of its entry's waiters; a wake-up it did not use goes to
@@ -369,13 +418,18 @@ void rlock__waiter_leave(rlock__waiter *w)
     pthread_mutex_lock(&e->mu);
     unlink_waiter(e, w);
     bool last = --e->nwaiters == 0;
+    bool linger = last && e->linger_ms > 0 && e->subscribed;
+    if (linger)
+        e->linger_until_ms = rlock__now_ms() + e->linger_ms;
     if (w->permit && !last)
         give_permit(e, &kick_due);
     w->permit = false;
     w->want = RLOCK__WAIT_NONE;
     pthread_mutex_unlock(&e->mu);
     deliver(e, kick_due);
-    if (last)
+    if (linger)
+        rlock__pubsub_linger(w->entry, e->linger_ms);
+    else if (last)
         rlock__pubsub_sync(w->entry);
 }
 
@@ -469,12 +523,13 @@ void rlock__entry_note_released(rlock__entry *pub)
 
 /* ------------------------------------------------------------ subscriber */
 
-/* Whether e should be in its channel: it has waiters. */
+/* Whether e should be in its channel: it has waiters, or lingers. */
 bool rlock__entry_wants_channel(rlock__entry *pub)
 {
     entry *e = entry_of(pub);
     pthread_mutex_lock(&e->mu);
-    bool wanted = e->nwaiters > 0;
+    bool wanted = e->nwaiters > 0 || (e->linger_until_ms != 0 &&
+                                      rlock__now_ms() < e->linger_until_ms);
     pthread_mutex_unlock(&e->mu);
     return wanted;
 }
@@ -502,6 +557,8 @@ void rlock__entry_set_subscribed(rlock__entry *pub, bool subscribed,
     e->unheard = false;
     if (wake_all)
         give_all(e, &kick_due);
+    if (wake_all && e->nwaiters == 0 && e->linger_until_ms != 0)
+        e->banked = true; /* messages may have been missed meanwhile */
     for (rlock__waiter *w = e->head; w != NULL; w = w->next)
         if (w->want == RLOCK__WAIT_SUBSCRIBED)
             wake_waiter(e, w, &kick_due);
@@ -540,6 +597,10 @@ bool rlock__entry_wake(rlock__entry *pub, bool all)
         give_all(e, &kick_due);
     } else {
         woke = give_permit(e, &kick_due);
+    }
+    if (!woke && e->nwaiters == 0 && e->linger_until_ms != 0) {
+        e->banked = true; /* for its next waiter */
+        woke = true;
     }
     pthread_mutex_unlock(&e->mu);
     deliver(e, kick_due);

@@ -43,6 +43,11 @@ typedef struct entry {
     bool subscribed; /* the channel subscription is confirmed */
     bool unheard;    /* its channel's SUBSCRIBE was refused: waiters
                         re-check without waiting for a subscription */
+    int64_t linger_ms;       /* how long it stays in its channel after its
+                                last waiter (a queued RLock waiter's own
+                                entry); 0: it leaves at once */
+    int64_t linger_until_ms; /* while lingering: when it leaves */
+    bool banked; /* a wake-up came while lingering: the next waiter's */
     rlock_lost_cb lost_cb; /* rlock_on_lost() */
     void *lost_arg;
     uint64_t lost_reg;     /* which setting of it (notify.c); 0: none */

@@ -110,6 +110,9 @@ struct rlock__pubsub {
     bool stopping;
     rlock__map channels; /* name -> channel */
     rlock__timer *retry;
+    rlock__timer *linger; /* ends lingering entries' stays */
+    bool linger_armed;
+    int64_t linger_due_ms;
     int64_t backoff_ms;
     bool retry_armed;
     int64_t retry_due_ms;
@@ -125,6 +128,7 @@ typedef struct membership_task {
 } membership_task;
 
 static void retry_subscriptions(void *arg);
+static void end_lingering(void *arg);
 
 /* Makes the subscriber (not yet connected). Returns 0 or RLOCK_ENOMEM. */
 int rlock__pubsub_new(rlock__pubsub **out, rlock_client *c)
@@ -135,8 +139,11 @@ int rlock__pubsub_new(rlock__pubsub **out, rlock_client *c)
     ps->client = c;
     ps->holdoff_ms = RLOCK__REFUSAL_HOLDOFF_MS;
     ps->retry = rlock__timer_new(c->loop, retry_subscriptions, ps);
-    if (ps->retry == NULL || rlock__map_init(&ps->channels) != 0) {
+    ps->linger = rlock__timer_new(c->loop, end_lingering, ps);
+    if (ps->retry == NULL || ps->linger == NULL ||
+        rlock__map_init(&ps->channels) != 0) {
         rlock__timer_free(ps->retry);
+        rlock__timer_free(ps->linger);
         free(ps);
         return RLOCK_ENOMEM;
     }
@@ -489,6 +496,111 @@ int rlock__pubsub_sync(rlock__entry *e)
     rlock__entry_ref(e);
     rlock__loop_submit(c->loop, &mt->task);
     return RLOCK_OK;
+}
+
+/* Makes sure end_lingering() runs within delay_ms. */
+static void arm_linger(rlock__pubsub *ps, int64_t delay_ms)
+{
+    if (atomic_load(&ps->client->closing) || ps->stopping)
+        return;
+    int64_t due = rlock__now_ms() + delay_ms;
+    if (ps->linger_armed && ps->linger_due_ms <= due)
+        return;
+    ps->linger_armed = true;
+    ps->linger_due_ms = due;
+    rlock__timer_stop(ps->linger);
+    rlock__timer_start(ps->linger, delay_ms, 0);
+}
+
+typedef struct linger_task {
+    rlock__task task;
+    rlock__pubsub *ps;
+    rlock__entry *entry;
+    int64_t ms;
+} linger_task;
+
+static void run_linger(rlock__task *t, int status)
+{
+    linger_task *lt = (linger_task *)t;
+    if (status == 0) {
+        sync_membership(lt->ps, lt->entry); /* joined: it stays */
+        arm_linger(lt->ps, lt->ms);
+    }
+    rlock__entry_unref(lt->entry);
+    free(lt);
+}
+
+/* e's last waiter left, and e stays in its channel for ms
+ * (rlock__entry_set_linger): the I/O thread makes it leave after that,
+ * unless a waiter comes back first. Returns 0, or RLOCK_ENOMEM (then it
+ * leaves at once). Any thread, without e->mu held. */
+int rlock__pubsub_linger(rlock__entry *e, int64_t ms)
+{
+    rlock_client *c = e->client;
+    if (c->pubsub == NULL)
+        return RLOCK_OK;
+    linger_task *lt = rlock__calloc(1, sizeof(*lt));
+    if (lt == NULL) {
+        rlock__entry_set_linger(e, 0);
+        return rlock__pubsub_sync(e);
+    }
+    lt->task.run = run_linger;
+    lt->ps = c->pubsub;
+    lt->entry = e;
+    lt->ms = ms;
+    rlock__entry_ref(e);
+    rlock__loop_submit(c->loop, &lt->task);
+    return RLOCK_OK;
+}
+
+/* Collects, referenced, the joined entries still lingering or due to
+ * leave. */
+typedef struct linger_walk {
+    rlock__entry **list;
+    size_t n, cap;
+} linger_walk;
+
+static void collect_lingering(const char *key, void *value, void *arg)
+{
+    channel *ch = value;
+    linger_walk *w = arg;
+    (void)key;
+    for (int i = 0; i < ch->nentries; i++) {
+        if (w->n == w->cap) {
+            size_t cap = w->cap ? w->cap * 2 : 8;
+            rlock__entry **grown =
+                rlock__realloc(w->list, sizeof(*grown) * cap);
+            if (grown == NULL)
+                return; /* the rest wait for the next run */
+            w->list = grown;
+            w->cap = cap;
+        }
+        rlock__entry_ref(ch->entries[i]);
+        w->list[w->n++] = ch->entries[i];
+    }
+}
+
+/* Timer: every joined entry whose stay is over and has no waiter leaves
+ * its channel; the timer comes back for those still lingering. */
+static void end_lingering(void *arg)
+{
+    rlock__pubsub *ps = arg;
+    linger_walk w = {NULL, 0, 0};
+    int64_t next = 0;
+    ps->linger_armed = false;
+    rlock__map_foreach(&ps->channels, collect_lingering, &w);
+    for (size_t i = 0; i < w.n; i++) {
+        int64_t left = rlock__entry_linger_left(w.list[i]);
+        if (left > 0 && (next == 0 || left < next))
+            next = left;
+        else if (rlock__entry_linger_over(w.list[i]))
+            sync_membership(ps, w.list[i]); /* it leaves, or a waiter
+                                               that came back keeps it */
+        rlock__entry_unref(w.list[i]);
+    }
+    free(w.list);
+    if (next > 0)
+        arm_linger(ps, next);
 }
 
 static void collect_channel(const char *key, void *value, void *arg)
@@ -845,6 +957,7 @@ void rlock__pubsub_shutdown(rlock__pubsub *ps)
 {
     ps->stopping = true;
     rlock__timer_stop(ps->retry);
+    rlock__timer_stop(ps->linger);
     for (int i = 0; i < ps->nlinks; i++) {
         rlock__link_free(ps->links[i].link); /* answers what is owed,
                                                 with ECLOSED */
@@ -867,6 +980,7 @@ void rlock__pubsub_free(rlock__pubsub *ps)
         return;
     rlock__map_destroy(&ps->channels);
     rlock__timer_free(ps->retry);
+    rlock__timer_free(ps->linger);
     free(ps->links);
     free(ps);
 }
