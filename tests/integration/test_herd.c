@@ -394,6 +394,47 @@ static void test_only_the_head_listens_on_the_lock_channel(void **state)
     }
 }
 
+/* A waiter that waited behind the head keeps its own channel for a while
+ * after its turn came (for its next wait: no SUBSCRIBE then), and leaves
+ * it once that while is over. */
+static void test_own_channel_stays_a_while_after_the_wait(void **state)
+{
+    lt_fixture *f = *state;
+    char name[128], channel[160];
+    rlock_client *c[3];
+    rlock *l[3];
+    turn t[2];
+    atomic_int order;
+
+    LT_TEST_NAME(name);
+    lt_channel_of(channel, sizeof(channel), name);
+    atomic_init(&order, 0);
+    for (int i = 0; i < 3; i++) {
+        c[i] = lt_connect(f->redis.url, NULL, 0);
+        l[i] = lt_get_lock(c[i], name);
+    }
+    assert_int_equal(rlock_lock(l[2]), RLOCK_OK);
+    for (int i = 0; i < 2; i++) {
+        start_turn(&t[i], l[i], &order, -1, 0);
+        await_queued(&f->redis, name, i + 1);
+    }
+    assert_int_equal(rlock_unlock(l[2]), RLOCK_OK);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(pthread_join(t[i].thread, NULL), 0);
+        assert_int_equal(t[i].rc, RLOCK_OK);
+    }
+    int64_t done = rt_now_ms();
+    assert_int_equal(own_channels(&f->redis, channel), 1);
+    while (own_channels(&f->redis, channel) != 0 &&
+           rt_now_ms() - done < 10000)
+        rt_sleep_ms(5);
+    assert_int_equal(own_channels(&f->redis, channel), 0);
+    for (int i = 0; i < 3; i++) {
+        rlock_free(l[i]);
+        rlock_client_free(c[i]);
+    }
+}
+
 /* With the queue off, every waiting client listens on Redisson's channel
  * and nothing is queued. */
 static void test_queue_off_every_waiter_listens_on_the_channel(void **state)
@@ -635,6 +676,7 @@ int main(void)
         cmocka_unit_test(test_queued_waiters_take_the_lock_in_arrival_order),
         cmocka_unit_test(test_releaser_locks_again_behind_a_queued_waiter),
         cmocka_unit_test(test_only_the_head_listens_on_the_lock_channel),
+        cmocka_unit_test(test_own_channel_stays_a_while_after_the_wait),
         cmocka_unit_test(test_queue_off_every_waiter_listens_on_the_channel),
         cmocka_unit_test(
             test_stale_head_is_dropped_and_the_next_takes_the_lock),
