@@ -18,7 +18,8 @@
 -- dropped by the next waiter's try, which tells the new head.
 local key, queue, stale_at = KEYS[1], KEYS[2], KEYS[3]
 local owner = ARGV[2]
-if redis.call('hexists', key, owner) == 1 then
+local free = redis.call('exists', key) == 0
+if not free and redis.call('hexists', key, owner) == 1 then
     redis.call('hincrby', key, owner, 1)
     redis.call('pexpire', key, ARGV[1])
     return nil
@@ -45,7 +46,7 @@ while head ~= false do
     head = redis.call('lindex', queue, 0)
 end
 
-if redis.call('exists', key) == 0 and (head == false or head == owner) then
+if free and (head == false or head == owner) then
     if head == owner then
         redis.call('lpop', queue)
         redis.call('zrem', stale_at, owner)
