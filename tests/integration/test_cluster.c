@@ -312,6 +312,8 @@ static redisReply *send_release(const char *name)
     redisFree(c);
     rlock__spec_clear(&s);
     free(channel);
+    free(aux[0]); /* an RLock's queue keys (issue 17) */
+    free(aux[1]);
     free(latch);
     return r;
 }
