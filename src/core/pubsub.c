@@ -11,115 +11,17 @@
  * entry is joined, and unsubscribed when the last leaves. Everything here runs
  * on the I/O thread, so the channel table needs no lock.
  *
- * The connection is a subscriber rlock__link (src/io/link.h) on the I/O
- * thread's loop, opened when a channel is first wanted and kept while the
- * server keeps it, with the client's address (resolved once, at client
- * creation, on the caller's thread), handshake and TLS. The link answers each SUBSCRIBE and UNSUBSCRIBE
- * through its own callback, tells pushed messages from its confirmations,
- * and survives an error reply. Redis answers in order, so a SUBSCRIBE may
- * follow an UNSUBSCRIBE of the same channel at once: a channel's state is
- * that of the last command sent for it, and only that command's answer
- * (the one leaving `inflight` at zero) changes it. A channel lives while it
- * has entries or answers owed.
- *
- * A channel is IDLE (not subscribed, e.g. connection down), SUBSCRIBING,
- * SUBSCRIBED, UNSUBSCRIBING or REFUSED.
- *
- * Refusals. An error reply to a SUBSCRIBE (a Redis 7 ACL user without the
- * channel, a renamed command) refuses that channel alone; the connection
- * and the other channels stay. Its waiters stop waiting for a subscription
- * and re-check at the configured interval, the log hook gets one warning
- * per client, and no SUBSCRIBE for a channel the server has not accepted
- * before goes out for a hold-off (10 s, doubling to 5 min), when the timer
- * tries the refused channels again.
- *
- * The server's own unsubscribe (a Redis Cluster failover sends one) ends
- * the channel's subscription without our asking: messages may have been
- * missed, so its waiters are woken to try at once, and it is subscribed
- * again. A closed link (the server gone, killed, or silent for a command
- * timeout while it owes a reply) is reopened with a back-off from at once
- * to 1 s, reset by an accepted subscription; every wanted channel is
- * subscribed again.
- *
- * Messages (facts sheet 1.4): "0" wakes one waiter per entry, "1" wakes all.
- * When the connection drops, messages published meanwhile are lost, so on
- * resubscription every waiter is woken to re-try its acquire.
- *
- * A cluster (issue 14; CLUSTER-SENTINEL.md 6.4). A channel is subscribed
- * on the master serving its slot (io/cluster.h), one subscriber link per
- * node, kept in `links` by node (index 0 is the client's own server, a
- * cluster's being made as channels need them); with sharded pub/sub
- * (c->sharded) by SSUBSCRIBE, whose messages and server-sent unsubscribes
- * are the "s" kinds, and in the "both" mode by SUBSCRIBE too. A channel
- * follows its slot: a server's sunsubscribe (a failover or a migration
- * took the slot away), a MOVED answer to SSUBSCRIBE, or a table change
- * (the cluster's refresh, every scan interval even with no traffic) that
- * names another master moves it, and every local waiter of it is woken at
- * once to try again, since an unlock may have been published meanwhile
- * (Redisson waits for its next scan, up to 5 s, and wakes nobody).
+ * The subscriber links, the server's answers and messages, refusals and
+ * moves (cluster slots, a Sentinel switch) are pubsub_links.c's; the state
+ * both files share is in pubsub_impl.h.
  *
  * In src/core: the channel table is tied to the entries (core/entry.c); it
  * drives subscriber links of src/io and reads replies through proto.
  */
-#include "core/core.h"
-#include "io/cluster.h"
-#include "io/link.h"
-#include "io/master.h"
-#include "proto/cluster.h"
+#include "core/pubsub_impl.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define RLOCK__REFUSAL_HOLDOFF_MS     10000
-#define RLOCK__REFUSAL_HOLDOFF_MAX_MS 300000
-
-typedef enum {
-    CH_IDLE,
-    CH_SUBSCRIBING,
-    CH_SUBSCRIBED,
-    CH_UNSUBSCRIBING,
-    CH_REFUSED,
-} channel_state;
-
-typedef struct channel {
-    struct rlock__pubsub *ps;
-    char *name;
-    channel_state state;
-    bool missed;  /* subscription was interrupted: messages may be lost */
-    bool allowed; /* the server accepted its SUBSCRIBE before */
-    int inflight; /* (UN)SUBSCRIBEs sent and not yet answered */
-    int on;       /* the link (index in ps->links) of its last command */
-    int nentries;
-    int cap;
-    rlock__entry **entries;
-} channel;
-
-/* One subscriber link, to one node (NULL: the client's server). */
-typedef struct sublink {
-    struct rlock__cnode *node;
-    rlock__link *link; /* NULL: not open */
-    bool was_up; /* a link came up before: the next is a reconnect */
-} sublink;
-
-struct rlock__pubsub {
-    rlock_client *client;
-    sublink *links; /* never shrinks: channels keep indexes into it */
-    int nlinks;
-    int caplinks;
-    bool stopping;
-    rlock__map channels; /* name -> channel */
-    rlock__timer *retry;
-    rlock__timer *linger; /* ends lingering entries' stays */
-    bool linger_armed;
-    int64_t linger_due_ms;
-    int64_t backoff_ms;
-    bool retry_armed;
-    int64_t retry_due_ms;
-    int64_t refused_until_ms; /* no SUBSCRIBE of a new channel before */
-    int64_t holdoff_ms;       /* the next refusal's hold-off */
-    bool warned;              /* the refusal warning was given */
-};
 
 typedef struct membership_task {
     rlock__task task;
@@ -127,7 +29,6 @@ typedef struct membership_task {
     rlock__entry *entry;
 } membership_task;
 
-static void retry_subscriptions(void *arg);
 static void end_lingering(void *arg);
 
 /* Makes the subscriber (not yet connected). Returns 0 or RLOCK_ENOMEM. */
@@ -138,7 +39,7 @@ int rlock__pubsub_new(rlock__pubsub **out, rlock_client *c)
         return RLOCK_ENOMEM;
     ps->client = c;
     ps->holdoff_ms = RLOCK__REFUSAL_HOLDOFF_MS;
-    ps->retry = rlock__timer_new(c->loop, retry_subscriptions, ps);
+    ps->retry = rlock__timer_new(c->loop, rlock__pubsub_retry, ps);
     ps->linger = rlock__timer_new(c->loop, end_lingering, ps);
     if (ps->retry == NULL || ps->linger == NULL ||
         rlock__map_init(&ps->channels) != 0) {
@@ -161,226 +62,12 @@ static void free_channel(rlock__pubsub *ps, channel *ch)
 
 /* Frees ch if nothing needs it any more: no entry, no answer owed. Returns
  * true if it did. */
-static bool drop_if_unused(rlock__pubsub *ps, channel *ch)
+bool rlock__pubsub_drop_if_unused(rlock__pubsub *ps, channel *ch)
 {
     if (ch->nentries > 0 || ch->inflight > 0)
         return false;
     free_channel(ps, ch);
     return true;
-}
-
-/* Makes sure retry_subscriptions() runs within delay_ms. */
-static void arm_retry_in(rlock__pubsub *ps, int64_t delay_ms)
-{
-    if (atomic_load(&ps->client->closing) || ps->stopping)
-        return;
-    if (delay_ms < 0)
-        delay_ms = 0;
-    int64_t due = rlock__now_ms() + delay_ms;
-    if (ps->retry_armed && ps->retry_due_ms <= due)
-        return;
-    ps->retry_armed = true;
-    ps->retry_due_ms = due;
-    rlock__timer_stop(ps->retry);
-    rlock__timer_start(ps->retry, delay_ms, 0);
-}
-
-/* Schedules a retry after a failure, backing off from at once to 1 s
- * between failed attempts, so a waiter is resubscribed within about a
- * second of Redis coming back. */
-static void arm_retry(rlock__pubsub *ps)
-{
-    arm_retry_in(ps, ps->backoff_ms);
-    ps->backoff_ms = ps->backoff_ms < 50 ? 50 : ps->backoff_ms * 2;
-    if (ps->backoff_ms > 1000)
-        ps->backoff_ms = 1000;
-}
-
-/* Marks ch REFUSED: its waiters re-check alone until the hold-off ends,
- * when the retry timer tries it again. */
-static void refuse(rlock__pubsub *ps, channel *ch)
-{
-    ch->state = CH_REFUSED;
-    ch->missed = true;
-    ch->allowed = false;
-    for (int i = 0; i < ch->nentries; i++)
-        rlock__entry_set_unheard(ch->entries[i]);
-    arm_retry_in(ps, ps->refused_until_ms - rlock__now_ms());
-}
-
-/* The server refused ch's SUBSCRIBE with the error text why: starts (or
- * lengthens) the hold-off and warns, once per client. */
-static void note_refusal(rlock__pubsub *ps, const channel *ch, const char *why)
-{
-    ps->refused_until_ms = rlock__now_ms() + ps->holdoff_ms;
-    int64_t holdoff = ps->holdoff_ms;
-    ps->holdoff_ms = holdoff * 2 > RLOCK__REFUSAL_HOLDOFF_MAX_MS
-                         ? RLOCK__REFUSAL_HOLDOFF_MAX_MS
-                         : holdoff * 2;
-    int level = ps->warned ? RLOCK_LOG_INFO : RLOCK_LOG_WARN;
-    ps->warned = true;
-    rlock__log(ps->client, level,
-               "SUBSCRIBE %s refused by the server (%s): waiters re-check "
-               "every %lld ms instead of being woken; new channels are "
-               "tried again in %lld ms (grant &redisson_lock__channel:* and "
-               "&redisson_rwlock:*, as the README's ACL section says)",
-               ch->name, why, (long long)ps->client->cfg.recheck_interval_ms,
-               (long long)holdoff);
-}
-
-static void on_push(rlock__link *l, const rlock__push *p, void *arg);
-static void on_closed(rlock__link *l, int status, void *arg);
-
-/* The link is up: a first connect, or a reconnect after one was lost. */
-static int link_index(const rlock__pubsub *ps, const rlock__link *l)
-{
-    for (int i = 0; i < ps->nlinks; i++)
-        if (ps->links[i].link == l)
-            return i;
-    return -1;
-}
-
-static void on_up(rlock__link *l, int status, void *arg)
-{
-    rlock__pubsub *ps = arg;
-    (void)status;
-    int i = link_index(ps, l);
-    if (i >= 0 && !ps->links[i].was_up) {
-        ps->links[i].was_up = true;
-        rlock__log(ps->client, RLOCK_LOG_DEBUG, "subscriber connected");
-        return;
-    }
-    rlock__stats_count(ps->client->stats, RLOCK__STAT_RECONNECTS);
-    rlock__log(ps->client, RLOCK_LOG_INFO,
-               "subscriber reconnected: subscribing to %zu channel(s) again",
-               ps->channels.count);
-}
-
-/* The index of the link to node (NULL: the client's server), made if
- * new; -1 when out of memory. */
-static int link_to(rlock__pubsub *ps, struct rlock__cnode *node)
-{
-    for (int i = 0; i < ps->nlinks; i++)
-        if (ps->links[i].node == node)
-            return i;
-    if (ps->nlinks == ps->caplinks) {
-        int cap = ps->caplinks ? ps->caplinks * 2 : 4;
-        sublink *grown = rlock__realloc(ps->links, sizeof(*grown) * cap);
-        if (grown == NULL)
-            return -1;
-        ps->links = grown;
-        ps->caplinks = cap;
-    }
-    ps->links[ps->nlinks] = (sublink){.node = node};
-    return ps->nlinks++;
-}
-
-/* The link ch belongs on now: in a cluster, the one to the master serving
- * its slot as the table says; else the client's server's. -1: none (no
- * node serves the slot, or out of memory). */
-static int link_for(rlock__pubsub *ps, const channel *ch)
-{
-    rlock_client *c = ps->client;
-    if (c->cluster == NULL)
-        return link_to(ps, NULL);
-    int slot = rlock__key_slot(ch->name, strlen(ch->name));
-    struct rlock__cnode *n = rlock__cluster_node_for(c->cluster, slot);
-    return n != NULL ? link_to(ps, n) : -1;
-}
-
-/* Opens link i if it is not open. Returns 0 or a negative code (the link
- * could not even start: the caller retries later). */
-static int ensure_link(rlock__pubsub *ps, int i)
-{
-    if (i < 0)
-        return RLOCK_ECONN;
-    if (ps->links[i].link != NULL)
-        return RLOCK_OK;
-    rlock_client *c = ps->client;
-    if (atomic_load(&c->closing) || ps->stopping)
-        return RLOCK_ECLOSED;
-    /* the server's (or the node's) address, credentials, database
-     * (meaningless for pub/sub, but the server checks it), name and TLS */
-    rlock__link_opts o = ps->links[i].node != NULL
-                             ? *rlock__cnode_opts(ps->links[i].node)
-                             : *c->link_opts;
-    /* a subscriber owes nothing while idle; one that has not answered a
-     * SUBSCRIBE in a command timeout is taken for gone */
-    o.stale_ms = c->cfg.command_timeout_ms;
-    rlock__link_cbs cbs = {.on_up = on_up, .on_closed = on_closed,
-                           .on_push = on_push, .arg = ps};
-    return rlock__link_open(rlock__loop_ev(c->loop), &o, &cbs,
-                            &ps->links[i].link);
-}
-
-static void on_subscribe_reply(rlock__link *l, int status,
-                               struct redisReply *reply, void *arg);
-static void on_unsubscribe_reply(rlock__link *l, int status,
-                                 struct redisReply *reply, void *arg);
-
-/* Sends verb for ch on link ch->on. Returns 0 or a negative code. */
-static int send_verb(rlock__pubsub *ps, channel *ch, const char *verb,
-                     rlock__link_reply_cb cb)
-{
-    int rc = ensure_link(ps, ch->on);
-    if (rc == RLOCK_OK) {
-        const char *name = ch->name;
-        rc = rlock__link_subscribe(ps->links[ch->on].link, verb, 1, &name,
-                                   NULL, ps->client->cfg.command_timeout_ms,
-                                   cb, ch);
-    }
-    if (rc == RLOCK_OK)
-        ch->inflight++;
-    return rc;
-}
-
-/* Sends ch's (un)subscribe command(s) as the client's pub/sub mode says:
- * plain, sharded, or both (the sharded last, so that its answer, the last
- * to come, decides the channel's state). */
-static int send_verbs(rlock__pubsub *ps, channel *ch, bool subscribing)
-{
-    rlock_client *c = ps->client;
-    rlock__link_reply_cb cb =
-        subscribing ? on_subscribe_reply : on_unsubscribe_reply;
-    int rc = RLOCK_OK;
-    if (c->sub_plain)
-        rc = send_verb(ps, ch, subscribing ? "SUBSCRIBE" : "UNSUBSCRIBE", cb);
-    if (rc == RLOCK_OK && c->sub_sharded)
-        rc = send_verb(ps, ch, subscribing ? "SSUBSCRIBE" : "SUNSUBSCRIBE",
-                       cb);
-    return rc;
-}
-
-/* Sends SUBSCRIBE for ch; or, in a refusal hold-off, refuses it without
- * asking; or, if the link cannot take it, leaves it IDLE for the retry
- * timer. */
-static void subscribe(rlock__pubsub *ps, channel *ch)
-{
-    if (!ch->allowed && rlock__now_ms() < ps->refused_until_ms) {
-        refuse(ps, ch);
-        return;
-    }
-    ch->on = link_for(ps, ch);
-    if (send_verbs(ps, ch, true) == RLOCK_OK) {
-        ch->state = CH_SUBSCRIBING;
-        return;
-    }
-    ch->state = CH_IDLE;
-    ch->missed = true;
-    arm_retry(ps);
-}
-
-/* ch has no entry left: leaves the channel on the server if we are in it
- * (or on our way), else forgets ch once nothing is owed. */
-static void unsubscribe(rlock__pubsub *ps, channel *ch)
-{
-    if ((ch->state == CH_SUBSCRIBED || ch->state == CH_SUBSCRIBING) &&
-        send_verbs(ps, ch, false) == RLOCK_OK) {
-        ch->state = CH_UNSUBSCRIBING;
-        return;
-    }
-    ch->state = CH_IDLE;
-    drop_if_unused(ps, ch);
 }
 
 /* Tells a joined entry what its channel's state means for its waiters. */
@@ -411,7 +98,7 @@ static void join(rlock__pubsub *ps, rlock__entry *e)
         int cap = ch->cap ? ch->cap * 2 : 2;
         rlock__entry **grown = rlock__realloc(ch->entries, sizeof(*grown) * cap);
         if (grown == NULL) {
-            drop_if_unused(ps, ch);
+            rlock__pubsub_drop_if_unused(ps, ch);
             return;
         }
         ch->entries = grown;
@@ -423,7 +110,7 @@ static void join(rlock__pubsub *ps, rlock__entry *e)
      * in order, so the SUBSCRIBE's answer comes after it */
     if (ch->nentries == 1 &&
         (ch->state == CH_IDLE || ch->state == CH_UNSUBSCRIBING))
-        subscribe(ps, ch);
+        rlock__pubsub_subscribe(ps, ch);
     else
         show_state(ch, e);
 }
@@ -447,7 +134,7 @@ static void leave(rlock__pubsub *ps, rlock__entry *e)
     rlock__entry_set_subscribed(e, false, false);
     rlock__entry_unref(e);
     if (ch->nentries == 0)
-        unsubscribe(ps, ch);
+        rlock__pubsub_unsubscribe(ps, ch);
 }
 
 /* Brings e's channel membership in line with its waiter count. Acting on
@@ -624,334 +311,6 @@ static channel **all_channels(rlock__pubsub *ps, size_t *n)
     return list;
 }
 
-/* In a cluster, an error answer to ch's SSUBSCRIBE that is no refusal:
- * MOVED (our table was stale: it takes the new owner, and ch is
- * subscribed there at once), or a cluster not able to serve the slot now
- * (ch is tried again by the retry timer, after a refresh). Returns true
- * when reply was one of those. */
-static bool cluster_moved_it(rlock__pubsub *ps, channel *ch,
-                             const struct redisReply *reply)
-{
-    rlock__cluster *cl = ps->client->cluster;
-    rlock__redirect red;
-    if (cl == NULL)
-        return false;
-    switch (rlock__redirect_parse(reply, &red) == 0 ? red.kind
-                                                    : RLOCK__REDIR_NONE) {
-    case RLOCK__REDIR_MOVED: {
-        rlock__stats_count(ps->client->stats, RLOCK__STAT_CLUSTER_MOVED);
-        struct rlock__cnode *n =
-            red.host[0] != '\0' || ps->links[ch->on].node == NULL
-                ? rlock__cluster_node_at(cl, red.host, red.port)
-                : rlock__cluster_node_at(
-                      cl, rlock__cnode_host(ps->links[ch->on].node),
-                      red.port);
-        if (n != NULL)
-            rlock__cluster_moved(cl, red.slot, n);
-        ch->state = CH_IDLE;
-        ch->missed = true;
-        if (n != NULL && ch->inflight == 0)
-            subscribe(ps, ch);
-        else
-            arm_retry(ps);
-        return true;
-    }
-    case RLOCK__REDIR_ASK:
-    case RLOCK__REDIR_TRYAGAIN:
-    case RLOCK__REDIR_CLUSTERDOWN:
-    case RLOCK__REDIR_MASTERDOWN:
-    case RLOCK__REDIR_LOADING:
-        rlock__cluster_refresh(cl);
-        ch->state = CH_IDLE;
-        ch->missed = true;
-        arm_retry(ps);
-        return true;
-    default:
-        return false;
-    }
-}
-
-/* The answer to ch's SUBSCRIBE: confirmed (reply NULL), refused (an error
- * reply), or none (status: the link failed, or the deadline passed). */
-static void on_subscribe_reply(rlock__link *l, int status,
-                               struct redisReply *reply, void *arg)
-{
-    channel *ch = arg;
-    rlock__pubsub *ps = ch->ps;
-    (void)l;
-    ch->inflight--;
-    if (ps->stopping || drop_if_unused(ps, ch) || ch->inflight > 0 ||
-        ch->state != CH_SUBSCRIBING)
-        return; /* a later command for ch decides its state */
-    if (status == RLOCK_OK && reply == NULL) {
-        ch->state = CH_SUBSCRIBED;
-        ch->allowed = true;
-        ps->backoff_ms = 0; /* the connection works */
-        for (int i = 0; i < ch->nentries; i++)
-            rlock__entry_set_subscribed(ch->entries[i], true, ch->missed);
-        ch->missed = false;
-    } else if (status == RLOCK_OK && cluster_moved_it(ps, ch, reply)) {
-        return;
-    } else if (status == RLOCK_OK) {
-        note_refusal(ps, ch, rlock__reply_error_text(reply));
-        refuse(ps, ch);
-    } else {
-        /* a closed link is retried from on_closed, which comes next; a
-         * mere timeout keeps the link (its late answer is dropped) */
-        ch->state = CH_IDLE;
-        ch->missed = true;
-        if (status == RLOCK_ETIMEDOUT)
-            arm_retry(ps);
-    }
-}
-
-static void on_unsubscribe_reply(rlock__link *l, int status,
-                                 struct redisReply *reply, void *arg)
-{
-    channel *ch = arg;
-    (void)l;
-    (void)status;
-    (void)reply;
-    ch->inflight--;
-    if (!ch->ps->stopping)
-        drop_if_unused(ch->ps, ch);
-}
-
-/* Finds the channel a push names (not NUL-terminated there). */
-static channel *find_channel(rlock__pubsub *ps, const rlock__push *p)
-{
-    char small[256];
-    if (p->channel == NULL)
-        return NULL;
-    char *name = p->channel_len < sizeof(small)
-                     ? small
-                     : rlock__malloc(p->channel_len + 1);
-    if (name == NULL)
-        return NULL; /* the waiters' re-checks make up for it */
-    memcpy(name, p->channel, p->channel_len);
-    name[p->channel_len] = '\0';
-    channel *ch = rlock__map_get(&ps->channels, name);
-    if (name != small)
-        free(name);
-    return ch;
-}
-
-static void on_message(channel *ch, const rlock__push *p)
-{
-    if (ch->state != CH_SUBSCRIBED || p->payload_len != 1)
-        return;
-    bool all = p->payload[0] == '1';
-    if (!all && p->payload[0] != '0')
-        return; /* not a lock message: Redisson drops it too */
-    rlock__stats *stats = ch->ps->client->stats;
-    rlock__stats_count(stats, RLOCK__STAT_UNLOCK_MESSAGES);
-    bool woke = false;
-    for (int i = 0; i < ch->nentries; i++)
-        woke = rlock__entry_wake(ch->entries[i], all) || woke;
-    if (!woke)
-        rlock__stats_count(stats, RLOCK__STAT_UNLOCK_MESSAGES_UNUSED);
-}
-
-/* The server ended ch's subscription on its own: an unlock message may
- * have been missed meanwhile, so every waiter tries at once, and the
- * channel is subscribed again (its confirmation wakes them once more, for
- * what was published before it). An unsubscribe of a channel we are
- * leaving, or not yet in, is nothing to us (link.h). */
-static void on_server_unsubscribe(rlock__pubsub *ps, channel *ch)
-{
-    if (ch->state != CH_SUBSCRIBED || ch->nentries == 0)
-        return;
-    rlock__log(ps->client, RLOCK_LOG_INFO,
-               "the server unsubscribed %s: subscribing again", ch->name);
-    ch->state = CH_IDLE;
-    ch->missed = true;
-    for (int i = 0; i < ch->nentries; i++)
-        rlock__entry_set_subscribed(ch->entries[i], false, true);
-    subscribe(ps, ch);
-}
-
-static void on_push(rlock__link *l, const rlock__push *p, void *arg)
-{
-    rlock__pubsub *ps = arg;
-    bool message = p->kind == RLOCK__PUSH_MESSAGE ||
-                   p->kind == RLOCK__PUSH_SMESSAGE;
-    if (!message && p->kind != RLOCK__PUSH_UNSUBSCRIBED &&
-        p->kind != RLOCK__PUSH_SUNSUBSCRIBED)
-        return; /* we use no patterns */
-    channel *ch = find_channel(ps, p);
-    if (ch == NULL)
-        return;
-    if (message) {
-        on_message(ch, p); /* from wherever: a plain PUBLISH reaches all */
-        return;
-    }
-    /* an unsubscribe from a link ch has left (it moved) is nothing */
-    if (ch->on < 0 || ps->links[ch->on].link != l)
-        return;
-    if (p->kind == RLOCK__PUSH_SUNSUBSCRIBED && ps->client->cluster != NULL)
-        rlock__cluster_refresh(ps->client->cluster); /* the slot moved */
-    on_server_unsubscribe(ps, ch);
-}
-
-/* The link failed: ch, unless refused, waits for the timer to subscribe
- * it on a new link. Every answer owed was given (with the failure) before
- * on_closed, so a channel without entries is already gone; nothing is
- * freed here, which lets the table be walked. */
-typedef struct reset_walk {
-    int link;    /* the link that closed (an index of ps->links) */
-    bool wake;   /* every waiter tries at once */
-    bool wanted; /* out: a channel is to be subscribed again */
-} reset_walk;
-
-static void reset_channel(const char *key, void *value, void *arg)
-{
-    channel *ch = value;
-    reset_walk *w = arg;
-    (void)key;
-    if (ch->state == CH_REFUSED || ch->on != w->link)
-        return;
-    ch->state = CH_IDLE;
-    if (ch->nentries == 0)
-        return;
-    ch->missed = true;
-    w->wanted = true;
-    for (int k = 0; k < ch->nentries; k++)
-        rlock__entry_set_subscribed(ch->entries[k], false, w->wake);
-}
-
-/* Forgets link i (freed by the caller) and marks every channel on it to
- * be subscribed again, waking every waiter with wake; returns true when any
- * channel is wanted. */
-static bool forget_link(rlock__pubsub *ps, int i, bool wake)
-{
-    if (i < 0)
-        return false;
-    ps->links[i].link = NULL;
-    reset_walk w = {.link = i, .wake = wake, .wanted = false};
-    rlock__map_foreach(&ps->channels, reset_channel, &w);
-    return w.wanted;
-}
-
-static void on_closed(rlock__link *l, int status, void *arg)
-{
-    rlock__pubsub *ps = arg;
-    /* said once per outage: while the server stays away, every failed
-     * reconnect would repeat it */
-    rlock__log(ps->client, ps->backoff_ms == 0 ? RLOCK_LOG_INFO
-                                               : RLOCK_LOG_DEBUG,
-               "subscriber connection closed (%s; %s): reconnecting",
-               rlock_strerror(status), rlock__link_error(l));
-    int i = link_index(ps, l);
-    rlock__link_free(l);
-    if (ps->client->cluster != NULL)
-        rlock__cluster_refresh(ps->client->cluster); /* a node gone? */
-    if (forget_link(ps, i, false))
-        arm_retry(ps);
-    rlock__master_suspect(ps->client->master);
-}
-
-/* The master moved (core/follow.c): the subscriber leaves the old one as
- * if its connection were lost and subscribes every wanted channel again on
- * the new one at once. Every waiter tries at once (the holder it waits for
- * may be gone with the old master, and unlock messages may have been
- * missed), and again when its channel is confirmed. I/O thread. */
-void rlock__pubsub_move(rlock__pubsub *ps)
-{
-    if (ps == NULL || ps->stopping)
-        return;
-    ps->backoff_ms = 0;
-    bool wanted = false;
-    for (int i = 0; i < ps->nlinks; i++) {
-        rlock__link *l = ps->links[i].link;
-        /* forgotten first: the free answers what is owed with ECLOSED */
-        wanted = forget_link(ps, i, true) || wanted;
-        rlock__link_free(l);
-    }
-    if (wanted)
-        arm_retry_in(ps, 0);
-}
-
-static void retry_channel(const char *key, void *value, void *arg)
-{
-    channel *ch = value;
-    (void)key;
-    if ((ch->state == CH_IDLE || ch->state == CH_REFUSED) &&
-        ch->nentries > 0)
-        subscribe(arg, ch); /* never frees a channel */
-}
-
-/* Timer: subscribes every wanted channel that is IDLE, or REFUSED and due
- * for another try. */
-static void retry_subscriptions(void *arg)
-{
-    rlock__pubsub *ps = arg;
-    ps->retry_armed = false;
-    rlock__map_foreach(&ps->channels, retry_channel, ps);
-}
-
-static void on_left(rlock__link *l, int status, struct redisReply *reply,
-                    void *arg)
-{
-    (void)l;
-    (void)status;
-    (void)reply;
-    (void)arg; /* the old node's answer: nothing depends on it */
-}
-
-/* A subscribed channel whose slot another master serves now moves there:
- * left on the old node (its answer matters to nobody: the channel's state
- * follows the new node's), its waiters woken, subscribed on the new. */
-static void follow_slot(const char *key, void *value, void *arg)
-{
-    channel *ch = value;
-    rlock__pubsub *ps = arg;
-    (void)key;
-    if (ch->state != CH_SUBSCRIBED || ch->nentries == 0 || ch->on < 0)
-        return;
-    int now = link_for(ps, ch);
-    if (now < 0 || now == ch->on)
-        return;
-    rlock__link *old = ps->links[ch->on].link;
-    const char *name = ch->name;
-    if (old != NULL && ps->client->sub_sharded)
-        rlock__link_subscribe(old, "SUNSUBSCRIBE", 1, &name, NULL,
-                              ps->client->cfg.command_timeout_ms, on_left,
-                              NULL);
-    if (old != NULL && ps->client->sub_plain)
-        rlock__link_subscribe(old, "UNSUBSCRIBE", 1, &name, NULL,
-                              ps->client->cfg.command_timeout_ms, on_left,
-                              NULL);
-    rlock__log(ps->client, RLOCK_LOG_INFO,
-               "%s moved to %s: subscribing there, waiters try again",
-               ch->name, rlock__cnode_name(ps->links[now].node));
-    ch->state = CH_IDLE;
-    ch->missed = true;
-    for (int i = 0; i < ch->nentries; i++)
-        rlock__entry_set_subscribed(ch->entries[i], false, true);
-    subscribe(ps, ch); /* never frees a channel */
-}
-
-/* The cluster's table changed (io/cluster.h's on_change): every
- * subscribed channel is checked against its slot's master. Only sharded
- * subscriptions are bound to a node; plain ones hear every node's
- * PUBLISH and stay where they are. I/O thread. */
-void rlock__pubsub_topology_changed(rlock__pubsub *ps)
-{
-    if (ps == NULL || ps->stopping || !ps->client->sub_sharded)
-        return;
-    rlock__map_foreach(&ps->channels, follow_slot, ps);
-}
-
-/* Connecting found that the server will refuse SUBSCRIBE on lock channels
- * and warned about it: no channel is tried before a first hold-off, and
- * the first refusal is not warned about again. I/O thread or before the
- * subscriber is used. */
-void rlock__pubsub_assume_refused(rlock__pubsub *ps)
-{
-    ps->refused_until_ms = rlock__now_ms() + ps->holdoff_ms;
-    ps->warned = true;
-}
-
 /* Closes the subscriber and forgets every channel. I/O thread, at stop. */
 void rlock__pubsub_shutdown(rlock__pubsub *ps)
 {
@@ -984,3 +343,4 @@ void rlock__pubsub_free(rlock__pubsub *ps)
     free(ps->links);
     free(ps);
 }
+
