@@ -24,6 +24,14 @@
  * retry_attempts times. An attempt whose reply never came by its deadline
  * ends the acquire (RLOCK_ETIMEDOUT); the transport gives back what its late
  * reply took (request.c, direct.c, and the async driver).
+ *
+ * The wait budget: an attempt's, a drop's and a fair waiter's leaving
+ * carry the caller's deadline (send_by_ms), past which the transport waits
+ * for nothing but a reply to what it already sent (in a cluster, route.c's
+ * back-offs while a master fails over stop there). A phantom whose drop
+ * could not get through by then is left to expire with its lease (the
+ * acquire ends RLOCK_ECONN): a drop sent later could overtake the owner's
+ * next acquire and remove a hold it really has.
  */
 #include "core.h"
 
@@ -106,11 +114,20 @@ static rlock__step done(rlock__acquire *a, int status)
 
 static rlock__step finish(rlock__acquire *a, int status);
 
+/* No back-off or resend of r waits past the caller's deadline (see the
+ * file comment). */
+static void send_by(const rlock__acquire *a, rlock__req *r)
+{
+    if (a->deadline_ms != INT64_MAX)
+        r->send_by_ms = a->deadline_ms;
+}
+
 static rlock__step send(rlock__acquire *a, int state, rlock__req *r,
                         int64_t timeout_ms)
 {
     if (r == NULL)
         return finish(a, RLOCK_ENOMEM);
+    send_by(a, r);
     a->state = state;
     return (rlock__step){
         .kind = RLOCK__STEP_SEND, .req = r, .timeout_ms = timeout_ms};
@@ -179,6 +196,7 @@ static rlock__step finish(rlock__acquire *a, int status)
             req_of(client_of(a), &spec,
                    rlock__spec_give_up(&spec, a->entry, a->owner, slack));
         if (r != NULL) { /* else its place expires with its slack */
+            send_by(a, r);
             a->result = status;
             a->state = A_GIVING_UP;
             return (rlock__step){.kind = RLOCK__STEP_SEND,

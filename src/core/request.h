@@ -44,6 +44,10 @@ struct rlock__req {
     int conn;                    /* command connection index, -1: any */
     /* monotonic; 0: a command timeout from when the I/O thread sends it */
     int64_t deadline_ms;
+    /* monotonic; 0: none. An acquire's caller's deadline: no connect,
+     * back-off or resend of r waits past it (a reply to what was sent
+     * before may still take until deadline_ms) */
+    int64_t send_by_ms;
     rlock__conn_cmd cmd;   /* I/O thread: the send (io/conn.h) */
     rlock__command layout; /* cmd's argv */
     int numkeys;

@@ -29,6 +29,9 @@
  *
  * The request's deadline is fixed at its first send (the caller's, or one
  * command timeout), so retries spend the caller's budget, never extend it.
+ * An acquire's attempt or drop also carries its caller's wait deadline
+ * (r->send_by_ms), which may come first: a back-off never outlasts it, so
+ * a failing-over node costs a trylock its wait, not a command timeout more.
  *
  * A blocking call's request may have been sent first on a caller-thread
  * connection (core/direct_cluster.c). When the node answered one of the
@@ -132,7 +135,10 @@ static bool again_later(rlock__req *r)
     r->backoff_ms = b > RLOCK__ROUTE_BACKOFF_MAX_MS
                         ? RLOCK__ROUTE_BACKOFF_MAX_MS
                         : b;
-    if (rlock__now_ms() + r->backoff_ms >= r->deadline_ms)
+    int64_t until = r->deadline_ms;
+    if (r->send_by_ms != 0 && r->send_by_ms < until)
+        until = r->send_by_ms; /* an acquire's caller waits no longer */
+    if (rlock__now_ms() + r->backoff_ms >= until)
         return false;
     return rlock__cluster_later(c->cluster, r->backoff_ms, resend, r) == 0;
 }
