@@ -15,10 +15,12 @@
  *     SIGSTOPped, its replica takes over with CLUSTER FAILOVER FORCE) while
  *     the client sends nothing: only the periodic scan can move the
  *     subscription, within a scan interval and a command timeout;
+ *   - kill -9 of a master a client has just used: each trylock from the
+ *     kill until the promotion keeps its wait;
  *   - kill -9 of a master while two processes of two threads each take
  *     turns on one lock of its slot: nobody is ever inside with another,
  *     both go on after the promotion, and the loss window is printed.
- * The crash comes last: the killed node stays dead.
+ * The crashes come last: the killed nodes stay dead.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -275,6 +277,72 @@ static void test_the_scan_moves_a_quiet_subscription(void **state)
     /* the old master comes back as the new one's replica */
     assert_int_equal(rt_cluster_wait_settled(&cluster, 30000), 0);
     assert_int_equal(rt_cluster_replica_of(&cluster, r), m);
+}
+
+/* ------------------------------------------------------ a trylock's wait */
+
+/* A master other than node 0 and than keep that has a live replica, as
+ * they serve now. */
+static int master_other_than(int keep)
+{
+    for (int r = RT_CLUSTER_MASTERS - 1; r >= 0; r--) {
+        int owner = rt_cluster_owner(&cluster, r * 5461 + 1);
+        if (owner > 0 && owner != keep &&
+            rt_cluster_replica_of(&cluster, owner) >= 0)
+            return owner;
+    }
+    fail_msg("no master with a replica but node 0 and %d", keep);
+    return -1;
+}
+
+/* kill -9 of the master serving a lock a client has just used: every
+ * rlock_trylock() with a 1.5 s wait, from the kill until one gets the lock
+ * on the promoted replica (the cluster node timeout is 3 s), returns
+ * within its wait and 1.5 s more for a loaded machine. A killed node's
+ * sockets are reset at once, so no reply is outstanding: anything near a
+ * command timeout more (3 s here) is time spent waiting for the failover
+ * past the caller's deadline. The master is not the crash case's, which
+ * comes next and needs its own replica. */
+static void test_a_trylock_keeps_its_wait_through_a_master_crash(void **state)
+{
+    (void)state;
+    const int64_t wait_ms = 1500, slack_ms = 1500;
+    int m = master_other_than(master_not_node_0());
+    char name[64];
+    name_on(m, "crash-budget", name, sizeof(name));
+    rlock_client *c = connect_client(0, 0); /* a 3 s command timeout */
+    rlock *l = NULL;
+    assert_int_equal(rlock_get(c, name, &l), RLOCK_OK);
+    assert_int_equal(rlock_trylock(l, wait_ms, 10000), RLOCK_OK);
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+
+    assert_int_equal(kill(cluster.node[m].pid, SIGKILL), 0);
+    int64_t killed = rt_now_ms();
+    int64_t slowest = 0;
+    int slowest_rc = 0, tries = 0, rc;
+    do {
+        int64_t t0 = rt_now_ms();
+        rc = rlock_trylock(l, wait_ms, 10000);
+        int64_t took = rt_now_ms() - t0;
+        tries++;
+        if (took > slowest) {
+            slowest = took;
+            slowest_rc = rc;
+        }
+        if (rc != RLOCK_OK && took < 100)
+            rt_sleep_ms(20);
+    } while (rc != RLOCK_OK && rt_now_ms() - killed < 30000);
+    print_message("%d trylocks (%lld ms wait) until one held it %lld ms "
+                  "after the kill; the slowest took %lld ms (%s)\n",
+                  tries, (long long)wait_ms,
+                  (long long)(rt_now_ms() - killed), (long long)slowest,
+                  slowest_rc == RLOCK_OK ? "held"
+                                         : rlock_err_name(slowest_rc));
+    assert_int_equal(rc, RLOCK_OK);
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    assert_true(slowest <= wait_ms + slack_ms);
+    rlock_free(l);
+    rlock_client_free(c);
 }
 
 /* ----------------------------------------------------- crash under load */
@@ -545,6 +613,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_waiter_across_a_migration_is_woken),
         cmocka_unit_test(test_the_scan_moves_a_quiet_subscription),
+        cmocka_unit_test(test_a_trylock_keeps_its_wait_through_a_master_crash),
         cmocka_unit_test(test_two_processes_share_a_lock_through_a_crash),
     };
 
