@@ -82,15 +82,24 @@ static int64_t effective_lease(const rlock__acquire *a)
                : a->lease_ms;
 }
 
-/* The time one round trip may take. */
-static int64_t call_timeout(const rlock__acquire *a)
+/* The time one round trip may take: a command timeout, and none past the
+ * caller's deadline plus one command timeout (bounded: past the deadline),
+ * however many steps (an attempt, a phantom's drop, a fair waiter's
+ * leaving) come after it. */
+static int64_t round_trip_ms(const rlock__acquire *a, bool bounded)
 {
     int64_t t = client_of(a)->cfg.command_timeout_ms;
-    if (a->bounded) {
-        int64_t left = a->deadline_ms - rlock__now_ms();
+    if (a->deadline_ms <= INT64_MAX - t) {
+        int64_t end = bounded ? a->deadline_ms : a->deadline_ms + t;
+        int64_t left = end - rlock__now_ms();
         t = min64(t, left > 1 ? left : 1);
     }
     return t;
+}
+
+static int64_t call_timeout(const rlock__acquire *a)
+{
+    return round_trip_ms(a, a->bounded);
 }
 
 /* A request for spec s filled with result rc (0 or why it was not), or
@@ -201,8 +210,7 @@ static rlock__step finish(rlock__acquire *a, int status)
             a->state = A_GIVING_UP;
             return (rlock__step){.kind = RLOCK__STEP_SEND,
                                  .req = r,
-                                 .timeout_ms =
-                                     client_of(a)->cfg.command_timeout_ms};
+                                 .timeout_ms = round_trip_ms(a, false)};
         }
     }
     return done(a, status);
