@@ -166,6 +166,39 @@ static void test_calls_during_stall_return_within_budget(void **state)
     rlock_client_free(c);
 }
 
+/* A fair lock's trylock while Redis is stopped: its attempt times out
+ * after a command timeout, and leaving the queue (sent when it gives up,
+ * as Redisson's does) must not take another: the call returns within its
+ * wait plus one command timeout (2 s here, against 0.1 s of wait; it took
+ * two command timeouts before). */
+static void test_fair_trylock_during_stall_takes_one_command_timeout(
+    void **state)
+{
+    lt_fixture *f = *state;
+    const int64_t command_ms = 2000, wait_ms = 100;
+    ft_timing t = {.command_ms = command_ms};
+    rlock_client *c = ft_connect(f->redis.url, t);
+    static ft_call trylock;
+    char name[128];
+    rlock *l = NULL;
+
+    LT_TEST_NAME(name);
+    assert_int_equal(rlock_fair_get(c, name, &l), RLOCK_OK);
+    /* its connection up */
+    assert_int_equal(rlock_trylock(l, wait_ms, 10000), RLOCK_OK);
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+
+    rt_redis_pause(&f->redis);
+    ft_call_start(&trylock, l, FT_TRYLOCK, wait_ms, 10000);
+    wait_or_fail(f, &trylock, "fair trylock(100)");
+    rt_redis_resume(&f->redis);
+
+    assert_true(is_timeout_or_conn(trylock.rc));
+    assert_true(trylock.elapsed_ms < wait_ms + command_ms + 1000);
+    rlock_free(l);
+    rlock_client_free(c);
+}
+
 /* Lease 4500 ms, renewed every 1500 ms; Redis stops for 2000 ms, so at
  * least one renewal goes unanswered, but the lease outlives the stall.
  * Afterwards the lock is still ours: renewed at once (PTTL back up), and
@@ -400,6 +433,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_calls_during_stall_return_within_budget,
                                   teardown),
+        cmocka_unit_test_teardown(
+            test_fair_trylock_during_stall_takes_one_command_timeout,
+            teardown),
         cmocka_unit_test_teardown(
             test_lock_outliving_a_stall_is_still_held_and_renewed, teardown),
         cmocka_unit_test_teardown(test_watchdog_retries_after_failed_renewals,
