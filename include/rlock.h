@@ -577,10 +577,14 @@ RLOCK_API int rlock_lock(rlock *l);
  *             renewal. 0, other negative values and larger ones:
  *             RLOCK_EINVAL.
  * The wait budget holds even when Redis is slow or down: the call returns
- * within wait_ms plus the command timeout. An attempt whose connection
+ * within wait_ms plus the command timeout: past wait_ms it only ends the
+ * round trip under way and removes a hold a lost attempt may have taken,
+ * and never waits out a cluster's failover (RLOCK_ECONN within wait_ms
+ * when the lock's master is down). An attempt whose connection
  * dropped is retried at once, then every retry interval, up to the retry
  * attempts and within the budget; if the dropped attempt may have taken the
- * lock, that hold is given back.
+ * lock, that hold is given back first, and one that cannot be in time
+ * (RLOCK_ECONN) expires with its lease.
  * Returns 0 when acquired, RLOCK_ETIMEDOUT when not acquired in time, or an
  * error as rlock_lock().
  * Thread-safety: any thread; the caller becomes the owner.
