@@ -15,7 +15,14 @@
 -- A try without a wait never queues: it is lock_acquire.lua's, as Redisson.
 -- The queue's keys expire when nobody has refreshed them for ARGV[3] ms,
 -- and a head that went stale (its process died, or gave up unheard) is
--- dropped by the next waiter's try, which tells the new head.
+-- dropped by the next waiter's try, which tells the new head. A head seen
+-- leaving a free lock untaken (it gave up while Redis was stalled, or ran
+-- out of memory, and its leaving never arrived) has HEAD_GRACE_MS more to
+-- take it before it counts as stale: a live head, told by the unlock, takes
+-- it within a round trip or two, and a dead one holds the free lock up
+-- until the next waiter's re-check after that, not for its whole ARGV[3].
+-- (The waiter behind is not told to try sooner: it would wait on the
+-- head's channel, beside the head, whose wake-up it could take.)
 local key, queue, stale_at = KEYS[1], KEYS[2], KEYS[3]
 local owner = ARGV[2]
 local free = redis.call('exists', key) == 0
@@ -25,6 +32,7 @@ if not free and redis.call('hexists', key, owner) == 1 then
     return nil
 end
 local keep, now = tonumber(ARGV[3]), tonumber(ARGV[4])
+local HEAD_GRACE_MS = math.min(keep, 500)
 
 -- the waiter's own channel: it tries at once
 local function tell(waiter)
@@ -73,6 +81,13 @@ if redis.call('pttl', stale_at) < keep then
     redis.call('pexpire', stale_at, keep)
 end
 if redis.call('lindex', queue, 0) ~= owner then
+    if free then
+        local grace_due = now + HEAD_GRACE_MS
+        local due = redis.call('zscore', stale_at, head)
+        if due == false or tonumber(due) > grace_due then
+            redis.call('zadd', stale_at, grace_due, head)
+        end
+    end
     return -3
 end
 local ttl = redis.call('pttl', key)
