@@ -444,12 +444,18 @@ static void test_a_wake_by_message_is_not_a_recheck(void **state)
     LT_TEST_NAME(name);
     duo d = duo_open(f, name, 200, NULL);
     waiter th;
+    uint64_t before = stats_of(d.w).round_trips;
 
     hold_with_a_waiter(f, &d, name, &th);
+    /* the unlock comes after the waiter's try that follows its
+     * subscription, as above: else that try may find the lock free and the
+     * waiter leave the channel before the message is read */
+    rlock_stats s;
+    WAIT_STATS(d.w, s, s.round_trips >= before + 2);
     assert_int_equal(rlock_unlock(d.hl), RLOCK_OK);
     assert_int_equal(waiter_join(&th), RLOCK_OK);
 
-    rlock_stats s = stats_of(d.w);
+    s = stats_of(d.w);
     assert_int_equal(s.acquired_after_wait, 1);
     assert_int_equal(s.unlock_messages, 1);
     assert_int_equal(s.rechecks_found_free, 0);
