@@ -8,7 +8,7 @@
 -- keeps its place without trying again (ms), ARGV[4] now (the client's
 -- wall clock, ms, as Redisson's fair lock), ARGV[5] the lock channel (a
 -- waiter's own channel is it + ":" + its owner tag), ARGV[6] publish
--- command (empty: tell nobody)
+-- commands (space-separated, as in lock_release.lua; empty: tell nobody)
 -- Reply: nil when the caller now holds the lock; else, when the caller
 -- heads the queue, how long the holder's lease has left (ms, at least 0,
 -- 2147483647 for none); -3 when it waits behind another.
@@ -36,8 +36,8 @@ local HEAD_GRACE_MS = math.min(keep, 500)
 
 -- the waiter's own channel: it tries at once
 local function tell(waiter)
-    if ARGV[6] ~= '' then
-        redis.pcall(ARGV[6], ARGV[5] .. ':' .. waiter, '0')
+    for command in string.gmatch(ARGV[6], '%S+') do
+        redis.pcall(command, ARGV[5] .. ':' .. waiter, '0')
     end
 end
 

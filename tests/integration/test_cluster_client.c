@@ -455,6 +455,72 @@ static void test_in_mode_both_an_unlock_publishes_both_ways(void **state)
     rlock_client_free(both);
 }
 
+/* LLEN of rlock's queue of lock name (lock_acquire_queued.lua) on the
+ * slot's master. */
+static long long queue_length(const char *name)
+{
+    int owner = rt_cluster_owner(&cluster, slot_of(name));
+    redisReply *r =
+        rt_cmd(&cluster.node[owner], "LLEN redisson_rlock_queue:{%s}", name);
+    assert_non_null(r);
+    long long n = r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+    freeReplyObject(r);
+    return n;
+}
+
+/* The queue's scripts tell a waiter its turn on its own channel with each
+ * of mode both's publish commands: the one behind the head, told when the
+ * head took the lock, has the lock soon after the head gives it back, not
+ * at its re-check (30 s here, past its wait). */
+static void test_in_mode_both_the_waiter_behind_the_head_is_told(void **state)
+{
+    (void)state;
+    rlock_config *cfg = NULL;
+    rlock_client *both = NULL;
+    char uri[128];
+    const char *name = "both-queue";
+    seeds_uri(uri, sizeof(uri), 0, 1);
+    assert_int_equal(rlock_config_new(&cfg), RLOCK_OK);
+    assert_int_equal(rlock_config_set_cluster_sharded(cfg, RLOCK_SHARDED_BOTH),
+                     RLOCK_OK);
+    assert_int_equal(rlock_config_set_recheck_interval(cfg, 30000), RLOCK_OK);
+    assert_int_equal(rlock_client_connect_with(&both, uri, cfg), RLOCK_OK);
+    rlock_config_free(cfg);
+
+    rlock *held = NULL;
+    waiter head = {0}, behind = {0};
+    assert_int_equal(rlock_get(both, name, &held), RLOCK_OK);
+    assert_int_equal(rlock_get(both, name, &head.l), RLOCK_OK);
+    assert_int_equal(rlock_get(both, name, &behind.l), RLOCK_OK);
+    assert_int_equal(rlock_lock(held), RLOCK_OK);
+    pthread_t t_head, t_behind;
+    assert_int_equal(pthread_create(&t_head, NULL, wait_for_lock, &head), 0);
+    for (int i = 0; i < 500 && queue_length(name) < 1; i++)
+        rt_sleep_ms(10);
+    assert_int_equal(pthread_create(&t_behind, NULL, wait_for_lock, &behind),
+                     0);
+    for (int i = 0; i < 500 && queue_length(name) < 2; i++)
+        rt_sleep_ms(10);
+    assert_int_equal(queue_length(name), 2);
+    rt_sleep_ms(200); /* both wait on their channels */
+    int64_t released = rt_now_ms();
+    assert_int_equal(rlock_unlock(held), RLOCK_OK);
+    pthread_join(t_head, NULL);
+    pthread_join(t_behind, NULL);
+    assert_int_equal(head.rc, RLOCK_OK);
+    assert_int_equal(behind.rc, RLOCK_OK);
+    print_message("head took it %lld ms, the one behind %lld ms after the "
+                  "unlock\n",
+                  (long long)(head.got_at_ms - released),
+                  (long long)(behind.got_at_ms - released));
+    assert_true(head.got_at_ms <= behind.got_at_ms);
+    assert_true(behind.got_at_ms - released < 3000);
+    rlock_free(behind.l);
+    rlock_free(head.l);
+    rlock_free(held);
+    rlock_client_free(both);
+}
+
 static void test_mode_setter_refuses_an_unknown_mode(void **state)
 {
     (void)state;
@@ -777,6 +843,7 @@ int main(void)
         cmocka_unit_test(test_a_waiter_wakes_on_a_peer_s_spublish),
         cmocka_unit_test(test_in_mode_both_a_waiter_wakes_on_a_plain_publish),
         cmocka_unit_test(test_in_mode_both_an_unlock_publishes_both_ways),
+        cmocka_unit_test(test_in_mode_both_the_waiter_behind_the_head_is_told),
         cmocka_unit_test(test_mode_setter_refuses_an_unknown_mode),
         cmocka_unit_test(test_admin_commands_go_to_the_slot_s_master),
         cmocka_unit_test(test_without_sync_a_lock_call_sends_no_wait),
