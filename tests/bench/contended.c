@@ -11,6 +11,8 @@
  *                        next holder's rlock_lock() returning (0 when the
  *                        next lock returned first, as it may: the unlock
  *                        reply and the next acquire reply race)
+ *   hold_p50_us          from rlock_lock() returning to rlock_unlock()
+ *                        returning: the two round trips and the unlock
  *   max_wait_ms          the longest single rlock_lock() call
  *   min_acq, max_acq     acquisitions of the least and most lucky worker
  *   redis_cmds_per_acq   commands Redis ran (INFO commandstats, including
@@ -208,7 +210,7 @@ static void report(const bench_opts *o, shared *sh, int64_t start,
     long long n = atomic_load(&sh->nrec);
     if (n > sh->cap)
         n = sh->cap;
-    bench_samples handoff = {0};
+    bench_samples handoff = {0}, hold = {0};
     int64_t end = start, max_wait = 0;
     long long same = 0;
     for (long long k = 0; k < n; k++) {
@@ -217,6 +219,7 @@ static void report(const bench_opts *o, shared *sh, int64_t start,
             end = r->unlock_ret;
         if (r->lock_ret - r->lock_call > max_wait)
             max_wait = r->lock_ret - r->lock_call;
+        bench_samples_add(&hold, r->unlock_ret - r->lock_ret);
         if (k == 0)
             continue;
         int64_t h = r->lock_ret - sh->records[k - 1].unlock_ret;
@@ -233,6 +236,7 @@ static void report(const bench_opts *o, shared *sh, int64_t start,
     json_object_set_new(out, "lost_increments", json_integer(total - counter));
     bench_set_num(out, "handoff_p50_us", bench_samples_pct_us(&handoff, 50));
     bench_set_num(out, "handoff_p99_us", bench_samples_pct_us(&handoff, 99));
+    bench_set_num(out, "hold_p50_us", bench_samples_pct_us(&hold, 50));
     bench_set_num(out, "max_wait_ms", (double)max_wait / 1e6);
     json_object_set_new(out, "min_acq", json_integer(min_acq));
     json_object_set_new(out, "max_acq", json_integer(max_acq));
@@ -244,6 +248,7 @@ static void report(const bench_opts *o, shared *sh, int64_t start,
     json_object_set_new(out, "procs", json_boolean(o->procs));
     json_object_set_new(out, "kind", json_string(o->kind));
     bench_samples_free(&handoff);
+    bench_samples_free(&hold);
 }
 
 int bench_run_contended(const bench_opts *o, json_t *out)
