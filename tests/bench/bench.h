@@ -9,6 +9,8 @@
  *   limit.c        the "limit" scenario: PING and EVALSHA with no library
  *   lockloop.c     "uncontended" and "parallel": lock+unlock cycles
  *   contended.c    "contended": N threads or processes on one lock
+ *   fanout.c       "fanout": one RLock's channel heard by N processes
+ *   ring.c         "ring": the floor of an orderly hand-over, no library
  *   held.c         "held": K locks kept alive by the watchdog
  *   main.c         options, the embedded limit run, ratios, JSON output
  */
@@ -119,6 +121,11 @@ int bench_cmd_ok(redisContext *c, const char *fmt, ...);
 /* Redis's version string (e.g. "7.0.15") into out; "" if unknown. */
 void bench_redis_version(redisContext *c, char *out, size_t len);
 
+/* Reads the next pub/sub message on subscriber c; returns 1 when it says
+ * "end" (a scenario's stop), 0 for any other, -1 when the connection
+ * failed. */
+int bench_next_message(redisContext *c);
+
 /* ---------------------------------------------------------------- limit.c */
 
 /* The floor: what Redis does with no library in the way. */
@@ -152,6 +159,7 @@ int bench_run_parallel(const bench_opts *o, json_t *out);
 int bench_run_contended(const bench_opts *o, json_t *out);
 int bench_run_held(const bench_opts *o, json_t *out);
 int bench_run_fanout(const bench_opts *o, json_t *out);
+int bench_run_ring(const bench_opts *o, json_t *out);
 
 /* Sets a number field rounded for output. */
 void bench_set_num(json_t *obj, const char *key, double v);

@@ -51,19 +51,8 @@ static int listen_main(const bench_opts *o, const char *channel, shared *sh)
     freeReplyObject(r);
     atomic_fetch_add(&sh->subscribed, 1);
     long long n = 0;
-    for (;;) {
-        void *reply = NULL;
-        if (redisGetReply(c, &reply) != REDIS_OK)
-            break;
-        r = reply;
-        bool end = r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
-                   r->element[2]->type == REDIS_REPLY_STRING &&
-                   strcmp(r->element[2]->str, "end") == 0;
-        freeReplyObject(r);
-        if (end)
-            break;
+    while (bench_next_message(c) == 0)
         n++;
-    }
     atomic_fetch_add(&sh->messages, n);
     redisFree(c);
     return 0;

@@ -40,7 +40,8 @@ static void usage(FILE *f)
                "         [--watchdog-ms MS] [--connections N]\n"
                "         [--limit-seconds S] [--prefix P] [--stats on|off]\n"
                "         [--barging on|off] [--queue on|off]\n"
-               "scenarios: uncontended contended parallel held limit fanout\n");
+               "scenarios: uncontended contended parallel held limit fanout\n"
+               "           ring\n");
 }
 
 int bench_client(const bench_opts *o, rlock_client **out)
@@ -220,6 +221,8 @@ static int run(const bench_opts *o, json_t *out)
         return bench_run_held(o, out);
     if (strcmp(o->scenario, "fanout") == 0)
         return bench_run_fanout(o, out);
+    if (strcmp(o->scenario, "ring") == 0)
+        return bench_run_ring(o, out);
     fprintf(stderr, "rlock-bench: unknown scenario '%s'\n", o->scenario);
     return -1;
 }

@@ -159,3 +159,16 @@ void bench_redis_version(redisContext *c, char *out, size_t len)
     }
     freeReplyObject(r);
 }
+
+int bench_next_message(redisContext *c)
+{
+    void *reply = NULL;
+    if (redisGetReply(c, &reply) != REDIS_OK)
+        return -1;
+    redisReply *r = reply;
+    int end = r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
+              r->element[2]->type == REDIS_REPLY_STRING &&
+              strcmp(r->element[2]->str, "end") == 0;
+    freeReplyObject(r);
+    return end;
+}

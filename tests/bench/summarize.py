@@ -234,6 +234,24 @@ def main():
           "acquire and release scripts, and the two round trips left out)."
           % (fmt(v), fmt(med("fanout", "rlock", "redis_cmds_per_acq"))))
         w("")
+    v = med("ring", "rlock", "acq_per_s")
+    if v is not None:
+        mine = med("contended-procs", "rlock", "acq_per_s")
+        w("**ring: the floor of an orderly hand-over between %s processes, "
+          "no library**" % fmt(med("ring", "rlock", "workers")))
+        w("")
+        w("Each process takes the lock with Redisson's acquire script only "
+          "when the release before it told it on a channel of its own, makes "
+          "the same two round trips and releases: %s acquisitions/s, %s Redis "
+          "commands and %s request batches per acquisition, fewest/most "
+          "acquisitions of a process %s/%s. rlock's RLock in the same run: "
+          "%s of it."
+          % (fmt(v), fmt(med("ring", "rlock", "redis_cmds_per_acq")),
+             fmt(med("ring", "rlock", "redis_reads_per_acq")),
+             fmt(med("ring", "rlock", "min_acq")),
+             fmt(med("ring", "rlock", "max_acq")),
+             "%sx" % fmt(ratio(mine, v)) if mine is not None else "n/a"))
+        w("")
     w("**Targets (issues 4 and 17)**")
     w("")
     w("| target | measured | |")

@@ -200,6 +200,34 @@ static void test_fanout(void **state)
     json_decref(j);
 }
 
+/* The ring hands the lock on in turn: every process gets its turns (one
+ * apart at most), no increment is lost, and a hand-over costs Redisson's
+ * two scripts, the latch DEL and nothing else. */
+static void test_ring(void **state)
+{
+    static const char *const fields[] = {"acq_per_s", "min_acq", "max_acq",
+                                         "redis_cmds_per_acq",
+                                         "redis_reads_per_acq", NULL};
+    (void)state;
+    json_t *j = bench("--scenario ring --workers 4 --seconds 1 "
+                      "--limit-seconds 0.3");
+    assert_common(j, "ring");
+    assert_numbers(j, fields);
+    long long lo = json_integer_value(json_object_get(j, "min_acq"));
+    long long hi = json_integer_value(json_object_get(j, "max_acq"));
+    assert_true(lo > 0);
+    assert_true(hi - lo <= 1);
+    assert_int_equal(json_integer_value(json_object_get(j, "lost_increments")),
+                     0);
+    /* per hand-over: the two EVALSHAs with the 3 + 6 commands their scripts
+     * run, and the latch DEL: 12 commands in 3 batches */
+    assert_true(json_number_value(json_object_get(j, "redis_cmds_per_acq")) <
+                12.5);
+    assert_true(json_number_value(json_object_get(j, "redis_reads_per_acq")) <
+                3.5);
+    json_decref(j);
+}
+
 static void test_contended_spin_threads(void **state)
 {
     (void)state;
@@ -241,6 +269,7 @@ int main(void)
         cmocka_unit_test(test_contended_fair_procs),
         cmocka_unit_test(test_contended_procs_barging),
         cmocka_unit_test(test_fanout),
+        cmocka_unit_test(test_ring),
         cmocka_unit_test(test_contended_spin_threads),
         cmocka_unit_test(test_held),
     };
