@@ -31,6 +31,8 @@ FIGURES = {
     "contended": [("acq_per_s", "acquisitions/s", "high"),
                   ("handoff_p50_us", "handoff p50 (us)", "low"),
                   ("handoff_p99_us", "handoff p99 (us)", "low"),
+                  ("hold_p50_us", "hold p50 (us): lock returned to unlock "
+                   "returned", "low"),
                   ("max_wait_ms", "longest wait (ms)", "low"),
                   ("min_acq", "fewest acquisitions of a worker", "high"),
                   ("max_acq", "most acquisitions of a worker", None),

@@ -301,10 +301,11 @@ async function contended(o, lib, c) {
 function report(o, recs, start, value, before, after) {
     recs.sort((a, b) => a[1] - b[1]);
     const acq = new Array(o.workers).fill(0);
-    const handoff = [];
+    const handoff = [], hold = [];
     let end = start, maxWait = 0, same = 0;
     recs.forEach((r, k) => {
         acq[r[3]]++;
+        hold.push(r[2] - r[1]);
         end = Math.max(end, r[2]);
         maxWait = Math.max(maxWait, r[1] - r[0]);
         if (k > 0) {
@@ -321,6 +322,7 @@ function report(o, recs, start, value, before, after) {
         lost_increments: Math.max(0, total - value),
         handoff_p50_us: round(pct(handoff, 50)),
         handoff_p99_us: round(pct(handoff, 99)),
+        hold_p50_us: round(pct(hold, 50)),
         max_wait_ms: round(maxWait / 1e6),
         min_acq: Math.min(...acq),
         max_acq: Math.max(...acq),

@@ -195,10 +195,11 @@ def report(o, recs, start, value, before, after):
     time each acquire returned (the order the lock was taken in)."""
     recs.sort(key=lambda r: r[1])
     acq = [0] * o.workers
-    handoff = []
+    handoff, hold = [], []
     end, max_wait, same = start, 0, 0
     for k, r in enumerate(recs):
         acq[r[3]] += 1
+        hold.append(r[2] - r[1])
         end = max(end, r[2])
         max_wait = max(max_wait, r[1] - r[0])
         if k > 0:
@@ -212,6 +213,7 @@ def report(o, recs, start, value, before, after):
         "lost_increments": total - value,
         "handoff_p50_us": rnd(pct(handoff, 50)),
         "handoff_p99_us": rnd(pct(handoff, 99)),
+        "hold_p50_us": rnd(pct(hold, 50)),
         "max_wait_ms": rnd(max_wait / 1e6),
         "min_acq": min(acq),
         "max_acq": max(acq),
