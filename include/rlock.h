@@ -354,10 +354,12 @@ RLOCK_API int rlock_config_set_stats(rlock_config *cfg, int on);
  * client wait, waits its turn (a few ms, or until the next unlock message),
  * so that the waiters the unlock message wakes go first. On, it tries at
  * once: the most acquisitions per second when one process loops on a
- * lock, and waits of seconds for the others. Either way every waiting
- * process is woken by each unlock message, and Redis sees the same keys
- * and messages. The config file's rlockLockBarging key (true or false)
- * sets it too.
+ * lock, and waits of seconds for the others. On also turns an RLock's
+ * queue off (rlock_config_set_lock_queue()): every waiting process is then
+ * woken by each unlock message and they race, as Redisson's waiters do.
+ * Either way Redis sees the lock hash, the unlock messages and the latch
+ * as Redisson writes them. The config file's rlockLockBarging key (true or
+ * false) sets it too.
  * Returns 0, or RLOCK_EINVAL (cfg NULL).
  * Thread-safety: as rlock_config_new(). */
 RLOCK_API int rlock_config_set_lock_barging(rlock_config *cfg, int on);
