@@ -102,28 +102,15 @@ static int apply_cluster_uri(loader *ld, const char *path)
 {
     if (ld->node_addresses == NULL)
         return rlock__cf_fail(ld, path, "needs nodeAddresses");
-    static const rlock__cf_address_words words = {
-        "node", "redis://host:7000", "use password; a cluster has only 0"};
-    char *hosts = NULL, *uri = NULL;
-    size_t len = 0;
-    int tls = -1, rc = RLOCK_OK;
-    for (size_t i = 0; rc == 0 && i < json_array_size(ld->node_addresses);
-         i++) {
-        char item[64];
-        snprintf(item, sizeof(item), "%s.nodeAddresses[%zu]", path, i);
-        rc = rlock__cf_append_address(
-            ld, item, json_array_get(ld->node_addresses, i), &words, &tls,
-            &hosts, &len);
-    }
-    size_t n = len + 32;
-    if (rc == 0 && (uri = rlock__malloc(n)) == NULL)
-        rc = rlock__cf_fail_file(ld, RLOCK_ENOMEM, "out of memory");
-    if (rc == 0) {
-        snprintf(uri, n, "%s://%s",
-                 tls == 1 ? "rediss+cluster" : "redis+cluster", hosts);
+    static const rlock__cf_address_list nodes = {
+        "nodeAddresses", "cluster", "node", "redis://host:7000",
+        "use password; a cluster has only 0"};
+    char *uri = NULL;
+    size_t n = 0;
+    int rc = rlock__cf_address_uri(ld, path, ld->node_addresses, &nodes, 0,
+                                   &uri, &n);
+    if (rc >= 0)
         rc = rlock__cf_setter(ld, path, rlock_config_set_server(ld->cfg, uri));
-    }
-    free(hosts);
     free(uri);
     return rc;
 }

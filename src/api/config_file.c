@@ -4,10 +4,11 @@
  * It and config_keys.c (what each key becomes) are the only library files
  * that include <jansson.h>, through config_file.h.
  *
- * Here: reading the file, the line of every key, messages, value checks
- * and the rule engine that runs config_keys.c's tables. A refusal names
- * the file, the line and the key: "FILE:LINE: KEY: why"; malformed JSON is
- * refused with the line and the key being read.
+ * Here: reading the file, the line of every key, messages, value checks,
+ * the lists of server addresses (a Sentinel setup's sentinels, a cluster's
+ * nodes) and the rule engine that runs config_keys.c's tables. A refusal
+ * names the file, the line and the key: "FILE:LINE: KEY: why"; malformed
+ * JSON is refused with the line and the key being read.
  *
  * Lines. jansson reports the line of a parse error but keeps no position
  * for a parsed value, so the file text is scanned a second time by a small
@@ -320,6 +321,101 @@ bool rlock__cf_is_default_class(const json_t *v)
     const char *dollar = strrchr(name, '$');
     const char *base = dollar ? dollar + 1 : dot ? dot + 1 : name;
     return strncmp(base, "Default", 7) == 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Lists of server addresses                                                */
+/* ------------------------------------------------------------------------ */
+
+/* Appends the canonical "host:port" of one address of list w to buf
+ * (grown as needed), checking that it is a plain redis:// or rediss://
+ * address like the others (*tls: -1 until the first one says). */
+static int append_address(loader *ld, const char *path, const json_t *v,
+                          const rlock__cf_address_list *w, int *tls,
+                          char **buf, size_t *len)
+{
+    const char *s = NULL;
+    int rc = rlock__cf_get_string(ld, path, v, &s);
+    if (rc != 0)
+        return rc;
+    if (s == NULL || strstr(s, "://") == NULL)
+        return rlock__cf_fail(ld, path,
+                              "must be an address such as \"%s\"",
+                              w->example);
+    bool valkey = strncasecmp(s, "valkey", 6) == 0;
+    char *text = NULL;
+    if (valkey) { /* Redisson's other spelling of redis[s]:// */
+        size_t n = strlen(s);
+        text = rlock__malloc(n);
+        if (text == NULL)
+            return rlock__cf_fail_file(ld, RLOCK_ENOMEM, "out of memory");
+        snprintf(text, n, "redis%s", s + 6);
+    }
+    rlock__uri u;
+    rc = rlock__uri_parse(text ? text : s, &u);
+    free(text);
+    if (rc == RLOCK_ENOMEM)
+        return rlock__cf_fail_file(ld, RLOCK_ENOMEM, "out of memory");
+    if (rc != 0 || u.host == NULL)
+        rc = rlock__cf_fail(
+            ld, path, "\"%s\" is not a redis[s]://host[:port] address", s);
+    else if (u.password != NULL || u.db != 0)
+        rc = rlock__cf_fail(ld, path,
+                            "\"%s\": a %s address takes no password "
+                            "or database (%s)",
+                            s, w->what, w->no_secrets);
+    else if (*tls >= 0 && *tls != u.tls)
+        rc = rlock__cf_fail(ld, path,
+                            "\"%s\" mixes redis:// and rediss:// %ss", s,
+                            w->what);
+    if (rc == 0) {
+        *tls = u.tls;
+        size_t need = *len + strlen(u.host) + 16;
+        char *grown = rlock__realloc(*buf, need);
+        if (grown == NULL) {
+            rc = rlock__cf_fail_file(ld, RLOCK_ENOMEM, "out of memory");
+        } else {
+            *buf = grown;
+            *len +=
+                (size_t)snprintf(grown + *len, need - *len,
+                                 strchr(u.host, ':') ? "%s[%s]:%d" : "%s%s:%d",
+                                 *len ? "," : "", u.host, u.port);
+        }
+    }
+    rlock__uri_clear(&u);
+    return rc;
+}
+
+/* Reads the addresses of list w (the JSON array v, at path.<w->key>) into
+ * a new "redis+<scheme>://host:port,..." URI ("rediss+" when they are
+ * rediss://) in *uri, of *size bytes with room of them spare for the
+ * caller to append. Returns the URI's length, or a negative code with the
+ * message written and *uri NULL. The sentinels and a cluster's nodes are
+ * read alike so that their messages and checks stay the same. */
+int rlock__cf_address_uri(loader *ld, const char *path, const json_t *v,
+                          const rlock__cf_address_list *w, size_t room,
+                          char **uri, size_t *size)
+{
+    char *hosts = NULL;
+    size_t len = 0;
+    int tls = -1, rc = RLOCK_OK;
+    *uri = NULL;
+    for (size_t i = 0; rc == 0 && i < json_array_size(v); i++) {
+        char item[64];
+        snprintf(item, sizeof(item), "%s.%s[%zu]", path, w->key, i);
+        rc = append_address(ld, item, json_array_get(v, i), w, &tls, &hosts,
+                            &len);
+    }
+    size_t n = len + room + 32;
+    if (rc == 0 && (*uri = rlock__malloc(n)) == NULL)
+        rc = rlock__cf_fail_file(ld, RLOCK_ENOMEM, "out of memory");
+    if (rc == 0) {
+        *size = n;
+        rc = snprintf(*uri, n, "%s+%s://%s", tls == 1 ? "rediss" : "redis",
+                      w->scheme, hosts);
+    }
+    free(hosts);
+    return rc;
 }
 
 /* Checks and applies one key of an object ruled by the NULL-terminated

@@ -1,8 +1,9 @@
 /*
  * api/config_file.h: what the two halves of the JSON config reader share.
  * config_file.c reads the file and owns the machinery (lines, messages,
- * value checks, the rule engine); config_keys.c says what each of
- * Redisson's keys becomes. Nothing else includes this.
+ * value checks, address lists, the rule engine); config_keys.c and
+ * config_cluster.c say what each of Redisson's keys becomes. Nothing else
+ * includes this.
  *
  * A header of src/api.
  */
@@ -71,15 +72,22 @@ int rlock__cf_open_server_config(loader *ld, const char *path,
 /* Applies the server config's username and password, once both are
  * read. */
 int rlock__cf_apply_credentials(loader *ld, const char *path);
-/* How rlock__cf_append_address names one list's addresses in messages. */
-typedef struct rlock__cf_address_words {
-    const char *what;       /* "sentinel" */
+/* One list of server addresses in the file: where it is, how messages
+ * name its items, and the URI it makes (rlock__cf_address_uri). */
+typedef struct rlock__cf_address_list {
+    const char *key;        /* "sentinelAddresses", in each item's path */
+    const char *scheme;     /* "sentinel": a redis+sentinel:// URI */
+    const char *what;       /* "sentinel", an item in messages */
     const char *example;    /* "redis://host:26379" */
     const char *no_secrets; /* where a password goes instead */
-} rlock__cf_address_words;
-int rlock__cf_append_address(loader *ld, const char *path, const json_t *v,
-                             const rlock__cf_address_words *w, int *tls,
-                             char **buf, size_t *len);
+} rlock__cf_address_list;
+/* Reads list w's addresses (the JSON array v under path) into a new
+ * "redis+<scheme>://host:port,..." URI in *uri (caller frees), of *size
+ * bytes with room of them spare; returns its length or a negative code
+ * with the message written. */
+int rlock__cf_address_uri(loader *ld, const char *path, const json_t *v,
+                          const rlock__cf_address_list *w, size_t room,
+                          char **uri, size_t *size);
 /* connectionPoolSize and its namesakes: rlock_config_set_connections(),
  * capped at 64. */
 int rlock__cf_apply_pool_size(loader *ld, const char *path, const json_t *v);

@@ -193,68 +193,6 @@ static int apply_nat_mapper(loader *ld, const char *path, const json_t *v)
         "addresses the sentinels give (leave it out or null)");
 }
 
-/* Appends the canonical "host:port" of one address of a list (the
- * sentinels', a cluster's nodes) to buf (grown as needed), checking that
- * it is a plain redis:// or rediss:// address like the others (*tls: -1
- * until the first one says). what names the list's items ("sentinel",
- * "node") and example an address; no_secrets says where a password goes
- * instead. */
-int rlock__cf_append_address(loader *ld, const char *path, const json_t *v,
-                             const rlock__cf_address_words *w, int *tls,
-                             char **buf, size_t *len)
-{
-    const char *s = NULL;
-    int rc = rlock__cf_get_string(ld, path, v, &s);
-    if (rc != 0)
-        return rc;
-    if (s == NULL || strstr(s, "://") == NULL)
-        return rlock__cf_fail(ld, path,
-                              "must be an address such as \"%s\"",
-                              w->example);
-    bool valkey = strncasecmp(s, "valkey", 6) == 0;
-    char *text = NULL;
-    if (valkey) { /* Redisson's other spelling of redis[s]:// */
-        size_t n = strlen(s);
-        text = rlock__malloc(n);
-        if (text == NULL)
-            return rlock__cf_fail_file(ld, RLOCK_ENOMEM, "out of memory");
-        snprintf(text, n, "redis%s", s + 6);
-    }
-    rlock__uri u;
-    rc = rlock__uri_parse(text ? text : s, &u);
-    free(text);
-    if (rc == RLOCK_ENOMEM)
-        return rlock__cf_fail_file(ld, RLOCK_ENOMEM, "out of memory");
-    if (rc != 0 || u.host == NULL)
-        rc = rlock__cf_fail(
-            ld, path, "\"%s\" is not a redis[s]://host[:port] address", s);
-    else if (u.password != NULL || u.db != 0)
-        rc = rlock__cf_fail(ld, path,
-                            "\"%s\": a %s address takes no password "
-                            "or database (%s)",
-                            s, w->what, w->no_secrets);
-    else if (*tls >= 0 && *tls != u.tls)
-        rc = rlock__cf_fail(ld, path,
-                            "\"%s\" mixes redis:// and rediss:// %ss", s,
-                            w->what);
-    if (rc == 0) {
-        *tls = u.tls;
-        size_t need = *len + strlen(u.host) + 16;
-        char *grown = rlock__realloc(*buf, need);
-        if (grown == NULL) {
-            rc = rlock__cf_fail_file(ld, RLOCK_ENOMEM, "out of memory");
-        } else {
-            *buf = grown;
-            *len +=
-                (size_t)snprintf(grown + *len, need - *len,
-                                 strchr(u.host, ':') ? "%s[%s]:%d" : "%s%s:%d",
-                                 *len ? "," : "", u.host, u.port);
-        }
-    }
-    rlock__uri_clear(&u);
-    return rc;
-}
-
 /* Sets the server to the redis+sentinel:// URI that sentinelAddresses and
  * masterName make, the name percent-encoded. */
 static int apply_sentinel_server_uri(loader *ld, const char *path)
@@ -264,26 +202,18 @@ static int apply_sentinel_server_uri(loader *ld, const char *path)
         return rlock__cf_fail(ld, path, "needs sentinelAddresses");
     if (ld->master_name == NULL)
         return rlock__cf_fail(ld, path, "needs masterName");
-    static const rlock__cf_address_words words = {
-        "sentinel", "redis://host:26379", "use sentinelPassword and database"};
-    char *hosts = NULL, *uri = NULL;
-    size_t len = 0;
-    int tls = -1, rc = RLOCK_OK;
-    for (size_t i = 0; rc == 0 && i < json_array_size(ld->sentinel_addresses);
-         i++) {
-        char item[64];
-        snprintf(item, sizeof(item), "%s.sentinelAddresses[%zu]", path, i);
-        rc = rlock__cf_append_address(
-            ld, item, json_array_get(ld->sentinel_addresses, i), &words, &tls,
-            &hosts, &len);
-    }
-    size_t n = len + 3 * strlen(ld->master_name) + 32;
-    if (rc == 0 && (uri = rlock__malloc(n)) == NULL)
-        rc = rlock__cf_fail_file(ld, RLOCK_ENOMEM, "out of memory");
-    if (rc == 0) {
-        size_t at = (size_t)snprintf(
-            uri, n, "%s://%s/", tls == 1 ? "rediss+sentinel" : "redis+sentinel",
-            hosts);
+    static const rlock__cf_address_list sentinels = {
+        "sentinelAddresses", "sentinel", "sentinel", "redis://host:26379",
+        "use sentinelPassword and database"};
+    char *uri = NULL;
+    size_t n = 0;
+    /* room for the name, every byte of it percent-encoded at worst */
+    int rc = rlock__cf_address_uri(ld, path, ld->sentinel_addresses,
+                                   &sentinels, 3 * strlen(ld->master_name),
+                                   &uri, &n);
+    if (rc >= 0) {
+        size_t at = (size_t)rc;
+        at += (size_t)snprintf(uri + at, n - at, "/");
         for (const unsigned char *p = (const unsigned char *)ld->master_name;
              *p; p++)
             at += (size_t)snprintf(
@@ -296,7 +226,6 @@ static int apply_sentinel_server_uri(loader *ld, const char *path)
         else
             rc = rlock__cf_setter(ld, path, rc);
     }
-    free(hosts);
     free(uri);
     return rc;
 }
