@@ -35,7 +35,10 @@ static int apply_scan_interval(loader *ld, const char *path, const json_t *v)
     return rlock__cf_apply_ms(ld, path, v, 1, rlock_config_set_cluster_scan_interval);
 }
 
-/* Redisson's ShardedSubscriptionMode: AUTO, ON or OFF. */
+/* Redisson's ShardedSubscriptionMode: AUTO, ON or OFF; and rlock's own
+ * BOTH (RLOCK_SHARDED_BOTH), for a fleet that mixes sharded and plain
+ * peers, which Redisson's loader refuses: a file that says it is rlock's
+ * alone, as one with rlock's own keys is. */
 static int apply_sharded_mode(loader *ld, const char *path, const json_t *v)
 {
     const char *s = NULL;
@@ -45,10 +48,11 @@ static int apply_sharded_mode(loader *ld, const char *path, const json_t *v)
     int mode = strcasecmp(s, "AUTO") == 0  ? RLOCK_SHARDED_AUTO
                : strcasecmp(s, "ON") == 0  ? RLOCK_SHARDED_ON
                : strcasecmp(s, "OFF") == 0 ? RLOCK_SHARDED_OFF
-                                           : -1;
+               : strcasecmp(s, "BOTH") == 0 ? RLOCK_SHARDED_BOTH
+                                            : -1;
     if (mode < 0)
-        return rlock__cf_fail(ld, path, "must be AUTO, ON or OFF (got \"%s\")",
-                              s);
+        return rlock__cf_fail(ld, path,
+                              "must be AUTO, ON, OFF or BOTH (got \"%s\")", s);
     return rlock__cf_setter(ld, path,
                             rlock_config_set_cluster_sharded(ld->cfg, mode));
 }

@@ -359,6 +359,18 @@ static void test_sentinel_every_honoured_key(void **state)
 
 /* ---- Cluster ------------------------------------------------------------ */
 
+/* shardedSubscriptionMode BOTH is rlock's own value (a mixed fleet): the
+ * rlock tool reads it from a file, as it has no option of its own. */
+static void test_cluster_sharded_mode_both_is_read(void **state)
+{
+    (void)state;
+    rlock_config *cfg = load_ok("{\"clusterServersConfig\": {\"nodeAddresses\": "
+                                "[\"redis://a:1\"], \"shardedSubscriptionMode\": "
+                                "\"both\"}}");
+    assert_int_equal(cfg->cluster_sharded, RLOCK_SHARDED_BOTH);
+    rlock_config_free(cfg);
+}
+
 /* clusterServersConfig becomes a redis+cluster:// server: the nodes in
  * order (valkey:// read as redis://, IPv6 in brackets), with the scan
  * interval, the sharded mode, the credentials and the pool size. */
@@ -966,6 +978,7 @@ int main(void)
         cmocka_unit_test(test_valkey_scheme),
         cmocka_unit_test(test_escaped_key),
         cmocka_unit_test(test_sentinel_every_honoured_key),
+        cmocka_unit_test(test_cluster_sharded_mode_both_is_read),
         cmocka_unit_test(test_cluster_every_honoured_key),
         cmocka_unit_test(test_cluster_tls_nodes),
         cmocka_unit_test(test_sentinel_redisson_to_json_output),
@@ -1138,7 +1151,7 @@ int main(void)
                 "{\"nodeAddresses\": [\"redis://a:1\"],\n"
                 "\"shardedSubscriptionMode\": \"MAYBE\"}}", 2,
                 "clusterServersConfig.shardedSubscriptionMode: ",
-                "AUTO, ON or OFF"),
+                "AUTO, ON, OFF or BOTH"),
         REFUSES("cluster_without_slot_coverage", "{\"clusterServersConfig\": "
                 "{\"nodeAddresses\": [\"redis://a:1\"],\n"
                 "\"checkSlotsCoverage\": false}}", 2,
