@@ -47,7 +47,7 @@ int rlock_admin_names_of(const char *name, rlock_admin_names *out)
     if (name == NULL || *name == '\0')
         return RLOCK_EINVAL;
     char *fair[2] = {NULL, NULL}, *fenced[2] = {NULL, NULL};
-    char *rw[2] = {NULL, NULL};
+    char *rw[2] = {NULL, NULL}, *lock[2] = {NULL, NULL};
     int rc = rlock__kind_make_names(RLOCK_KIND_FAIR, name, NULL, &out->channel,
                                     fair);
     out->fair_queue = fair[0];
@@ -63,6 +63,14 @@ int rlock_admin_names_of(const char *name, rlock_admin_names *out)
         free(channel);
     }
     out->fence_token = fenced[0];
+    if (rc == 0) {
+        char *channel = NULL;
+        rc = rlock__kind_make_names(RLOCK_KIND_LOCK, name, NULL, &channel,
+                                    lock);
+        free(channel);
+    }
+    out->rlock_queue = lock[0];
+    free(lock[1]);
     if (rc == 0) {
         out->latch_prefix = rlock__latch_name(name, "");
         if (out->latch_prefix == NULL)
@@ -82,6 +90,7 @@ void rlock_admin_names_clear(rlock_admin_names *names)
     free(names->fair_queue);
     free(names->fair_timeouts);
     free(names->fence_token);
+    free(names->rlock_queue);
     free(names->rw_timeout_prefix);
     free(names->latch_prefix);
     memset(names, 0, sizeof(*names));

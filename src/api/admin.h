@@ -43,6 +43,8 @@ typedef struct rlock_admin_names {
     char *fair_queue;    /* redisson_lock_queue:{N}: a fair lock's waiters */
     char *fair_timeouts; /* redisson_lock_timeout:{N}: their deadlines */
     char *fence_token;   /* redisson_lock_token:{N}: a fenced lock's counter */
+    char *rlock_queue;   /* redisson_rlock_queue:{N}: rlock's own queue of an
+                          * RLock's waiters (lock_acquire_queued.lua) */
     char *rw_timeout_prefix; /* "{N}": a read hold's lease key is this
                               * ":<owner>:rwlock_timeout" */
     char *latch_prefix; /* redisson_unlock_latch:{N}: (with the colon): an

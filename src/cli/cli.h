@@ -124,8 +124,11 @@ typedef struct cli_lock_state {
     size_t nholders;
     long long hold_count; /* sum over holders */
     long long ttl_ms;     /* PTTL: -2 free, -1 no expiry */
-    long long waiting;    /* clients subscribed to the lock's channel */
+    long long waiting;    /* clients subscribed to the lock's channel, and
+                             an RLock's waiters in rlock's queue behind
+                             its head */
     long long queued;     /* fair queue length */
+    long long in_turn;    /* an RLock's waiters in rlock's own queue */
     long long token;      /* fencing token, -1 when none */
     long long lock_subscribers; /* PUBSUB NUMSUB of each channel */
     long long rw_subscribers;

@@ -31,9 +31,13 @@ static const char info_help[] =
     "\n"
     "WAITING counts the client connections subscribed to the lock's unlock\n"
     "channel (redisson_lock__channel:{NAME}, or redisson_rwlock:{NAME}):\n"
-    "one per waiting client process, however many of its threads wait. A\n"
-    "fair lock's QUEUED counts waiting threads, each of which listens on a\n"
-    "channel of its own (the lock's channel, ':', its queue entry).\n"
+    "one per waiting client process, however many of its threads wait;\n"
+    "and the threads in rlock's own queue of an RLock's waiters\n"
+    "(redisson_rlock_queue:{NAME}) behind its head, which listen on a\n"
+    "channel of their own until their turn (the head listens on the\n"
+    "lock's). A fair lock's QUEUED counts waiting threads, each of which\n"
+    "listens on a channel of its own (the lock's channel, ':', its queue\n"
+    "entry).\n"
     "\n"
     "Options:\n"
     "  --json         print a JSON array, one object per NAME:\n"
@@ -41,7 +45,8 @@ static const char info_help[] =
     "[{\"client\",\n"
     "                 \"thread\", \"count\", \"write\"}], \"hold_count\",\n"
     "                 \"ttl_ms\" (-1: no expiry, -2: free), \"waiting\",\n"
-    "                 \"queued\", \"token\" (null: none), \"mode\" (null "
+    "                 \"queued\", \"in_turn\" (rlock's queue length),\n"
+    "                 \"token\" (null: none), \"mode\" (null "
     "unless\n"
     "                 read-write), \"type\" (the Redis type),\n"
     "                 \"subscribers\": {CHANNEL: connections} for the lock's\n"
@@ -220,14 +225,15 @@ static json_t *row_json(const row *r)
     }
     json_t *o = json_pack(
         "{s:s, s:s, s:b, s:o, s:I, s:I, s:I, s:I, s:o, s:o, "
-        "s:s, s:o, s:o}",
+        "s:s, s:o, s:o, s:I}",
         "name", r->name, "kind", cli_kind_word(st->kind), "held",
         st->nholders > 0, "holders", holders, "hold_count",
         (json_int_t)st->hold_count, "ttl_ms", (json_int_t)st->ttl_ms, "waiting",
         (json_int_t)st->waiting, "queued", (json_int_t)st->queued, "token",
         st->token >= 0 ? json_integer(st->token) : json_null(), "mode",
         st->kind == CLI_KIND_READ_WRITE ? json_string(st->mode) : json_null(),
-        "type", st->redis_type, "subscribers", subs, "queue", queue);
+        "type", st->redis_type, "subscribers", subs, "queue", queue,
+        "in_turn", (json_int_t)st->in_turn);
     /* a cluster: which master serves it */
     if (o != NULL && r->node[0] != '\0' &&
         json_object_set_new(o, "node", json_string(r->node)) != 0) {

@@ -233,7 +233,7 @@ out:
 int cli_lock_read(rlock_admin_conn *a, const char *name, cli_lock_state *st)
 {
     rlock_admin_names names;
-    enum { NCMD = 11 };
+    enum { NCMD = 12 };
     rlock_admin_reply *replies[NCMD] = {NULL};
     int st_code = CLI_OK;
 
@@ -250,6 +250,7 @@ int cli_lock_read(rlock_admin_conn *a, const char *name, cli_lock_state *st)
     const char *hgetall[] = {"HGETALL", name};
     const char *pttl[] = {"PTTL", name};
     const char *llen[] = {"LLEN", names.fair_queue};
+    const char *in_turn[] = {"LLEN", names.rlock_queue};
     const char *get[] = {"GET", names.fence_token};
     const char *numsub[] = {"PUBSUB", "NUMSUB", names.channel,
                             names.rw_channel};
@@ -258,9 +259,10 @@ int cli_lock_read(rlock_admin_conn *a, const char *name, cli_lock_state *st)
                             "WITHSCORES"};
     const char *server_time[] = {"TIME"};
     const char *exec[] = {"EXEC"};
-    const char *const *argv[NCMD] = {multi, type, hgetall, pttl,   llen, get,
-                                     numsub, lrange, zrange, server_time, exec};
-    const int argc[NCMD] = {1, 2, 2, 2, 2, 2, 4, 4, 5, 1, 1};
+    const char *const *argv[NCMD] = {multi,  type,   hgetall, pttl,
+                                     llen,   get,    numsub,  lrange,
+                                     zrange, server_time, in_turn, exec};
+    const int argc[NCMD] = {1, 2, 2, 2, 2, 2, 4, 4, 5, 1, 2, 1};
     rc = rlock_admin_pipeline(a, NCMD, argc, argv, replies);
     if (rc != 0) {
         st_code = cli_conn_lost(a, rc);
@@ -294,6 +296,7 @@ int cli_lock_read(rlock_admin_conn *a, const char *name, cli_lock_state *st)
         now->element[1]->type == RLOCK_ADMIN_STRING)
         st->server_ms = strtoll(now->element[0]->str, NULL, 10) * 1000 +
                         strtoll(now->element[1]->str, NULL, 10) / 1000;
+    st->in_turn = int_or(r->element[9], 0);
     if (!read_queue(r->element[6], r->element[7], st)) {
         cli_error("out of memory");
         st_code = CLI_SOFTWARE;
@@ -305,7 +308,8 @@ int cli_lock_read(rlock_admin_conn *a, const char *name, cli_lock_state *st)
 
     if (strcmp(st->redis_type, "none") == 0) {
         st->kind = CLI_KIND_FREE;
-        st->waiting = lock_waiting + rw_waiting;
+        st->waiting = lock_waiting + rw_waiting +
+                      (st->in_turn > 1 ? st->in_turn - 1 : 0);
     } else if (strcmp(st->redis_type, "hash") != 0 ||
                !read_fields(r->element[1], st)) {
         for (size_t i = 0; i < st->nholders; i++)
@@ -318,7 +322,8 @@ int cli_lock_read(rlock_admin_conn *a, const char *name, cli_lock_state *st)
     } else if (st->kind == CLI_KIND_READ_WRITE) {
         st->waiting = rw_waiting;
     } else {
-        st->waiting = lock_waiting;
+        /* rlock's queue: only its head listens on the lock's channel */
+        st->waiting = lock_waiting + (st->in_turn > 1 ? st->in_turn - 1 : 0);
         if (st->queued > 0)
             st->kind = CLI_KIND_FAIR;
         else if (st->token >= 0)
