@@ -18,7 +18,9 @@
  * take it held it ("held by ... for N ms"); its unlock message follows.
  * Lines about a lock end in "; N waiting" while anyone waits for it: the
  * client connections subscribed to its channels (one per waiting process;
- * watch's own subscriptions are not counted) plus a fair lock's queue. Notifications are off by default in Redis; watch says
+ * watch's own subscriptions are not counted) plus a fair lock's queue and
+ * rlock's queue of an RLock behind its head. Notifications are off by
+ * default in Redis; watch says
  * so once on stderr and shows unlock events only, unless
  * --enable-notifications turned them on (CONFIG SET, server-wide).
  *
@@ -67,7 +69,8 @@ static const char watch_help[] =
     "\n"
     "A line ends in '; N waiting' while anyone waits for the lock: client\n"
     "connections subscribed to its unlock channel (one per waiting\n"
-    "process), plus the threads in a fair lock's queue.\n"
+    "process), plus the threads in a fair lock's queue and those in\n"
+    "rlock's queue of an RLock behind its head.\n"
     "\n"
     "On a Redis Cluster each NAME is watched on the master serving its\n"
     "slot, where its unlock messages (SPUBLISH) and keyspace events are;\n"
@@ -187,13 +190,15 @@ static long long mono_ms(void)
 }
 
 /* Who waits for the lock st describes: the connections on its channels
- * but watch's own (it listens on the lock and read-write channels), and a
- * fair lock's queue. */
+ * but watch's own (it listens on the lock and read-write channels), a fair
+ * lock's queue, and those in rlock's queue of an RLock behind its head
+ * (the head listens on the lock's channel). */
 static long long waiting_of(const cli_lock_state *st)
 {
     long long lock = st->lock_subscribers > 0 ? st->lock_subscribers - 1 : 0;
     long long rw = st->rw_subscribers > 0 ? st->rw_subscribers - 1 : 0;
-    return lock + rw + (long long)st->nqueue;
+    long long behind = st->in_turn > 1 ? st->in_turn - 1 : 0;
+    return lock + rw + (long long)st->nqueue + behind;
 }
 
 /* "; N waiting" when anyone waits, else "" (buf holds it). */
