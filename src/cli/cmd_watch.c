@@ -331,15 +331,20 @@ typedef struct watch_ctx {
 } watch_ctx;
 
 /* Reads who waits for w's lock now into buf as waiting_text() writes it
- * ("" when nobody). Returns 0 or an exit status. */
+ * ("" when nobody), and whether its waiters queue in rlock's queue of an
+ * RLock rather than in a fair lock's (in_rlock_queue, may be NULL): the
+ * two tell their next waiter on the same per-waiter channels. Returns 0 or
+ * an exit status. */
 static int waiting_now(rlock_admin_conn *query, const watched *w, char *buf,
-                       size_t len)
+                       size_t len, bool *in_rlock_queue)
 {
     cli_lock_state now;
     buf[0] = '\0';
     int st = cli_lock_read(query, w->name, &now);
     if (st != 0)
         return st;
+    if (in_rlock_queue != NULL)
+        *in_rlock_queue = now.queued == 0 && now.in_turn > 0;
     if (waiting_text(&now, buf, len)[0] == '\0')
         buf[0] = '\0';
     cli_lock_clear(&now);
@@ -358,14 +363,21 @@ static int on_message(rlock_admin_conn *query, watched *ws, size_t n,
                           ? strcmp(pattern, w->fair_pattern) == 0
                           : strcmp(channel, w->lock_channel) == 0 ||
                                 strcmp(channel, w->rw_channel) == 0;
-        int st = unlock ? waiting_now(query, w, wt, sizeof(wt)) : CLI_OK;
+        bool rlock_turn = false;
+        int st = unlock ? waiting_now(query, w, wt, sizeof(wt), &rlock_turn)
+                        : CLI_OK;
         if (st != 0)
             return st;
         if (pattern != NULL) {
             if (!unlock)
                 continue;
-            emit(w->name, "unlocked (fair lock; next in line: %s)%s",
-                 channel + strlen(w->lock_channel) + 1, wt);
+            const char *next = channel + strlen(w->lock_channel) + 1;
+            if (rlock_turn) { /* not an unlock: the queue moved on */
+                emit(w->name, "turn of %s (rlock's queue)%s", next, wt);
+                continue;
+            }
+            emit(w->name, "unlocked (fair lock; next in line: %s)%s", next,
+                 wt);
             forget(w);
         } else if (strcmp(channel, w->lock_channel) == 0) {
             if (strcmp(payload, "0") == 0)
