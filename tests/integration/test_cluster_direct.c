@@ -109,6 +109,67 @@ static int await_connections(int i, const char *name, const char *cmd, int n)
     return now;
 }
 
+/* The CLIENT LIST id of a connection of node i named name, other than
+ * skip, whose line holds both of has and also (NULL: anything); -1 when
+ * there is none. */
+static long long connection_id(int i, const char *name, const char *has,
+                               const char *also, long long skip)
+{
+    char needle[96];
+    snprintf(needle, sizeof(needle), " name=%s ", name);
+    char *list = rt_cmd_str(&cluster.node[i], "CLIENT LIST");
+    assert_non_null(list);
+    long long id = -1;
+    for (char *line = strtok(list, "\n"); line != NULL && id < 0;
+         line = strtok(NULL, "\n")) {
+        long long this = atoll(line + strlen("id="));
+        if (strstr(line, needle) != NULL && this != skip &&
+            (has == NULL || strstr(line, has) != NULL) &&
+            (also == NULL || strstr(line, also) != NULL))
+            id = this;
+    }
+    free(list);
+    return id;
+}
+
+/* The id of node i's connection named name on which an EVALSHA (an
+ * acquire) waits out a CLIENT PAUSE, once there is one; -1 when none
+ * shows within SETTLE_MS. */
+static long long await_paused_evalsha(int i, const char *name)
+{
+    int64_t until = rt_now_ms() + SETTLE_MS;
+    long long id;
+    while ((id = connection_id(i, name, " cmd=evalsha ", " flags=b ", -1)) <
+               0 &&
+           rt_now_ms() < until)
+        rt_sleep_ms(10);
+    return id;
+}
+
+/* Opens the I/O thread's connection to node i, the master of l's slot,
+ * with one async lock and unlock of l (a client named name that has no
+ * connection there yet), and returns its CLIENT LIST id. */
+static long long io_thread_connection(rlock *l, int i, const char *name)
+{
+    lt_completion locked = {0}, unlocked = {0};
+    assert_int_equal(rlock_lock_async(l, 1, 0, 30000, lt_on_done, &locked),
+                     RLOCK_OK);
+    assert_int_equal(lt_await_completion(&locked, 5000), RLOCK_OK);
+    assert_int_equal(rlock_unlock_async(l, 1, lt_on_done, &unlocked),
+                     RLOCK_OK);
+    assert_int_equal(lt_await_completion(&unlocked, 5000), RLOCK_OK);
+    assert_int_equal(await_connections(i, name, NULL, 1), 1);
+    return connection_id(i, name, NULL, NULL, -1);
+}
+
+/* The id of the caller-thread connection a blocking call just opened to
+ * node i beside the I/O thread's (io_id), or -1. */
+static long long caller_connection(int i, const char *name, long long io_id)
+{
+    assert_int_equal(await_connections(i, name, NULL, 2), 2);
+    return connection_id(i, name, NULL, NULL, io_id);
+}
+
 /* Node i's count of EVALSHA from INFO commandstats: those that ran
  * without an error (a NOSCRIPT, which a new master answers once per
  * script, is one), plus those refused (a MOVED, an ASK) when rejected is
@@ -210,15 +271,7 @@ static void test_blocking_calls_use_a_connection_to_the_slot_s_master(
         name_on(node, "route", name, sizeof(name));
         assert_int_equal(rlock_get(c, name, &l), RLOCK_OK);
         /* the I/O thread's connection to the node, and only it */
-        lt_completion locked = {0}, unlocked = {0};
-        assert_int_equal(rlock_lock_async(l, 1, 0, 30000, lt_on_done,
-                                          &locked),
-                         RLOCK_OK);
-        assert_int_equal(lt_await_completion(&locked, 5000), RLOCK_OK);
-        assert_int_equal(rlock_unlock_async(l, 1, lt_on_done, &unlocked),
-                         RLOCK_OK);
-        assert_int_equal(lt_await_completion(&unlocked, 5000), RLOCK_OK);
-        assert_int_equal(await_connections(node, "cd-route", NULL, 1), 1);
+        assert_true(io_thread_connection(l, node, "cd-route") >= 0);
         long long before = evalsha_on(node, true);
         for (int i = 0; i < 10; i++)
             cycle(l);
@@ -254,21 +307,7 @@ static void test_an_acquire_lost_on_its_connection_is_not_sent_again(
     locker k = {.l = l};
     assert_int_equal(pthread_create(&t, NULL, run_locker, &k), 0);
     /* the acquire, held by the pause: a blocked connection of ours */
-    long long id = -1;
-    int64_t until = rt_now_ms() + SETTLE_MS;
-    while (id < 0 && rt_now_ms() < until) {
-        char *list = rt_cmd_str(&cluster.node[node], "CLIENT LIST");
-        assert_non_null(list);
-        for (char *line = strtok(list, "\n"); line != NULL;
-             line = strtok(NULL, "\n"))
-            if (strstr(line, " name=cd-lost ") != NULL &&
-                strstr(line, " cmd=evalsha ") != NULL &&
-                strstr(line, " flags=b ") != NULL)
-                id = atoll(line + strlen("id="));
-        free(list);
-        if (id < 0)
-            rt_sleep_ms(10);
-    }
+    long long id = await_paused_evalsha(node, "cd-lost");
     if (id >= 0)
         freeReplyObject(
             rt_cmd(&cluster.node[node], "CLIENT KILL ID %lld", id));
@@ -286,7 +325,10 @@ static void test_an_acquire_lost_on_its_connection_is_not_sent_again(
 
 /* A late acquire reply on a node's caller-thread connection is read by
  * the I/O thread while the connection is idle, and the hold it took is
- * given back; the next call works. */
+ * given back; the next call works. The I/O thread's own connection there
+ * would give back a late acquire too (request.c), so the case first tells
+ * the two connections apart and checks that the acquire the pause holds
+ * waits on the caller's. */
 static void test_a_late_acquire_on_a_node_s_connection_is_given_back(
     void **state)
 {
@@ -297,24 +339,39 @@ static void test_a_late_acquire_on_a_node_s_connection_is_given_back(
     rlock *l = NULL;
     name_on(node, "late", name, sizeof(name));
     assert_int_equal(rlock_get(c, name, &l), RLOCK_OK);
-    cycle(l);
+    long long io_id = io_thread_connection(l, node, "cd-late");
+    assert_true(io_id >= 0);
+    cycle(l); /* and the caller's, the other one */
+    long long caller_id = caller_connection(node, "cd-late", io_id);
+    assert_true(caller_id >= 0);
     long long before = evalsha_on(node, false);
-    /* the node runs no script for 1 s, then runs the acquire */
+    /* the node runs no script for 2 s (time to look at the acquire it
+     * holds), then runs the acquire */
     int64_t paused = rt_now_ms();
-    freeReplyObject(rt_cmd(&cluster.node[node], "CLIENT PAUSE 1000 WRITE"));
+    freeReplyObject(rt_cmd(&cluster.node[node], "CLIENT PAUSE 2000 WRITE"));
     assert_int_equal(rlock_trylock(l, 0, 60000), RLOCK_ETIMEDOUT);
     assert_int_equal(rlock_hold_count(l), 0);
-    int64_t left = 1000 - (rt_now_ms() - paused);
+    long long waiting = await_paused_evalsha(node, "cd-late");
+    print_message("the paused acquire waits on connection %lld (the "
+                  "caller's: %lld, the I/O thread's: %lld)\n",
+                  waiting, caller_id, io_id);
+    assert_int_equal(waiting, caller_id);
+    int64_t left = 2000 - (rt_now_ms() - paused);
     if (left > 0)
         rt_sleep_ms(left);
-    /* the acquire ran, and its hold (a lease of a minute) is given back */
+    /* the acquire ran, and its hold (a lease of a minute) is given back:
+     * two EVALSHA, the acquire's and the give-back's */
     int64_t until = rt_now_ms() + SETTLE_MS;
     while ((exists_on(node, name) != 0 ||
             evalsha_on(node, false) < before + 2) &&
            rt_now_ms() < until)
         rt_sleep_ms(20);
-    assert_true(evalsha_on(node, false) >= before + 2);
-    assert_int_equal(exists_on(node, name), 0);
+    long long ran = evalsha_on(node, false) - before;
+    long long held = exists_on(node, name);
+    print_message("after the pause: %lld EVALSHA, and the lock %s\n", ran,
+                  held ? "still held" : "free");
+    assert_true(ran >= 2);
+    assert_int_equal(held, 0);
     cycle(l);
     rlock_free(l);
     rlock_client_free(c);
