@@ -23,7 +23,7 @@
  * phantom; send_drop), retrying at once, then every retry interval, at most
  * retry_attempts times. An attempt whose reply never came by its deadline
  * ends the acquire (RLOCK_ETIMEDOUT); the transport gives back what its late
- * reply took (request.c, direct.c, and the async driver).
+ * reply took (request.c, direct_round_trip.c, and the async driver).
  *
  * The wait budget: an attempt's, a drop's and a fair waiter's leaving
  * carry the caller's deadline (send_by_ms), past which the transport waits

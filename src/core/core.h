@@ -21,7 +21,8 @@
  *   connections (src/io/conn.h) and hands the reply of an acquire whose
  *   caller gave up to release.c, which gives back the hold; direct.c runs
  *   requests on the caller's thread instead, over an idle blocking link
- *   (in cluster mode one set of them per node: direct_cluster.c);
+ *   (the round trip itself: direct_round_trip.c; in cluster mode one set
+ *   of links per node: direct_cluster.c);
  *   acl.c checks the user's permissions once at connect; client.c
  *   (core/client.h) is what the core needs of the client object, whose
  *   life src/api/client.c runs.

@@ -1,7 +1,13 @@
 /*
- * core/direct.c: round trips made on the calling thread (layer core: it runs
- * the core's requests over src/io's blocking links; the blocking driver,
- * api/lock_sync.c, tries it before the I/O thread).
+ * core/direct.c: a client's round trips on the calling thread, and the
+ * set of connections ("slots") they borrow (layer core: it keeps src/io's
+ * blocking links; the blocking driver, api/lock_sync.c, tries it before
+ * the I/O thread). Here: who has a slot, the I/O thread's watch over idle
+ * ones, and making, retiring and freeing a set. What a caller does with
+ * the slot it took is core/direct_round_trip.c's. The two files split
+ * where a slot changes hands: everything here may race with another
+ * thread for a slot (the state word below), everything there runs on a
+ * slot its caller alone holds.
  *
  * Handing every blocking call to the I/O thread costs two thread wake-ups
  * per round trip, which on a small machine doubles the time of an
@@ -20,13 +26,13 @@
  * then succeeds would leave a hold nobody knows about. The link keeps the
  * timed-out call's place (Redis answers in order): its reply is read
  * before any later one, by whoever reads the slot next, and an acquire's
- * goes to on_late_acquire, which gives back a hold it took
- * (rlock__req_give_back, as request.c does for an abandoned request). The
- * slot stays usable: its next user reads the late replies first, within
- * its own deadline. While it sits idle, the I/O thread watches its socket
- * and reads them as they come (rlock__link_sync_drain). A slot whose late
- * replies have not all come within the unlock latch's lifetime is closed
- * (a hold taken meanwhile then expires with its lease).
+ * goes to on_late_acquire (core/direct_round_trip.c), which gives back a
+ * hold it took (rlock__req_give_back, as request.c does for an abandoned
+ * request). The slot stays usable: its next user reads the late replies
+ * first, within its own deadline. While it sits idle, the I/O thread
+ * watches its socket and reads them as they come (rlock__link_sync_drain).
+ * A slot whose late replies have not all come within the unlock latch's
+ * lifetime is closed (a hold taken meanwhile then expires with its lease).
  *
  * Who has a slot. A slot's `state` word says whether it is held (by a user
  * thread for one round trip, or by the I/O thread for a drain) and whether
@@ -43,82 +49,26 @@
  * and libev must never watch a descriptor closed or reused under it. A user
  * closing a link shuts its socket down, which wakes a watch on it.
  *
- * Where the links go. A client's set of slots goes to its server (in
- * Sentinel mode: wherever the master is now, and a link made for an older
- * master is closed before use). In cluster mode there is one set per
- * master node (core/direct_cluster.c), made by rlock__direct_new_node: its
- * links go to that node, and a cluster's answer that the request belongs
- * elsewhere (MOVED, ASK, TRYAGAIN, ...) is not decoded but kept in
- * r->answer for the I/O thread to follow. When the node leaves the slot
- * table its idle links are closed and the others before their next use.
+ * A set's links go to the client's server, or to one cluster node
+ * (rlock__direct_new_node; core/direct_round_trip.c says where exactly).
+ * When the node leaves the slot table its idle links are closed here
+ * (rlock__direct_retire) and the others before their next use.
  */
-#include "core/core.h"
-#include "io/master.h"
-#include "io/link.h"
-#include "proto/cluster.h"
+#include "core/direct_impl.h"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 /* Why a slot whose late replies are overdue was closed, for its reconnect. */
-static const char overdue[] =
+const char rlock__direct_overdue[] =
     "closed: a late reply did not come within the unlock latch's lifetime";
 
-enum {
-    SLOT_HELD = 1u,    /* a user thread or the I/O thread has the slot */
-    SLOT_WATCHED = 2u, /* the I/O thread watches it, or is asked to */
-};
-
-typedef struct slot {
-    atomic_uint state; /* SLOT_* */
-    rlock__direct *direct;
-    /* the holder's */
-    rlock__link_sync *link; /* NULL: not connected */
-    unsigned gen;           /* counts links: tells a new one from a watched */
-    uint64_t master_gen;    /* the server's generation the link went to
-                               (server_gen) */
-    int64_t used_at_ms;     /* the last round trip's start */
-    int64_t late_since_ms;  /* 0, or since when late replies are owed */
-    const char *closed_why; /* why the last link closed (NULL: none yet):
-                               the next connect is a reconnect */
-    int replicas; /* the master's, for WAIT (core/sync.c); -1: not known */
-    /* the I/O thread's */
-    rlock__fdwatch *watch; /* on watch_fd */
-    int watch_fd;          /* a duplicate of link gen watch_gen's socket */
-    unsigned watch_gen;
-    rlock__timer *expiry; /* the late replies are overdue */
-    rlock__task watch_task;
-} slot;
-
-struct rlock__direct {
-    rlock_client *client;
-    /* a cluster node's set: how to reach it (NULL: the client's server),
-     * and how many times it left the slot table */
-    const rlock__link_opts *node;
-    atomic_uint departures;
-    char to[RLOCK__HOST_MAX + 16]; /* " to host:port" or "", for logs */
-    atomic_uint next; /* where the next caller starts looking */
-    int n;
-    slot slots[];
-};
-
 /* Why a cluster node's links are closed when it left the table. */
-static const char departed[] =
+const char rlock__direct_departed[] =
     "closed: its node serves no slot any more (cluster)";
-static const char sentinel_moved[] = "closed: the master moved (Sentinel)";
-
-/* The generation of the server d's links go to: a link made for an older
- * one is closed before use. Any thread. */
-static uint64_t server_gen(rlock__direct *d)
-{
-    if (d->node != NULL)
-        return atomic_load_explicit(&d->departures, memory_order_acquire);
-    return rlock__master_gen(d->client->master);
-}
 
 /* ------------------------------------------------------------- having one */
 
@@ -157,7 +107,7 @@ static void leave(slot *s)
 /* Closes s's link: owed late replies are settled with NULL (a late acquire
  * then gives nothing back: its hold expires with its lease); why (a static
  * string) is told when it reconnects. The holder. */
-static void close_slot(slot *s, const char *why)
+void rlock__direct_close_slot(slot *s, const char *why)
 {
     if (s->link != NULL)
         s->closed_why = why;
@@ -167,21 +117,6 @@ static void close_slot(slot *s, const char *why)
     rlock__link_sync_free(s->link);
     s->link = NULL;
     s->late_since_ms = 0;
-}
-
-/* The reply of an acquire whose caller gave up, read by whichever thread
- * reads the slot next (NULL: it never came). A hold it took is given
- * back. */
-static void on_late_acquire(struct redisReply *reply, void *arg)
-{
-    rlock__req *r = arg;
-    int64_t ttl, token;
-    bool fenced = r->script == &rlock__script_fenced_acquire;
-    /* decoded here, not into r: its caller is gone, but r is still its */
-    if (reply != NULL &&
-        rlock__reply_acquire(reply, &ttl, fenced ? &token : NULL) == 1)
-        rlock__req_give_back(r);
-    rlock__req_unref(r);
 }
 
 /* ---------------------------------------------------------- the watch */
@@ -237,12 +172,12 @@ static bool look_after(slot *s)
     if (s->link == NULL || s->late_since_ms == 0)
         return false;
     if (rlock__now_ms() - s->late_since_ms >= s->direct->client->latch_ms) {
-        close_slot(s, overdue);
+        rlock__direct_close_slot(s, rlock__direct_overdue);
         return false;
     }
     int owed = rlock__link_sync_drain(s->link);
     if (owed < 0) {
-        close_slot(s, "lost while a late reply was owed");
+        rlock__direct_close_slot(s, "lost while a late reply was owed");
         return false;
     }
     if (owed == 0)
@@ -272,7 +207,7 @@ static void visit(slot *s)
     }
     bool owed = look_after(s);
     if (owed && watch(s) != 0) {
-        close_slot(s, "closed: its socket could not be watched");
+        rlock__direct_close_slot(s, "closed: its socket could not be watched");
         owed = false;
     }
     if (!owed)
@@ -289,268 +224,7 @@ static void run_watch(rlock__task *t, int status)
     visit((slot *)((char *)t - offsetof(slot, watch_task)));
 }
 
-/* ------------------------------------------------------------ round trip */
-
-/* Checks the socket of a slot idle for a while before use: a connection
- * the server closed (restart, CLIENT KILL) is seen here, before a command
- * is written to it, so that the command goes out on a fresh connection
- * instead of failing with "may or may not have run". Late and dropped
- * replies that came are read. A slot in steady use skips the system call:
- * a close that lands between two calls costs a retry, not an error. The
- * holder. */
-#define RLOCK__IDLE_CHECK_MS 5
-
-static void check_idle(slot *s, int64_t now)
-{
-    if (now - s->used_at_ms < RLOCK__IDLE_CHECK_MS &&
-        s->late_since_ms == 0)
-        return;
-    if (s->late_since_ms != 0 &&
-        now - s->late_since_ms >= s->direct->client->latch_ms) {
-        close_slot(s, overdue); /* see the design notes */
-        return;
-    }
-    struct pollfd pfd = {.fd = rlock__link_sync_fd(s->link), .events = POLLIN};
-    if (poll(&pfd, 1, 0) == 0)
-        return; /* quiet: alive as far as anyone can tell */
-    int owed = (pfd.revents & POLLIN) != 0 ? rlock__link_sync_drain(s->link)
-                                           : -1;
-    if (owed == 0)
-        s->late_since_ms = 0;
-    /* with nothing owed, what is left to read is an end or bytes nobody
-     * asked for */
-    if (owed < 0 || (owed == 0 && poll(&pfd, 1, 0) != 0))
-        close_slot(s, "closed by the server (a restart, CLIENT KILL or an "
-                      "idle timeout)");
-}
-
-/* Sends r on s and reads its reply by deadline_ms. Returns 0 with *out
- * set, or a code as rlock__link_sync_call. */
-static int exchange(slot *s, rlock__req *r, int64_t deadline_ms,
-                    struct redisReply **out)
-{
-    rlock__command cmd;
-    int n = rlock__req_command(r, &cmd);
-    if (n < 0)
-        return RLOCK_ENOMEM;
-    /* only an acquire's late reply matters: it may have taken a hold */
-    bool acquire = r->kind == RLOCK__REPLY_ACQUIRE && r->lock_entry != NULL;
-    if (acquire)
-        atomic_fetch_add(&r->refs, 1); /* on_late_acquire's */
-    int rc = rlock__link_sync_call(s->link, n, cmd.argv, cmd.lens,
-                                   deadline_ms, out,
-                                   acquire ? on_late_acquire : NULL, r);
-    rlock__command_clear(&cmd);
-    if (acquire && rc != RLOCK_ETIMEDOUT)
-        rlock__req_unref(r); /* no late reply will come */
-    return rc;
-}
-
-/* Opens s's link for a call of timeout_ms, and says so: a first connect
- * at DEBUG, a reconnect (counted) at INFO with why the last one closed.
- * The holder, on a user thread. Returns 0 or a code. */
-static int connect_slot(slot *s, int64_t timeout_ms)
-{
-    rlock__direct *d = s->direct;
-    rlock_client *c = d->client;
-    int index = (int)(s - d->slots);
-    int64_t connect_ms = c->cfg.connect_timeout_ms < timeout_ms
-                             ? c->cfg.connect_timeout_ms
-                             : timeout_ms;
-    /* read before the address: a link is never taken for newer than it is */
-    s->master_gen = server_gen(d);
-    int rc;
-    if (d->node != NULL) {
-        rlock__link_opts o = *d->node;
-        o.connect_timeout_ms = connect_ms;
-        rc = rlock__link_sync_open(&o, &s->link, NULL, 0);
-    } else {
-        rc = rlock__client_sync_open(c, connect_ms, &s->link, NULL, 0);
-    }
-    if (rc != 0) {
-        rlock__log_later(c, RLOCK_LOG_DEBUG,
-                         "caller-thread connection %d%s could not connect: "
-                         "%s",
-                         index, d->to, rlock_strerror(rc));
-        return rc;
-    }
-    s->gen++;
-    s->replicas = -1; /* maybe another master now (a failover) */
-    if (s->closed_why == NULL) {
-        rlock__log_later(c, RLOCK_LOG_DEBUG,
-                         "caller-thread connection %d%s connected", index,
-                         d->to);
-        return RLOCK_OK;
-    }
-    rlock__stats_count(c->stats, RLOCK__STAT_RECONNECTS);
-    rlock__log_later(c, RLOCK_LOG_INFO,
-                     "caller-thread connection %d%s reconnected (the last "
-                     "one was %s)",
-                     index, d->to, s->closed_why);
-    return RLOCK_OK;
-}
-
-/* A plain command on s after the request, for wait_for_replicas(). The
- * holder. */
-static int call_plain(slot *s, int argc, const char **argv,
-                      int64_t deadline_ms, struct redisReply **out)
-{
-    int rc = rlock__link_sync_call(s->link, argc, argv, NULL, deadline_ms, out,
-                                   NULL, NULL);
-    if (rc == RLOCK_ETIMEDOUT && s->late_since_ms == 0)
-        s->late_since_ms = rlock__now_ms(); /* its reply is still owed */
-    else if (rc != 0 && rc != RLOCK_ETIMEDOUT &&
-             rlock__link_sync_broken(s->link))
-        close_slot(s, "lost during a call");
-    return rc;
-}
-
-/* WAIT after r's script on s (core/sync.c), with INFO replication first
- * when s does not know the master's replicas yet; applies the verdict to
- * r. The holder. */
-static void wait_for_replicas(slot *s, rlock__req *r)
-{
-    rlock_client *c = s->direct->client;
-    struct redisReply *reply = NULL;
-    int n = s->replicas;
-    if (n < 0) {
-        const char *argv[2] = {"INFO", "replication"};
-        int rc = call_plain(s, 2, argv,
-                            rlock__now_ms() + c->cfg.command_timeout_ms,
-                            &reply);
-        n = rc == 0 ? rlock__reply_connected_slaves(reply) : -1;
-        rlock__link_reply_free(reply);
-        reply = NULL;
-        if (n < 0) {
-            rlock__sync_verdict(r, 1, -1);
-            return;
-        }
-        s->replicas = n;
-    }
-    if (n == 0 || s->link == NULL)
-        return;
-    char nbuf[24], tbuf[24];
-    rlock__sync_wait_args(r, n, nbuf, tbuf);
-    const char *argv[3] = {"WAIT", nbuf, tbuf};
-    int64_t acks = -1;
-    int rc = call_plain(s, 3, argv, rlock__sync_wait_deadline(r), &reply);
-    if (rc != 0 || rlock__reply_integer(reply, &acks) != 1)
-        acks = -1;
-    else if (acks != n) /* replicas came or went: ask again */
-        s->replicas = -1;
-    rlock__link_reply_free(reply);
-    rlock__sync_verdict(r, n, acks);
-}
-
-/* A cluster's answer to r that the request belongs elsewhere or later
- * (core/route.c follows it): kept in r->answer, with r->status what the
- * error means should nobody follow it. Returns false for any other reply.
- * Out of memory, the answer stays the error it is. */
-static bool cluster_answer(rlock__req *r, const struct redisReply *reply)
-{
-    rlock__redirect red;
-    rlock__redirect_parse(reply, &red);
-    if (!rlock__route_follows(&red))
-        return false;
-    r->status = rlock__reply_error_code(reply);
-    if (r->status == 0)
-        r->status = RLOCK_ESERVER;
-    free(r->answer);
-    r->answer = rlock__malloc(sizeof(*r->answer));
-    if (r->answer != NULL)
-        *r->answer = red;
-    return true;
-}
-
-/* One request on slot s (held). Returns r->status, or a code; r->unsent
- * says that nothing was sent (no connection could be made). */
-static int round_trip(slot *s, rlock__req *r, int64_t timeout_ms)
-{
-    int64_t now = rlock__now_ms(), deadline = now + timeout_ms;
-    rlock__direct *d = s->direct;
-    rlock__master *master = d->client->master;
-    if (s->link != NULL && s->master_gen != server_gen(d))
-        close_slot(s, d->node != NULL ? departed : sentinel_moved);
-    if (s->link != NULL)
-        check_idle(s, now);
-    s->used_at_ms = now;
-    if (s->link == NULL) {
-        int rc = connect_slot(s, timeout_ms);
-        if (rc != 0) {
-            r->unsent = true;
-            return rc == RLOCK_ETIMEDOUT ? RLOCK_ECONN : rc;
-        }
-    }
-    struct redisReply *reply = NULL;
-    int rc = exchange(s, r, deadline, &reply);
-    if (rc == 0 && r->script != NULL && !r->reloaded &&
-        rlock__reply_is_noscript(reply)) {
-        /* Redis lost its scripts: load this one and send it again
-         * (io/conn.h says why not EVAL); the load's reply
-         * is dropped, the EVALSHA behind it tells */
-        rlock__link_reply_free(reply);
-        reply = NULL;
-        r->reloaded = true;
-        rlock__req_note_reload(r);
-        const char *argv[3] = {"SCRIPT", "LOAD",
-                               (const char *)r->script->body};
-        size_t lens[3] = {6, 4, r->script->len};
-        rc = rlock__link_sync_send(s->link, 3, argv, lens);
-        if (rc == 0)
-            rc = exchange(s, r, deadline, &reply);
-    }
-    if (rc == RLOCK_ETIMEDOUT) {
-        /* the script may still run: see the design notes */
-        if (s->late_since_ms == 0)
-            s->late_since_ms = rlock__now_ms();
-        return rc;
-    }
-    if (rc != 0) {
-        bool broken = rlock__link_sync_broken(s->link);
-        if (broken) {
-            close_slot(s, "lost during a call");
-            rlock__master_suspect(master); /* did it move? */
-        }
-        /* an error reply from a broken server (EPROTO) stays what it is; a
-         * dropped connection means the command may or may not have run */
-        return rc == RLOCK_EPROTO || (rc == RLOCK_ENOMEM && !broken)
-                   ? rc
-                   : RLOCK_ECONN;
-    }
-    s->late_since_ms = 0; /* every reply owed before ours came */
-    if (d->node != NULL && cluster_answer(r, reply)) {
-        rlock__link_reply_free(reply);
-        return r->status;
-    }
-    if (master != NULL && (s->master_gen != rlock__master_gen(master) ||
-                           rlock__reply_is_readonly(reply))) {
-        /* an answer of a master no longer ours, or of one turned into a
-         * replica: the call's outcome is not the new master's
-         * (core/follow.c) */
-        if (rlock__reply_is_readonly(reply))
-            rlock__master_suspect(master);
-        rlock__link_reply_free(reply);
-        close_slot(s, sentinel_moved);
-        return RLOCK_ECONN;
-    }
-    rlock__req_decode(r, reply);
-    rlock__link_reply_free(reply);
-    if (r->status == RLOCK_EAUTH) {
-        /* the password changed: AUTH again next time */
-        close_slot(s, "closed to authenticate again");
-        return r->status;
-    }
-    if (rlock__sync_wanted(r))
-        wait_for_replicas(s, r);
-    if (r->status == 0 && r->latch_del != NULL && s->link != NULL &&
-        r->value != RLOCK__UNLOCK_NOT_HELD) {
-        /* behind the reply; out of memory, the latch expires by itself */
-        const char *argv[2] = {"DEL", r->latch_del};
-        if (rlock__link_sync_send(s->link, 2, argv, NULL) == RLOCK_ECONN)
-            close_slot(s, "lost during a call");
-    }
-    return r->status;
-}
+/* ------------------------------------------------------------ borrowing */
 
 /* Runs r on an idle direct connection, if there is one: returns true with
  * *rc set, or false when every slot is busy (the caller then goes through
@@ -565,7 +239,7 @@ bool rlock__direct_call(rlock__direct *d, rlock__req *r, int64_t timeout_ms,
         slot *s = &d->slots[(start + (unsigned)i) % (unsigned)d->n];
         if (!take(s))
             continue;
-        *rc = round_trip(s, r, timeout_ms);
+        *rc = rlock__direct_round_trip(s, r, timeout_ms);
         leave(s);
         return true;
     }
@@ -628,7 +302,8 @@ void rlock__direct_retire(rlock__direct *d)
         slot *s = &d->slots[i];
         if (!take(s))
             continue; /* its user closes it before its next call */
-        close_slot(s, departed); /* a watch on it wakes and stops */
+        /* a watch on it wakes and stops */
+        rlock__direct_close_slot(s, rlock__direct_departed);
         atomic_fetch_and_explicit(&s->state, ~SLOT_HELD,
                                   memory_order_release);
     }

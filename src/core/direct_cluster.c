@@ -11,8 +11,9 @@
  * lock: any thread may), takes an idle slot of that node's set (a try,
  * never a wait) and runs the request there. What then:
  *
- *   a reply        as on a single server (direct.c): NOSCRIPT loads the
- *                  script on that node, WAIT, the latch DEL behind it;
+ *   a reply        as on a single server (direct_round_trip.c): NOSCRIPT
+ *                  loads the script on that node, WAIT, the latch DEL
+ *                  behind it;
  *   MOVED, ASK, TRYAGAIN, CLUSTERDOWN, MASTERDOWN, LOADING, READONLY:
  *                  the request goes to the I/O thread with that answer,
  *                  which follows it as if its own connection had got it
@@ -34,7 +35,7 @@
  *                  carries its latch, a query may run twice) goes again
  *                  through the I/O thread;
  *   a timeout      RLOCK_ETIMEDOUT; the late reply is read on its slot,
- *                  and a hold it took given back (direct.c);
+ *                  and a hold it took given back (direct_round_trip.c);
  *   every slot of the node busy, or a command that names no key: the
  *                  I/O thread, as on a single server.
  *

@@ -8,8 +8,8 @@
  *     complete with RLOCK_ECONN (they may or may not have run, which the
  *     lock machines already handle as after a lost connection), and the
  *     next command opens a link to the new master. Caller-thread links
- *     (direct.c) see the generation change and close before their next
- *     call, or discard a reply that spans the move;
+ *     (direct_round_trip.c) see the generation change and close before
+ *     their next call, or discard a reply that spans the move;
  *   - the subscriber leaves the old master and subscribes every channel
  *     again on the new one; every waiter is woken at once, and again when
  *     its channel is confirmed, since unlock messages may have been

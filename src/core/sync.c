@@ -8,7 +8,7 @@
  * covers every write this connection made before it, so it is sent after
  * the script's reply on the same connection: the I/O thread's requests
  * (core/request.c) chain it onto the request, the caller-thread slots
- * (core/direct.c) send it in their round trip. n is read with INFO
+ * (core/direct_round_trip.c) send it in their round trip. n is read with INFO
  * replication once per connection (kept in the connection, forgotten with
  * each new link: a failover) and read again when WAIT's answer differs; n
  * = 0 sends no WAIT.
