@@ -10,8 +10,8 @@
  * comes to on_reply, by its deadline (the command connection enforces it:
  * no reply in time is RLOCK_ETIMEDOUT); "wait" a timer, ended early by the
  * waiter's kick when an unlock message or the subscription comes
- * (core/entry.c); "done" the completion, delivered by completions.c. A
- * cancel or the client's closing is fed to the machine.
+ * (core/entry_waiters.c); "done" the completion, delivered by
+ * completions.c. A cancel or the client's closing is fed to the machine.
  *
  * A reply that comes after its call ended is late: the machine has moved
  * on, and if it says that an acquire took the lock, the hold is given back
@@ -154,7 +154,7 @@ static void on_timer(void *arg)
     drive(op, op->cls->wake(&op->m, false));
 }
 
-/* The waiter's wake-up came (core/entry.c, on the I/O thread). */
+/* The waiter's wake-up came (core/entry_waiters.c, on the I/O thread). */
 static void on_kick(rlock__waiter *w)
 {
     rlock__aop *op =

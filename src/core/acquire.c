@@ -8,10 +8,11 @@
  * the subscription), then sleep until an unlock message's wake-up comes, or
  * until the TTL the holder's lease was reported to have, or the re-check
  * interval, whichever is first; try again, until the deadline. A wake-up
- * that arrives while a try is out is kept (entry.c), so none is lost between
- * a failed try and the next sleep. A spin lock has no channel: it backs off
- * between tries. A fair lock's waiter waits on its own channel, and leaves
- * the queue when it stops waiting without the lock.
+ * that arrives while a try is out is kept (entry_waiters.c), so none is
+ * lost between a failed try and the next sleep. A spin lock has no
+ * channel: it backs off between tries. A fair lock's waiter waits on its
+ * own channel, and leaves the queue when it stops waiting without the
+ * lock.
  *
  * Anti-barging: a new acquire of a kind that lets anyone in may first wait
  * its turn (first_wait_ms); otherwise a thread that just unlocked would take

@@ -2,9 +2,10 @@
  * core/core.h: the core layer's private header: lock entries and the lock
  * operations, independent of how bytes move (issue 13).
  *
- * - entry.c and hold.c own an entry's state: its holds, its waiters and
- *   their wake-ups, its subscription flags and its lost-lock callback. Every
- *   other file changes them through the functions below.
+ * - entry.c (the table), entry_waiters.c and hold.c own an entry's state:
+ *   its holds, its waiters and their wake-ups, its subscription flags and
+ *   its lost-lock callback. Every other file changes them through the
+ *   functions below.
  * - acquire.c and release.c are the lock operations, each one state machine
  *   written once. A machine never blocks and never sends: it is fed events
  *   (a reply, a wake-up, a cancel) and answers with the next step its driver
@@ -82,10 +83,11 @@ typedef struct rlock__direct_cluster rlock__direct_cluster;
 /* Shared state of one lock within a client (Redisson's RedissonLockEntry
  * plus the watchdog's entry): one per kind and name. The fields here are
  * set when the entry is made and never change, so any file may read them;
- * its holds, waiters and flags belong to entry.c and hold.c (entry_impl.h),
- * whose functions are below, and nobody else writes them. A fair lock's
- * waiting thread also waits on an entry of its own (RLOCK__KIND_FAIR_WAIT),
- * whose channel is that waiter's; it never holds anything. */
+ * its holds, waiters and flags belong to entry.c, entry_waiters.c and
+ * hold.c (entry_impl.h), whose functions are below, and nobody else writes
+ * them. A fair lock's waiting thread also waits on an entry of its own
+ * (RLOCK__KIND_FAIR_WAIT), whose channel is that waiter's; it never holds
+ * anything. */
 typedef struct rlock__entry {
     rlock_client *client;
     int kind;      /* RLOCK_KIND_* or RLOCK__KIND_FAIR_WAIT */
@@ -103,6 +105,21 @@ rlock__entry *rlock__entry_get(rlock_client *c, int kind, const char *name,
 rlock__entry *rlock__fair_waiter_entry(rlock__entry *e, uint64_t owner);
 void rlock__entries_sweep(rlock_client *c);
 
+/* What an acquire needs to know to decide whether to barge. */
+typedef struct rlock__entry_view {
+    bool holds;              /* owner holds it (a reentry) */
+    bool queue;              /* local waiters wait, subscribed */
+    int64_t contended_at_ms; /* an attempt last found it taken (0: never) */
+    int64_t released_at_ms;  /* this client last released it (0: never) */
+} rlock__entry_view;
+
+void rlock__entry_look(rlock__entry *e, uint64_t owner,
+                       rlock__entry_view *out);
+void rlock__entry_note_contended(rlock__entry *e);
+void rlock__entry_note_released(rlock__entry *e);
+
+/* --------------------------------------------------- entry_waiters.c */
+
 /* What a waiter sleeps for. */
 enum {
     RLOCK__WAIT_NONE,
@@ -111,12 +128,12 @@ enum {
 };
 
 /* One local acquire waiting for an entry: a blocked thread or an async
- * call. Its caller embeds it and sets nothing: the fields are entry.c's.
- * Waiters are woken in turn (FIFO, each woken one going to the back), one
- * per "0" message and all for "1", so neither blocking nor async waiters
- * starve the others. A wake-up that comes while a waiter is busy trying is
- * kept (permit) and ends its next wait at once, so none is lost between a
- * failed try and the next sleep. */
+ * call. Its caller embeds it and sets nothing: the fields are
+ * entry_waiters.c's. Waiters are woken in turn (FIFO, each woken one going
+ * to the back), one per "0" message and all for "1", so neither blocking
+ * nor async waiters starve the others. A wake-up that comes while a waiter
+ * is busy trying is kept (permit) and ends its next wait at once, so none
+ * is lost between a failed try and the next sleep. */
 typedef struct rlock__waiter rlock__waiter;
 struct rlock__waiter {
     rlock__waiter *next, *prev; /* the entry's waiters */
@@ -137,19 +154,6 @@ bool rlock__waiter_take(rlock__waiter *w, int want);
 void rlock__waiter_stop(rlock__waiter *w);
 bool rlock__waiter_block(rlock__waiter *w, int want, int64_t until_ms,
                          pthread_cond_t *cv);
-
-/* What an acquire needs to know to decide whether to barge. */
-typedef struct rlock__entry_view {
-    bool holds;              /* owner holds it (a reentry) */
-    bool queue;              /* local waiters wait, subscribed */
-    int64_t contended_at_ms; /* an attempt last found it taken (0: never) */
-    int64_t released_at_ms;  /* this client last released it (0: never) */
-} rlock__entry_view;
-
-void rlock__entry_look(rlock__entry *e, uint64_t owner,
-                       rlock__entry_view *out);
-void rlock__entry_note_contended(rlock__entry *e);
-void rlock__entry_note_released(rlock__entry *e);
 
 /* Subscriber side (pubsub.c, on the I/O thread). */
 bool rlock__entry_wants_channel(rlock__entry *e);

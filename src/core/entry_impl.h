@@ -1,9 +1,10 @@
 /*
- * core/entry_impl.h: an entry's state, private to entry.c and hold.c (the
- * two files that own it; nobody else sees these fields).
+ * core/entry_impl.h: an entry's state, private to entry.c,
+ * entry_waiters.c and hold.c (the files that own it; nobody else sees
+ * these fields).
  *
  * An rlock__entry (core/core.h) is the first member of the entry.c's
- * struct, whose mutable part only these two files can reach, as jansson's
+ * struct, whose mutable part only these files can reach, as jansson's
  * json_object_t embeds the public json_t.
  *
  * Locks: client->entries_mu (the table and every entry's refs) is taken

@@ -4,8 +4,8 @@
  * Design notes. Waiting threads never poll: they wait for an unlock message
  * on the lock's channel (Redisson's LockPubSub). All local waiters of one
  * lock share one entry, and an entry is in its channel while it has waiters
- * (core/entry.c asks for a sync on its first waiter and on its last, and
- * keeps the flags this file sets on it). Several
+ * (core/entry_waiters.c asks for a sync on its first waiter and on its
+ * last, and keeps the flags this file sets on it). Several
  * entries can share a channel, because Redisson's name rule maps both "a" and
  * "{a}" to "redisson_lock__channel:{a}"; a channel is subscribed while any
  * entry is joined, and unsubscribed when the last leaves. Everything here runs
