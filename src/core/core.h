@@ -349,7 +349,7 @@ int rlock__spec_release(rlock__spec *s, const rlock__entry *e, uint64_t owner,
                         int64_t lease_ms, const char *latch);
 rlock__req *rlock__req_from_spec(rlock_client *c, const rlock__spec *s);
 
-/* ------------------------------------------ pubsub.c, pubsub_links.c */
+/* ------------------------ pubsub.c, pubsub_links.c, pubsub_answers.c */
 
 /* The client's subscriber. */
 int rlock__pubsub_new(rlock__pubsub **out, rlock_client *c);

@@ -11,9 +11,10 @@
  * entry is joined, and unsubscribed when the last leaves. Everything here runs
  * on the I/O thread, so the channel table needs no lock.
  *
- * The subscriber links, the server's answers and messages, refusals and
- * moves (cluster slots, a Sentinel switch) are pubsub_links.c's; the state
- * both files share is in pubsub_impl.h.
+ * The subscriber links and moves (cluster slots, a Sentinel switch) are
+ * pubsub_links.c's, the server's answers, messages and refusals
+ * pubsub_answers.c's; the state the three files share is in
+ * pubsub_impl.h.
  *
  * In src/core: the channel table is tied to the entries (core/entry.c); it
  * drives subscriber links of src/io and reads replies through proto.

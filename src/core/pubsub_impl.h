@@ -1,7 +1,8 @@
 /*
  * core/pubsub_impl.h: the channel table's state, shared by pubsub.c (the
- * table and its entries) and pubsub_links.c (the subscriber links and
- * what the server says on them). Private to those two files.
+ * table and its entries), pubsub_links.c (the subscriber links and the
+ * commands sent on them) and pubsub_answers.c (what the server says on
+ * them). Private to those three files.
  */
 #ifndef RLOCK_CORE_PUBSUB_IMPL_H
 #define RLOCK_CORE_PUBSUB_IMPL_H
@@ -71,5 +72,19 @@ void rlock__pubsub_unsubscribe(rlock__pubsub *ps, channel *ch);
 /* Timer: subscribes every wanted channel that is IDLE, or REFUSED and due
  * (pubsub_links.c). */
 void rlock__pubsub_retry(void *arg);
+/* Makes sure rlock__pubsub_retry() runs within delay_ms; or, after a
+ * failure, with the back-off (pubsub_links.c). */
+void rlock__pubsub_arm_retry_in(rlock__pubsub *ps, int64_t delay_ms);
+void rlock__pubsub_arm_retry(rlock__pubsub *ps);
+
+/* A link's callbacks, and a refusal (pubsub_answers.c): the answers to
+ * ch's SUBSCRIBE and UNSUBSCRIBE (arg: ch), a push (arg: ps), and marking
+ * ch REFUSED until the hold-off ends. */
+void rlock__pubsub_on_subscribe_reply(rlock__link *l, int status,
+                                      struct redisReply *reply, void *arg);
+void rlock__pubsub_on_unsubscribe_reply(rlock__link *l, int status,
+                                        struct redisReply *reply, void *arg);
+void rlock__pubsub_on_push(rlock__link *l, const rlock__push *p, void *arg);
+void rlock__pubsub_refuse(rlock__pubsub *ps, channel *ch);
 
 #endif /* RLOCK_CORE_PUBSUB_IMPL_H */

@@ -1,42 +1,28 @@
 /*
  * core/pubsub_links.c: the subscriber links of the channel table
- * (pubsub.c): subscribing and leaving, the server's answers and pushed
- * messages, refusals, lost connections, and channels following their
- * slot in a cluster or the master after a Sentinel switch. I/O thread only.
+ * (pubsub.c): which link a channel is on, opening and losing links, the
+ * retry timer, sending SUBSCRIBE and UNSUBSCRIBE, and channels following
+ * their slot in a cluster or the master after a Sentinel switch. What the
+ * server says back on a link (the answers, refusals, pushed messages) is
+ * pubsub_answers.c's. The split falls at the link's callbacks: this file
+ * decides where a channel's commands go and keeps the links that carry
+ * them; that one decides what an answer or a push means for a channel.
+ * I/O thread only.
  *
  * The connection is a subscriber rlock__link (src/io/link.h) on the I/O
  * thread's loop, opened when a channel is first wanted and kept while the
  * server keeps it, with the client's address (resolved once, at client
  * creation, on the caller's thread), handshake and TLS. The link answers
  * each SUBSCRIBE and UNSUBSCRIBE through its own callback, tells pushed
- * messages from its confirmations, and survives an error reply. Redis answers in order, so a SUBSCRIBE may
- * follow an UNSUBSCRIBE of the same channel at once: a channel's state is
- * that of the last command sent for it, and only that command's answer
- * (the one leaving `inflight` at zero) changes it. A channel lives while it
- * has entries or answers owed.
+ * messages from its confirmations, and survives an error reply.
  *
  * A channel is IDLE (not subscribed, e.g. connection down), SUBSCRIBING,
  * SUBSCRIBED, UNSUBSCRIBING or REFUSED.
  *
- * Refusals. An error reply to a SUBSCRIBE (a Redis 7 ACL user without the
- * channel, a renamed command) refuses that channel alone; the connection
- * and the other channels stay. Its waiters stop waiting for a subscription
- * and re-check at the configured interval, the log hook gets one warning
- * per client, and no SUBSCRIBE for a channel the server has not accepted
- * before goes out for a hold-off (10 s, doubling to 5 min), when the timer
- * tries the refused channels again.
- *
- * The server's own unsubscribe (a Redis Cluster failover sends one) ends
- * the channel's subscription without our asking: messages may have been
- * missed, so its waiters are woken to try at once, and it is subscribed
- * again. A closed link (the server gone, killed, or silent for a command
- * timeout while it owes a reply) is reopened with a back-off from at once
- * to 1 s, reset by an accepted subscription; every wanted channel is
- * subscribed again.
- *
- * Messages (facts sheet 1.4): "0" wakes one waiter per entry, "1" wakes all.
- * When the connection drops, messages published meanwhile are lost, so on
- * resubscription every waiter is woken to re-try its acquire.
+ * A closed link (the server gone, killed, or silent for a command timeout
+ * while it owes a reply) is reopened with a back-off from at once to 1 s,
+ * reset by an accepted subscription; every wanted channel is subscribed
+ * again.
  *
  * A cluster (issue 14; CLUSTER-SENTINEL.md 6.4). A channel is subscribed
  * on the master serving its slot (io/cluster.h), one subscriber link per
@@ -45,24 +31,22 @@
  * (c->sharded) by SSUBSCRIBE, whose messages and server-sent unsubscribes
  * are the "s" kinds, and in the "both" mode by SUBSCRIBE too. A channel
  * follows its slot: a server's sunsubscribe (a failover or a migration
- * took the slot away), a MOVED answer to SSUBSCRIBE, or a table change
- * (the cluster's refresh, every scan interval even with no traffic) that
- * names another master moves it, and every local waiter of it is woken at
- * once to try again, since an unlock may have been published meanwhile
- * (Redisson waits for its next scan, up to 5 s, and wakes nobody).
- *
+ * took the slot away), a MOVED answer to SSUBSCRIBE (those two come to
+ * pubsub_answers.c), or a table change (the cluster's refresh, every scan
+ * interval even with no traffic) that names another master moves it, and
+ * every local waiter of it is woken at once to try again, since an unlock
+ * may have been published meanwhile (Redisson waits for its next scan, up
+ * to 5 s, and wakes nobody).
  */
 #include "core/pubsub_impl.h"
 #include "io/cluster.h"
 #include "io/master.h"
 #include "proto/cluster.h"
 
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 /* Makes sure rlock__pubsub_retry() runs within delay_ms. */
-static void arm_retry_in(rlock__pubsub *ps, int64_t delay_ms)
+void rlock__pubsub_arm_retry_in(rlock__pubsub *ps, int64_t delay_ms)
 {
     if (atomic_load(&ps->client->closing) || ps->stopping)
         return;
@@ -80,47 +64,14 @@ static void arm_retry_in(rlock__pubsub *ps, int64_t delay_ms)
 /* Schedules a retry after a failure, backing off from at once to 1 s
  * between failed attempts, so a waiter is resubscribed within about a
  * second of Redis coming back. */
-static void arm_retry(rlock__pubsub *ps)
+void rlock__pubsub_arm_retry(rlock__pubsub *ps)
 {
-    arm_retry_in(ps, ps->backoff_ms);
+    rlock__pubsub_arm_retry_in(ps, ps->backoff_ms);
     ps->backoff_ms = ps->backoff_ms < 50 ? 50 : ps->backoff_ms * 2;
     if (ps->backoff_ms > 1000)
         ps->backoff_ms = 1000;
 }
 
-/* Marks ch REFUSED: its waiters re-check alone until the hold-off ends,
- * when the retry timer tries it again. */
-static void refuse(rlock__pubsub *ps, channel *ch)
-{
-    ch->state = CH_REFUSED;
-    ch->missed = true;
-    ch->allowed = false;
-    for (int i = 0; i < ch->nentries; i++)
-        rlock__entry_set_unheard(ch->entries[i]);
-    arm_retry_in(ps, ps->refused_until_ms - rlock__now_ms());
-}
-
-/* The server refused ch's SUBSCRIBE with the error text why: starts (or
- * lengthens) the hold-off and warns, once per client. */
-static void note_refusal(rlock__pubsub *ps, const channel *ch, const char *why)
-{
-    ps->refused_until_ms = rlock__now_ms() + ps->holdoff_ms;
-    int64_t holdoff = ps->holdoff_ms;
-    ps->holdoff_ms = holdoff * 2 > RLOCK__REFUSAL_HOLDOFF_MAX_MS
-                         ? RLOCK__REFUSAL_HOLDOFF_MAX_MS
-                         : holdoff * 2;
-    int level = ps->warned ? RLOCK_LOG_INFO : RLOCK_LOG_WARN;
-    ps->warned = true;
-    rlock__log(ps->client, level,
-               "SUBSCRIBE %s refused by the server (%s): waiters re-check "
-               "every %lld ms instead of being woken; new channels are "
-               "tried again in %lld ms (grant &redisson_lock__channel:* and "
-               "&redisson_rwlock:*, as the README's ACL section says)",
-               ch->name, why, (long long)ps->client->cfg.recheck_interval_ms,
-               (long long)holdoff);
-}
-
-static void on_push(rlock__link *l, const rlock__push *p, void *arg);
 static void on_closed(rlock__link *l, int status, void *arg);
 
 /* The link is up: a first connect, or a reconnect after one was lost. */
@@ -200,15 +151,10 @@ static int ensure_link(rlock__pubsub *ps, int i)
      * SUBSCRIBE in a command timeout is taken for gone */
     o.stale_ms = c->cfg.command_timeout_ms;
     rlock__link_cbs cbs = {.on_up = on_up, .on_closed = on_closed,
-                           .on_push = on_push, .arg = ps};
+                           .on_push = rlock__pubsub_on_push, .arg = ps};
     return rlock__link_open(rlock__loop_ev(c->loop), &o, &cbs,
                             &ps->links[i].link);
 }
-
-static void on_subscribe_reply(rlock__link *l, int status,
-                               struct redisReply *reply, void *arg);
-static void on_unsubscribe_reply(rlock__link *l, int status,
-                                 struct redisReply *reply, void *arg);
 
 /* Sends verb for ch on link ch->on. Returns 0 or a negative code. */
 static int send_verb(rlock__pubsub *ps, channel *ch, const char *verb,
@@ -232,8 +178,9 @@ static int send_verb(rlock__pubsub *ps, channel *ch, const char *verb,
 static int send_verbs(rlock__pubsub *ps, channel *ch, bool subscribing)
 {
     rlock_client *c = ps->client;
-    rlock__link_reply_cb cb =
-        subscribing ? on_subscribe_reply : on_unsubscribe_reply;
+    rlock__link_reply_cb cb = subscribing
+                                  ? rlock__pubsub_on_subscribe_reply
+                                  : rlock__pubsub_on_unsubscribe_reply;
     int rc = RLOCK_OK;
     if (c->sub_plain)
         rc = send_verb(ps, ch, subscribing ? "SUBSCRIBE" : "UNSUBSCRIBE", cb);
@@ -249,7 +196,7 @@ static int send_verbs(rlock__pubsub *ps, channel *ch, bool subscribing)
 void rlock__pubsub_subscribe(rlock__pubsub *ps, channel *ch)
 {
     if (!ch->allowed && rlock__now_ms() < ps->refused_until_ms) {
-        refuse(ps, ch);
+        rlock__pubsub_refuse(ps, ch);
         return;
     }
     ch->on = link_for(ps, ch);
@@ -259,7 +206,7 @@ void rlock__pubsub_subscribe(rlock__pubsub *ps, channel *ch)
     }
     ch->state = CH_IDLE;
     ch->missed = true;
-    arm_retry(ps);
+    rlock__pubsub_arm_retry(ps);
 }
 
 /* ch has no entry left: leaves the channel on the server if we are in it
@@ -273,175 +220,6 @@ void rlock__pubsub_unsubscribe(rlock__pubsub *ps, channel *ch)
     }
     ch->state = CH_IDLE;
     rlock__pubsub_drop_if_unused(ps, ch);
-}
-
-/* In a cluster, an error answer to ch's SSUBSCRIBE that is no refusal:
- * MOVED (our table was stale: it takes the new owner, and ch is
- * subscribed there at once), or a cluster not able to serve the slot now
- * (ch is tried again by the retry timer, after a refresh). Returns true
- * when reply was one of those. */
-static bool cluster_moved_it(rlock__pubsub *ps, channel *ch,
-                             const struct redisReply *reply)
-{
-    rlock__cluster *cl = ps->client->cluster;
-    rlock__redirect red;
-    if (cl == NULL)
-        return false;
-    switch (rlock__redirect_parse(reply, &red) == 0 ? red.kind
-                                                    : RLOCK__REDIR_NONE) {
-    case RLOCK__REDIR_MOVED: {
-        rlock__stats_count(ps->client->stats, RLOCK__STAT_CLUSTER_MOVED);
-        struct rlock__cnode *n =
-            red.host[0] != '\0' || ps->links[ch->on].node == NULL
-                ? rlock__cluster_node_at(cl, red.host, red.port)
-                : rlock__cluster_node_at(
-                      cl, rlock__cnode_host(ps->links[ch->on].node),
-                      red.port);
-        if (n != NULL)
-            rlock__cluster_moved(cl, red.slot, n);
-        ch->state = CH_IDLE;
-        ch->missed = true;
-        if (n != NULL && ch->inflight == 0)
-            rlock__pubsub_subscribe(ps, ch);
-        else
-            arm_retry(ps);
-        return true;
-    }
-    case RLOCK__REDIR_ASK:
-    case RLOCK__REDIR_TRYAGAIN:
-    case RLOCK__REDIR_CLUSTERDOWN:
-    case RLOCK__REDIR_MASTERDOWN:
-    case RLOCK__REDIR_LOADING:
-        rlock__cluster_refresh(cl);
-        ch->state = CH_IDLE;
-        ch->missed = true;
-        arm_retry(ps);
-        return true;
-    default:
-        return false;
-    }
-}
-
-/* The answer to ch's SUBSCRIBE: confirmed (reply NULL), refused (an error
- * reply), or none (status: the link failed, or the deadline passed). */
-static void on_subscribe_reply(rlock__link *l, int status,
-                               struct redisReply *reply, void *arg)
-{
-    channel *ch = arg;
-    rlock__pubsub *ps = ch->ps;
-    (void)l;
-    ch->inflight--;
-    if (ps->stopping || rlock__pubsub_drop_if_unused(ps, ch) || ch->inflight > 0 ||
-        ch->state != CH_SUBSCRIBING)
-        return; /* a later command for ch decides its state */
-    if (status == RLOCK_OK && reply == NULL) {
-        ch->state = CH_SUBSCRIBED;
-        ch->allowed = true;
-        ps->backoff_ms = 0; /* the connection works */
-        for (int i = 0; i < ch->nentries; i++)
-            rlock__entry_set_subscribed(ch->entries[i], true, ch->missed);
-        ch->missed = false;
-    } else if (status == RLOCK_OK && cluster_moved_it(ps, ch, reply)) {
-        return;
-    } else if (status == RLOCK_OK) {
-        note_refusal(ps, ch, rlock__reply_error_text(reply));
-        refuse(ps, ch);
-    } else {
-        /* a closed link is retried from on_closed, which comes next; a
-         * mere timeout keeps the link (its late answer is dropped) */
-        ch->state = CH_IDLE;
-        ch->missed = true;
-        if (status == RLOCK_ETIMEDOUT)
-            arm_retry(ps);
-    }
-}
-
-static void on_unsubscribe_reply(rlock__link *l, int status,
-                                 struct redisReply *reply, void *arg)
-{
-    channel *ch = arg;
-    (void)l;
-    (void)status;
-    (void)reply;
-    ch->inflight--;
-    if (!ch->ps->stopping)
-        rlock__pubsub_drop_if_unused(ch->ps, ch);
-}
-
-/* Finds the channel a push names (not NUL-terminated there). */
-static channel *find_channel(rlock__pubsub *ps, const rlock__push *p)
-{
-    char small[256];
-    if (p->channel == NULL)
-        return NULL;
-    char *name = p->channel_len < sizeof(small)
-                     ? small
-                     : rlock__malloc(p->channel_len + 1);
-    if (name == NULL)
-        return NULL; /* the waiters' re-checks make up for it */
-    memcpy(name, p->channel, p->channel_len);
-    name[p->channel_len] = '\0';
-    channel *ch = rlock__map_get(&ps->channels, name);
-    if (name != small)
-        free(name);
-    return ch;
-}
-
-static void on_message(channel *ch, const rlock__push *p)
-{
-    if (ch->state != CH_SUBSCRIBED || p->payload_len != 1)
-        return;
-    bool all = p->payload[0] == '1';
-    if (!all && p->payload[0] != '0')
-        return; /* not a lock message: Redisson drops it too */
-    rlock__stats *stats = ch->ps->client->stats;
-    rlock__stats_count(stats, RLOCK__STAT_UNLOCK_MESSAGES);
-    bool woke = false;
-    for (int i = 0; i < ch->nentries; i++)
-        woke = rlock__entry_wake(ch->entries[i], all) || woke;
-    if (!woke)
-        rlock__stats_count(stats, RLOCK__STAT_UNLOCK_MESSAGES_UNUSED);
-}
-
-/* The server ended ch's subscription on its own: an unlock message may
- * have been missed meanwhile, so every waiter tries at once, and the
- * channel is subscribed again (its confirmation wakes them once more, for
- * what was published before it). An unsubscribe of a channel we are
- * leaving, or not yet in, is nothing to us (link.h). */
-static void on_server_unsubscribe(rlock__pubsub *ps, channel *ch)
-{
-    if (ch->state != CH_SUBSCRIBED || ch->nentries == 0)
-        return;
-    rlock__log(ps->client, RLOCK_LOG_INFO,
-               "the server unsubscribed %s: subscribing again", ch->name);
-    ch->state = CH_IDLE;
-    ch->missed = true;
-    for (int i = 0; i < ch->nentries; i++)
-        rlock__entry_set_subscribed(ch->entries[i], false, true);
-    rlock__pubsub_subscribe(ps, ch);
-}
-
-static void on_push(rlock__link *l, const rlock__push *p, void *arg)
-{
-    rlock__pubsub *ps = arg;
-    bool message = p->kind == RLOCK__PUSH_MESSAGE ||
-                   p->kind == RLOCK__PUSH_SMESSAGE;
-    if (!message && p->kind != RLOCK__PUSH_UNSUBSCRIBED &&
-        p->kind != RLOCK__PUSH_SUNSUBSCRIBED)
-        return; /* we use no patterns */
-    channel *ch = find_channel(ps, p);
-    if (ch == NULL)
-        return;
-    if (message) {
-        on_message(ch, p); /* from wherever: a plain PUBLISH reaches all */
-        return;
-    }
-    /* an unsubscribe from a link ch has left (it moved) is nothing */
-    if (ch->on < 0 || ps->links[ch->on].link != l)
-        return;
-    if (p->kind == RLOCK__PUSH_SUNSUBSCRIBED && ps->client->cluster != NULL)
-        rlock__cluster_refresh(ps->client->cluster); /* the slot moved */
-    on_server_unsubscribe(ps, ch);
 }
 
 /* The link failed: ch, unless refused, waits for the timer to subscribe
@@ -497,7 +275,7 @@ static void on_closed(rlock__link *l, int status, void *arg)
     if (ps->client->cluster != NULL)
         rlock__cluster_refresh(ps->client->cluster); /* a node gone? */
     if (forget_link(ps, i, false))
-        arm_retry(ps);
+        rlock__pubsub_arm_retry(ps);
     rlock__master_suspect(ps->client->master);
 }
 
@@ -519,7 +297,7 @@ void rlock__pubsub_move(rlock__pubsub *ps)
         rlock__link_free(l);
     }
     if (wanted)
-        arm_retry_in(ps, 0);
+        rlock__pubsub_arm_retry_in(ps, 0);
 }
 
 static void retry_channel(const char *key, void *value, void *arg)
@@ -591,14 +369,4 @@ void rlock__pubsub_topology_changed(rlock__pubsub *ps)
     if (ps == NULL || ps->stopping || !ps->client->sub_sharded)
         return;
     rlock__map_foreach(&ps->channels, follow_slot, ps);
-}
-
-/* Connecting found that the server will refuse SUBSCRIBE on lock channels
- * and warned about it: no channel is tried before a first hold-off, and
- * the first refusal is not warned about again. I/O thread or before the
- * subscriber is used. */
-void rlock__pubsub_assume_refused(rlock__pubsub *ps)
-{
-    ps->refused_until_ms = rlock__now_ms() + ps->holdoff_ms;
-    ps->warned = true;
 }
