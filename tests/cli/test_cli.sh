@@ -618,6 +618,24 @@ json_checks "info --json fields" \
     'j[0]["subscribers"] == {"redisson_lock__channel:{inf}": 1, "redisson_rwlock:{inf}": 0}' \
     'j[0]["queue"] == []' \
     'j[1]["subscribers"]["redisson_lock__channel:{free-one}"] == 0'
+# two more waiters queue behind the first in rlock's queue, on channels of
+# their own: WAITING counts them too
+LATER=()
+for _ in 1 2; do
+    "$RLOCK" exec --wait 120000 inf -- true >/dev/null 2>&1 &
+    LATER+=($!)
+    PIDS+=($!)
+done
+rlock_queued() {
+    [ "$(rcli llen "redisson_rlock_queue:{$1}")" = "$2" ]
+}
+check "info: three waiters queue in rlock's queue" \
+    wait_until 5 rlock_queued inf 3
+run info --json inf
+json_checks "info --json counts the waiters behind the queue's head" \
+    'j[0]["in_turn"] == 3' \
+    'j[0]["waiting"] == 3' \
+    'j[0]["subscribers"]["redisson_lock__channel:{inf}"] == 1'
 kill -TERM "$HOLDER"
 wait "$HOLDER"
 holder_status=$?
@@ -631,6 +649,11 @@ else
     not_ok "waiter status $waiter_status after $((t1 - t0)) ms" \
         "holder status $holder_status"
 fi
+later_failed=0
+for pid in "${LATER[@]}"; do
+    wait "$pid" || later_failed=1
+done
+check "the waiters behind it ran in turn" [ "$later_failed" = 0 ]
 
 U1=11111111-2222-3333-4444-555555555555
 U2=66666666-7777-8888-9999-aaaaaaaaaaaa
@@ -792,6 +815,13 @@ if [ -n "$held_ms" ] && [ "$held_ms" -ge 200 ] && [ "$held_ms" -lt 5000 ]; then
 else
     not_ok "hold time $held_ms ms" "$(cat "$WORK/watch.out")"
 fi
+# rlock's RLock queue tells its next waiter on the same kind of channel as
+# a fair lock's unlock: watch says whose turn it is, not "unlocked"
+rcli rpush "redisson_rlock_queue:{wq}" "$U2:7" >/dev/null
+rcli publish "redisson_lock__channel:{wq}:$U2:7" 0 >/dev/null
+check "watch shows a turn told by rlock's queue" \
+    wait_until 5 watch_has "$WORK/watch.out" "wq turn of $U2:7 (rlock's queue)"
+rcli del "redisson_rlock_queue:{wq}" >/dev/null
 kill -TERM "$WATCHER"
 wait "$WATCHER"
 rcli config set notify-keyspace-events "" >/dev/null
