@@ -21,7 +21,6 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -38,6 +37,9 @@
 #include "rlock.h"
 
 #define HOST "127.0.0.1"
+/* a waiter's rlock_trylock() */
+#define WAIT_MS  10000
+#define LEASE_MS 5000
 
 static rt_cluster cluster;
 static rlock_client *client;
@@ -116,21 +118,7 @@ static void test_connect_refuses_a_database(void **state)
 static void test_every_master_serves_the_locks_of_its_slots(void **state)
 {
     (void)state;
-    for (int m = 0; m < RT_CLUSTER_MASTERS; m++) {
-        char name[64];
-        rlock *l = NULL;
-        /* master m as the fixture numbers them: whoever serves its
-         * original range's first slot now */
-        int owner = rt_cluster_owner(&cluster, m * 5461 + 1);
-        assert_true(owner >= 0);
-        name_on(owner, "routed", name, sizeof(name));
-        assert_int_equal(rlock_get(client, name, &l), RLOCK_OK);
-        assert_int_equal(rlock_lock(l), RLOCK_OK);
-        assert_int_equal(exists_on(owner, name), 1);
-        assert_int_equal(rlock_unlock(l), RLOCK_OK);
-        assert_int_equal(exists_on(owner, name), 0);
-        rlock_free(l);
-    }
+    lt_lock_on_every_master(&cluster, client, "routed");
 }
 
 static void test_names_whose_keys_span_slots_are_refused(void **state)
@@ -214,22 +202,6 @@ static void test_async_calls_reach_the_slot_s_master(void **state)
     }
 }
 
-typedef struct waiter {
-    rlock *l;
-    int rc;
-    int64_t got_at_ms;
-} waiter;
-
-static void *wait_for_lock(void *arg)
-{
-    waiter *w = arg;
-    w->rc = rlock_trylock(w->l, 10000, 5000);
-    w->got_at_ms = rt_now_ms();
-    if (w->rc == RLOCK_OK)
-        rlock_unlock(w->l);
-    return NULL;
-}
-
 /* A waiter (another client) blocked on name wakes within within_ms of
  * the holder's unlock. */
 static void holder_then_waiter(const char *name, int64_t within_ms,
@@ -239,25 +211,12 @@ static void holder_then_waiter(const char *name, int64_t within_ms,
     char uri[128];
     seeds_uri(uri, sizeof(uri), 2, 0);
     assert_int_equal(rlock_client_connect(&other, uri), RLOCK_OK);
-    rlock *held = NULL;
-    waiter w = {0};
-    assert_int_equal(rlock_get(client, name, &held), RLOCK_OK);
-    assert_int_equal(rlock_get(other, name, &w.l), RLOCK_OK);
-    assert_int_equal(rlock_lock(held), RLOCK_OK);
-    pthread_t t;
-    assert_int_equal(pthread_create(&t, NULL, wait_for_lock, &w), 0);
+    lt_handover h;
+    lt_handover_hold(&h, client, other, name, WAIT_MS, LEASE_MS);
     rt_sleep_ms(300); /* the waiter is subscribed and waiting */
     if (between != NULL)
         between();
-    int64_t released = rt_now_ms();
-    assert_int_equal(rlock_unlock(held), RLOCK_OK);
-    pthread_join(t, NULL);
-    assert_int_equal(w.rc, RLOCK_OK);
-    print_message("waiter woke %lld ms after the unlock\n",
-                  (long long)(w.got_at_ms - released));
-    assert_true(w.got_at_ms - released < within_ms);
-    rlock_free(w.l);
-    rlock_free(held);
+    lt_handover_unlock(&h, within_ms);
     rlock_client_free(other);
 }
 
@@ -347,12 +306,11 @@ static void peer_unlock_wakes(rlock_client *c, const char *name,
                               const char *cmd, int at)
 {
     char channel[128];
-    waiter w = {0};
+    lt_waiter w = {.wait_ms = WAIT_MS, .lease_ms = LEASE_MS};
     snprintf(channel, sizeof(channel), "redisson_lock__channel:{%s}", name);
     foreign_hold(name);
     assert_int_equal(rlock_get(c, name, &w.l), RLOCK_OK);
-    pthread_t t;
-    assert_int_equal(pthread_create(&t, NULL, wait_for_lock, &w), 0);
+    lt_waiter_start(&w);
     rt_sleep_ms(300);
     int owner = rt_cluster_owner(&cluster, slot_of(name));
     assert_int_equal(rt_cmd_int(&cluster.node[owner], "DEL %s", name), 1);
@@ -363,11 +321,8 @@ static void peer_unlock_wakes(rlock_client *c, const char *name,
         rt_cmd_int(&cluster.node[at < 0 ? owner : at], "%s %s 0", cmd,
                    channel);
     assert_true(heard == (at < 0 ? 1 : 0));
-    pthread_join(t, NULL);
-    assert_int_equal(w.rc, RLOCK_OK);
-    print_message("waiter woke %lld ms after the %s\n",
-                  (long long)(w.got_at_ms - released), cmd);
-    assert_true(w.got_at_ms - released < 1000);
+    lt_waiter_join(&w);
+    lt_waiter_assert_woken(&w, released, cmd, 1000);
     rlock_free(w.l);
 }
 
@@ -488,25 +443,24 @@ static void test_in_mode_both_the_waiter_behind_the_head_is_told(void **state)
     rlock_config_free(cfg);
 
     rlock *held = NULL;
-    waiter head = {0}, behind = {0};
+    lt_waiter head = {.wait_ms = WAIT_MS, .lease_ms = LEASE_MS};
+    lt_waiter behind = {.wait_ms = WAIT_MS, .lease_ms = LEASE_MS};
     assert_int_equal(rlock_get(both, name, &held), RLOCK_OK);
     assert_int_equal(rlock_get(both, name, &head.l), RLOCK_OK);
     assert_int_equal(rlock_get(both, name, &behind.l), RLOCK_OK);
     assert_int_equal(rlock_lock(held), RLOCK_OK);
-    pthread_t t_head, t_behind;
-    assert_int_equal(pthread_create(&t_head, NULL, wait_for_lock, &head), 0);
+    lt_waiter_start(&head);
     for (int i = 0; i < 500 && queue_length(name) < 1; i++)
         rt_sleep_ms(10);
-    assert_int_equal(pthread_create(&t_behind, NULL, wait_for_lock, &behind),
-                     0);
+    lt_waiter_start(&behind);
     for (int i = 0; i < 500 && queue_length(name) < 2; i++)
         rt_sleep_ms(10);
     assert_int_equal(queue_length(name), 2);
     rt_sleep_ms(200); /* both wait on their channels */
     int64_t released = rt_now_ms();
     assert_int_equal(rlock_unlock(held), RLOCK_OK);
-    pthread_join(t_head, NULL);
-    pthread_join(t_behind, NULL);
+    lt_waiter_join(&head);
+    lt_waiter_join(&behind);
     assert_int_equal(head.rc, RLOCK_OK);
     assert_int_equal(behind.rc, RLOCK_OK);
     print_message("head took it %lld ms, the one behind %lld ms after the "

@@ -41,12 +41,16 @@
 
 #include "cluster_fixture.h"
 #include "harness.h"
+#include "lock_testing.h"
 #include "proto/cluster.h"
 #include "rlock.h"
 
 #define HOST "127.0.0.1"
 /* long enough that no waiter here is saved by its own re-check */
 #define RECHECK_MS 30000
+/* a waiter's rlock_trylock() */
+#define WAIT_MS  20000
+#define LEASE_MS 5000
 
 static rt_cluster cluster;
 
@@ -105,15 +109,7 @@ static void name_on(int m, const char *prefix, char *buf, size_t len)
 /* PUBSUB SHARDNUMSUB channel on node i: its sharded subscribers. */
 static long long shard_subscribers(int i, const char *channel)
 {
-    redisReply *r = rt_cmd(&cluster.node[i], "PUBSUB SHARDNUMSUB %s",
-                           channel);
-    long long n = -1;
-    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-        r->element[1]->type == REDIS_REPLY_INTEGER)
-        n = r->element[1]->integer;
-    if (r != NULL)
-        freeReplyObject(r);
-    return n;
+    return rt_shardnumsub(&cluster.node[i], channel);
 }
 
 /* Waits up to within_ms for node i to have want sharded subscribers of
@@ -121,34 +117,8 @@ static long long shard_subscribers(int i, const char *channel)
 static int64_t wait_shard_subscribers(int i, const char *channel,
                                       long long want, int64_t within_ms)
 {
-    int64_t t0 = rt_now_ms();
-    do {
-        if (shard_subscribers(i, channel) == want)
-            return rt_now_ms() - t0;
-        rt_sleep_ms(10);
-    } while (rt_now_ms() - t0 < within_ms);
-    return -1;
-}
-
-static void channel_of(const char *name, char *buf, size_t len)
-{
-    snprintf(buf, len, "redisson_lock__channel:{%s}", name);
-}
-
-typedef struct waiter {
-    rlock *l;
-    int rc;
-    int64_t got_at_ms;
-} waiter;
-
-static void *wait_for_lock(void *arg)
-{
-    waiter *w = arg;
-    w->rc = rlock_trylock(w->l, 20000, 5000);
-    w->got_at_ms = rt_now_ms();
-    if (w->rc == RLOCK_OK)
-        rlock_unlock(w->l);
-    return NULL;
+    return rt_cluster_wait_shard_subscribers(&cluster, i, channel, want,
+                                             within_ms);
 }
 
 /* ------------------------------------------------------------------ cases */
@@ -161,7 +131,7 @@ static void test_a_waiter_across_a_migration_is_woken(void **state)
     (void)state;
     const char *name = "migrated-waited";
     char channel[96];
-    channel_of(name, channel, sizeof(channel));
+    lt_channel_of(channel, sizeof(channel), name);
     int slot = slot_of(name);
     int from = rt_cluster_owner(&cluster, slot);
     int to = rt_cluster_owner(&cluster, (slot + 5461) % 16384);
@@ -170,13 +140,8 @@ static void test_a_waiter_across_a_migration_is_woken(void **state)
     rlock_client *holder_c = connect_client(0, 0);
     /* a scan too rare to help: the servers' sunsubscribe must move it */
     rlock_client *waiter_c = connect_client(600000, 0);
-    rlock *held = NULL;
-    waiter w = {0};
-    assert_int_equal(rlock_get(holder_c, name, &held), RLOCK_OK);
-    assert_int_equal(rlock_get(waiter_c, name, &w.l), RLOCK_OK);
-    assert_int_equal(rlock_lock(held), RLOCK_OK);
-    pthread_t t;
-    assert_int_equal(pthread_create(&t, NULL, wait_for_lock, &w), 0);
+    lt_handover h;
+    lt_handover_hold(&h, holder_c, waiter_c, name, WAIT_MS, LEASE_MS);
     assert_true(wait_shard_subscribers(from, channel, 1, 5000) >= 0);
 
     assert_int_equal(rt_cluster_migrate_slot(&cluster, slot, to), 0);
@@ -186,15 +151,7 @@ static void test_a_waiter_across_a_migration_is_woken(void **state)
     assert_true(moved >= 0);
     assert_int_equal(shard_subscribers(from, channel), 0);
 
-    int64_t released = rt_now_ms();
-    assert_int_equal(rlock_unlock(held), RLOCK_OK);
-    pthread_join(t, NULL);
-    assert_int_equal(w.rc, RLOCK_OK);
-    print_message("waiter woke %lld ms after the unlock\n",
-                  (long long)(w.got_at_ms - released));
-    assert_true(w.got_at_ms - released < 1500);
-    rlock_free(w.l);
-    rlock_free(held);
+    lt_handover_unlock(&h, 1500);
     rlock_client_free(waiter_c);
     rlock_client_free(holder_c);
 }
@@ -224,7 +181,7 @@ static void test_the_scan_moves_a_quiet_subscription(void **state)
     assert_true(r >= 0 && r != 0);
     char name[64], channel[96];
     name_on(m, "scanned", name, sizeof(name));
-    channel_of(name, channel, sizeof(channel));
+    lt_channel_of(channel, sizeof(channel), name);
 
     /* a peer's hold, as Redisson writes it, on the replica too */
     assert_int_equal(rt_cmd_int(&cluster.node[m], "HSET %s peer:1 1", name),
@@ -234,10 +191,9 @@ static void test_the_scan_moves_a_quiet_subscription(void **state)
     assert_int_equal(rt_cmd_int(&cluster.node[m], "WAIT 1 5000"), 1);
 
     rlock_client *c = connect_client(scan_ms, timeout_ms);
-    waiter w = {0};
+    lt_waiter w = {.wait_ms = WAIT_MS, .lease_ms = LEASE_MS};
     assert_int_equal(rlock_get(c, name, &w.l), RLOCK_OK);
-    pthread_t t;
-    assert_int_equal(pthread_create(&t, NULL, wait_for_lock, &w), 0);
+    lt_waiter_start(&w);
     assert_true(wait_shard_subscribers(m, channel, 1, 5000) >= 0);
 
     rt_redis_pause(&cluster.node[m]);
@@ -265,12 +221,9 @@ static void test_the_scan_moves_a_quiet_subscription(void **state)
     int64_t released = rt_now_ms();
     assert_int_equal(rt_cmd_int(&cluster.node[r], "SPUBLISH %s 0", channel),
                      1);
-    pthread_join(t, NULL);
-    print_message("waiter woke %lld ms after the SPUBLISH\n",
-                  (long long)(w.got_at_ms - released));
+    lt_waiter_join(&w);
     rt_redis_resume(&cluster.node[m]);
-    assert_int_equal(w.rc, RLOCK_OK);
-    assert_true(w.got_at_ms - released < 1500);
+    lt_waiter_assert_woken(&w, released, "SPUBLISH", 1500);
     rlock_free(w.l);
     rlock_client_free(c);
 

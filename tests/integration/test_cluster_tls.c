@@ -18,7 +18,6 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,12 +25,16 @@
 
 #include "cluster_fixture.h"
 #include "harness.h"
+#include "lock_testing.h"
 #include "proto/cluster.h"
 #include "rlock.h"
 #include "tls_fixture.h"
 
 #define HOST        "127.0.0.1"
 #define CLIENT_NAME "tls-cluster-test"
+/* a waiter's rlock_trylock() */
+#define WAIT_MS  15000
+#define LEASE_MS 5000
 
 static rt_tls_files files;
 static rt_cluster cluster;
@@ -106,12 +109,6 @@ static int all_connections_are_tls(void)
     return sum;
 }
 
-/* Writes into buf a lock name whose slot master m serves now. */
-static void name_on(int m, const char *prefix, char *buf, size_t len)
-{
-    assert_int_equal(rt_cluster_name_on(&cluster, m, prefix, buf, len), 0);
-}
-
 static long long exists_on(int i, const char *key)
 {
     return rt_cmd_int(&cluster.node[i], "EXISTS %s", key);
@@ -123,39 +120,11 @@ static void test_every_master_serves_its_locks_over_tls(void **state)
 {
     (void)state;
     rlock_client *c = connect_tls(0);
-    for (int m = 0; m < RT_CLUSTER_MASTERS; m++) {
-        char name[64];
-        rlock *l = NULL;
-        int owner = rt_cluster_owner(&cluster, m * 5461 + 1);
-        assert_true(owner >= 0);
-        name_on(owner, "tls-routed", name, sizeof(name));
-        assert_int_equal(rlock_get(c, name, &l), RLOCK_OK);
-        assert_int_equal(rlock_lock(l), RLOCK_OK);
-        assert_int_equal(exists_on(owner, name), 1);
-        assert_int_equal(rlock_unlock(l), RLOCK_OK);
-        assert_int_equal(exists_on(owner, name), 0);
-        rlock_free(l);
-    }
+    lt_lock_on_every_master(&cluster, c, "tls-routed");
     int n = all_connections_are_tls();
     print_message("%d connections of the client, all on TLS ports\n", n);
     assert_true(n >= RT_CLUSTER_MASTERS);
     rlock_client_free(c);
-}
-
-typedef struct waiter {
-    rlock *l;
-    int rc;
-    int64_t got_at_ms;
-} waiter;
-
-static void *wait_for_lock(void *arg)
-{
-    waiter *w = arg;
-    w->rc = rlock_trylock(w->l, 15000, 5000);
-    w->got_at_ms = rt_now_ms();
-    if (w->rc == RLOCK_OK)
-        rlock_unlock(w->l);
-    return NULL;
 }
 
 /* A waiter of another client, subscribed over TLS on the slot's master
@@ -168,38 +137,12 @@ static void test_a_waiter_is_woken_over_tls(void **state)
     int owner = rt_cluster_owner(&cluster, slot_of(name));
     rlock_client *holder_c = connect_tls(0);
     rlock_client *waiter_c = connect_tls(30000);
-    rlock *held = NULL;
-    waiter w = {0};
-    assert_int_equal(rlock_get(holder_c, name, &held), RLOCK_OK);
-    assert_int_equal(rlock_get(waiter_c, name, &w.l), RLOCK_OK);
-    assert_int_equal(rlock_lock(held), RLOCK_OK);
-    pthread_t t;
-    assert_int_equal(pthread_create(&t, NULL, wait_for_lock, &w), 0);
-    int64_t t0 = rt_now_ms();
-    long long subscribed = 0;
-    while (rt_now_ms() - t0 < 5000) {
-        redisReply *r =
-            rt_cmd(&cluster.node[owner], "PUBSUB SHARDNUMSUB %s", channel);
-        assert_non_null(r);
-        subscribed = r->type == REDIS_REPLY_ARRAY && r->elements == 2
-                         ? r->element[1]->integer
-                         : -1;
-        freeReplyObject(r);
-        if (subscribed == 1)
-            break;
-        rt_sleep_ms(10);
-    }
-    assert_int_equal(subscribed, 1);
+    lt_handover h;
+    lt_handover_hold(&h, holder_c, waiter_c, name, WAIT_MS, LEASE_MS);
+    assert_true(rt_cluster_wait_shard_subscribers(&cluster, owner, channel,
+                                                  1, 5000) >= 0);
     all_connections_are_tls(); /* the subscriber's too */
-    int64_t released = rt_now_ms();
-    assert_int_equal(rlock_unlock(held), RLOCK_OK);
-    pthread_join(t, NULL);
-    assert_int_equal(w.rc, RLOCK_OK);
-    print_message("waiter woke %lld ms after the unlock\n",
-                  (long long)(w.got_at_ms - released));
-    assert_true(w.got_at_ms - released < 1500);
-    rlock_free(w.l);
-    rlock_free(held);
+    lt_handover_unlock(&h, 1500);
     rlock_client_free(waiter_c);
     rlock_client_free(holder_c);
 }

@@ -350,6 +350,20 @@ long long rt_cluster_exists_asking(rt_cluster *c, int i, const char *key)
     return v;
 }
 
+int64_t rt_cluster_wait_shard_subscribers(rt_cluster *c, int i,
+                                          const char *channel, long long want,
+                                          int64_t within_ms)
+{
+    int64_t t0 = rt_now_ms();
+
+    do {
+        if (rt_shardnumsub(&c->node[i], channel) == want)
+            return rt_now_ms() - t0;
+        rt_sleep_ms(10);
+    } while (rt_now_ms() - t0 < within_ms);
+    return -1;
+}
+
 int rt_cluster_replica_of(rt_cluster *c, int master)
 {
     view v;

@@ -91,6 +91,12 @@ int rt_cluster_name_on(rt_cluster *c, int master, const char *prefix,
  * RT_CMD_ERROR. */
 long long rt_cluster_exists_asking(rt_cluster *c, int i, const char *key);
 
+/* Waits up to within_ms for node i to have want sharded subscribers of
+ * channel (rt_shardnumsub()). Returns how long that took, or -1. */
+int64_t rt_cluster_wait_shard_subscribers(rt_cluster *c, int i,
+                                          const char *channel, long long want,
+                                          int64_t within_ms);
+
 /* Returns the index of master's replica as node 0 sees it, or -1. */
 int rt_cluster_replica_of(rt_cluster *c, int master);
 

@@ -799,9 +799,12 @@ long long rt_cmd_int(rt_redis *r, const char *fmt, ...)
     return v;
 }
 
-long long rt_numsub(rt_redis *r, const char *channel)
+/* PUBSUB <sub> channel's count for channel (sub: NUMSUB or SHARDNUMSUB),
+ * or -1. */
+static long long subscribers(rt_redis *r, const char *sub,
+                             const char *channel)
 {
-    redisReply *rep = rt_cmd(r, "PUBSUB NUMSUB %s", channel);
+    redisReply *rep = rt_cmd(r, "PUBSUB %s %s", sub, channel);
     long long n = -1;
 
     if (rep != NULL && rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
@@ -809,6 +812,16 @@ long long rt_numsub(rt_redis *r, const char *channel)
         n = rep->element[1]->integer;
     freeReplyObject(rep);
     return n;
+}
+
+long long rt_numsub(rt_redis *r, const char *channel)
+{
+    return subscribers(r, "NUMSUB", channel);
+}
+
+long long rt_shardnumsub(rt_redis *r, const char *channel)
+{
+    return subscribers(r, "SHARDNUMSUB", channel);
 }
 
 long long rt_wait_numsub(rt_redis *r, const char *channel, long long want,

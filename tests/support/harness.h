@@ -116,6 +116,10 @@ char *rt_cmd_str(rt_redis *r, const char *fmt, ...);
  * when the server could not say. */
 long long rt_numsub(rt_redis *r, const char *channel);
 
+/* PUBSUB SHARDNUMSUB channel: how many connections are subscribed to it
+ * with SSUBSCRIBE, or -1 when the server could not say. */
+long long rt_shardnumsub(rt_redis *r, const char *channel);
+
 /* Polls rt_numsub() until it equals want or timeout_ms passes; returns the
  * last value seen. */
 long long rt_wait_numsub(rt_redis *r, const char *channel, long long want,

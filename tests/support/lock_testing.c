@@ -171,3 +171,77 @@ char *lt_hash_dump(rt_redis *r, const char *name)
     freeReplyObject(rep);
     return out;
 }
+
+static void *run_waiter(void *arg)
+{
+    lt_waiter *w = arg;
+
+    w->rc = rlock_trylock(w->l, w->wait_ms, w->lease_ms);
+    w->got_at_ms = rt_now_ms();
+    if (w->rc == RLOCK_OK)
+        rlock_unlock(w->l);
+    return NULL;
+}
+
+void lt_waiter_start(lt_waiter *w)
+{
+    assert_int_equal(pthread_create(&w->thread, NULL, run_waiter, w), 0);
+}
+
+void lt_waiter_join(lt_waiter *w)
+{
+    pthread_join(w->thread, NULL);
+}
+
+void lt_waiter_assert_woken(const lt_waiter *w, int64_t since_ms,
+                            const char *what, int64_t within_ms)
+{
+    assert_int_equal(w->rc, RLOCK_OK);
+    print_message("waiter woke %lld ms after the %s\n",
+                  (long long)(w->got_at_ms - since_ms), what);
+    assert_true(w->got_at_ms - since_ms < within_ms);
+}
+
+void lt_handover_hold(lt_handover *h, rlock_client *holder,
+                      rlock_client *waiter, const char *name,
+                      int64_t wait_ms, int64_t lease_ms)
+{
+    *h = (lt_handover){
+        .waiter = {.wait_ms = wait_ms, .lease_ms = lease_ms},
+    };
+    assert_int_equal(rlock_get(holder, name, &h->held), RLOCK_OK);
+    assert_int_equal(rlock_get(waiter, name, &h->waiter.l), RLOCK_OK);
+    assert_int_equal(rlock_lock(h->held), RLOCK_OK);
+    lt_waiter_start(&h->waiter);
+}
+
+void lt_handover_unlock(lt_handover *h, int64_t within_ms)
+{
+    int64_t released = rt_now_ms();
+
+    assert_int_equal(rlock_unlock(h->held), RLOCK_OK);
+    lt_waiter_join(&h->waiter);
+    lt_waiter_assert_woken(&h->waiter, released, "unlock", within_ms);
+    rlock_free(h->waiter.l);
+    rlock_free(h->held);
+}
+
+void lt_lock_on_every_master(rt_cluster *c, rlock_client *client,
+                             const char *prefix)
+{
+    for (int m = 0; m < RT_CLUSTER_MASTERS; m++) {
+        char name[64];
+        rlock *l = NULL;
+        int owner = rt_cluster_owner(c, m * 5461 + 1);
+
+        assert_true(owner >= 0);
+        assert_int_equal(
+            rt_cluster_name_on(c, owner, prefix, name, sizeof(name)), 0);
+        assert_int_equal(rlock_get(client, name, &l), RLOCK_OK);
+        assert_int_equal(rlock_lock(l), RLOCK_OK);
+        assert_int_equal(rt_cmd_int(&c->node[owner], "EXISTS %s", name), 1);
+        assert_int_equal(rlock_unlock(l), RLOCK_OK);
+        assert_int_equal(rt_cmd_int(&c->node[owner], "EXISTS %s", name), 0);
+        rlock_free(l);
+    }
+}

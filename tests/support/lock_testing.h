@@ -1,6 +1,6 @@
 /*
  * lock_testing.h: helpers shared by rlock's integration tests, on top of
- * harness.h.
+ * harness.h (and cluster_fixture.h, for those of a cluster).
  *
  * Unlike the harness, these helpers know the rlock API and fail the running
  * cmocka test through its asserts, so call them from inside a test (or from
@@ -10,11 +10,13 @@
 #ifndef RLOCK_TEST_LOCK_TESTING_H
 #define RLOCK_TEST_LOCK_TESTING_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdatomic.h>
 #include <stdio.h>
 
+#include "cluster_fixture.h"
 #include "harness.h"
 #include "rlock.h"
 
@@ -91,6 +93,57 @@ void lt_assert_single_field(rt_redis *r, const char *name, const char *field,
 /* Returns a malloc'd "f1=v1;f2=v2;" dump of hash name (HGETALL order,
  * which is stable for an unchanged small hash), to compare before/after. */
 char *lt_hash_dump(rt_redis *r, const char *name);
+
+/* A thread that waits for a lock: rlock_trylock(l, wait_ms, lease_ms),
+ * then, if it got the lock, rlock_unlock() at once. Set l, wait_ms and
+ * lease_ms, then lt_waiter_start(); rc and got_at_ms are its after
+ * lt_waiter_join(). l stays the caller's to free. */
+typedef struct lt_waiter {
+    rlock *l;
+    int64_t wait_ms;
+    int64_t lease_ms;
+    int rc;            /* what rlock_trylock() returned */
+    int64_t got_at_ms; /* rt_now_ms() when it returned */
+    pthread_t thread;
+} lt_waiter;
+
+/* Starts w's thread; asserts it started. */
+void lt_waiter_start(lt_waiter *w);
+
+/* Waits for w's thread to end. */
+void lt_waiter_join(lt_waiter *w);
+
+/* Asserts that joined w got the lock within within_ms of since_ms (the
+ * rt_now_ms() of what should have woken it), after printing "waiter woke
+ * N ms after the <what>". */
+void lt_waiter_assert_woken(const lt_waiter *w, int64_t since_ms,
+                            const char *what, int64_t within_ms);
+
+/* A lock held on one client while a waiter of another (lt_waiter) waits
+ * for it: the hand-over a holder's unlock must wake the waiter for. */
+typedef struct lt_handover {
+    rlock *held;
+    lt_waiter waiter;
+} lt_handover;
+
+/* Gets lock name on holder and on waiter, locks it on holder (rlock_lock)
+ * and starts the waiter: rlock_trylock(wait_ms, lease_ms) on waiter's. It
+ * may not be waiting yet when this returns: see that it is (its
+ * subscription, say) before lt_handover_unlock(). */
+void lt_handover_hold(lt_handover *h, rlock_client *holder,
+                      rlock_client *waiter, const char *name,
+                      int64_t wait_ms, int64_t lease_ms);
+
+/* Unlocks h's hold, then asserts that the waiter got the lock within
+ * within_ms (lt_waiter_assert_woken); frees both locks. */
+void lt_handover_unlock(lt_handover *h, int64_t within_ms);
+
+/* For each master of cluster c (as the fixture numbers them: whoever
+ * serves its original range's first slot now), locks and unlocks on
+ * client a lock named "<prefix>-<n>" of a slot that master serves, and
+ * asserts that its key is on that master while held and gone after. */
+void lt_lock_on_every_master(rt_cluster *c, rlock_client *client,
+                             const char *prefix);
 
 #ifdef __cplusplus
 }
