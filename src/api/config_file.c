@@ -1,8 +1,9 @@
 /*
  * api/config_file.c: reads Redisson's JSON config (the format of Redisson's
  * Config.fromJSON and Config.toJSON) into an rlock_config, with jansson.
- * It and config_keys.c (what each key becomes) are the only library files
- * that include <jansson.h>, through config_file.h.
+ * It and the files of what each key becomes (config_keys.c, config_base.c,
+ * config_cluster.c) are the only library files that include <jansson.h>,
+ * through config_file.h.
  *
  * Here: reading the file, the line of every key, messages, value checks,
  * the lists of server addresses (a Sentinel setup's sentinels, a cluster's
