@@ -16,61 +16,12 @@ set -u
 RLOCK=${1:?usage: test_cli.sh PATH/TO/rlock [PATH/TO/rt-tls-files]}
 case "$RLOCK" in /*) ;; *) RLOCK="$PWD/$RLOCK" ;; esac
 TLS_FILES=${2:-}
-TLS_DIR=
 
-for tool in redis-server redis-cli python3; do
-    if ! command -v "$tool" >/dev/null 2>&1; then
-        if [ "${RLOCK_TEST_REQUIRE_REDIS:-0}" = 1 ]; then
-            echo "test_cli: $tool not found" >&2
-            exit 1
-        fi
-        echo "test_cli: $tool not found; skipping" >&2
-        exit 77
-    fi
-done
-
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/rlock-cli-test.XXXXXX")
-PIDS=()         # background processes to stop at exit
-REDIS_PIDS=()
-failures=0
-checks=0
-
-cleanup() {
-    local pid
-    for pid in "${PIDS[@]}"; do
-        kill -KILL "$pid" 2>/dev/null
-    done
-    for pid in "${REDIS_PIDS[@]}"; do
-        kill -TERM "$pid" 2>/dev/null
-        for _ in $(seq 50); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.1
-        done
-        kill -KILL "$pid" 2>/dev/null
-    done
-    wait 2>/dev/null
-    rm -rf "$WORK"
-    [ -n "$TLS_DIR" ] && rm -rf "$TLS_DIR"
-}
-trap cleanup EXIT
+# shellcheck source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cli_begin test_cli
 
 # ------------------------------------------------------------------ helpers
-
-ok() {
-    checks=$((checks + 1))
-    echo "ok - $1"
-}
-
-not_ok() {
-    checks=$((checks + 1))
-    failures=$((failures + 1))
-    echo "not ok - $1"
-    shift
-    local line
-    for line in "$@"; do
-        echo "#   $line"
-    done
-}
 
 # run ARGS...: runs the tool; sets $status, $out (stdout) and $err (stderr).
 run() {
@@ -96,27 +47,6 @@ expect_text() {
     else
         not_ok "$3: '$2' not found" "in: $1"
     fi
-}
-
-# check DESCRIPTION CMD...: passes when CMD succeeds.
-check() {
-    local what=$1
-    shift
-    if "$@"; then
-        ok "$what"
-    else
-        not_ok "$what" "failed: $*"
-    fi
-}
-
-# wait_until SECONDS CMD...: polls CMD every 50 ms; returns its last status.
-wait_until() {
-    local deadline=$((SECONDS + $1))
-    shift
-    until "$@"; do
-        [ "$SECONDS" -ge "$deadline" ] && return 1
-        sleep 0.05
-    done
 }
 
 now_ms() {
@@ -736,9 +666,6 @@ wait "$HOLDER"
 # ------------------------------------------------------------------- watch
 
 echo "# watch"
-watch_has() {
-    grep -qs -- "$2" "$1"
-}
 "$RLOCK" watch wn other >"$WORK/watch.out" 2>"$WORK/watch.err" &
 WATCHER=$!
 PIDS+=("$WATCHER")
@@ -848,6 +775,7 @@ rcli acl deluser nopub >/dev/null
 # Redisson config file names the CA to trust (sslTruststore). Its plain
 # port, for redis-cli, shows what the tool did.
 if [ -n "$TLS_FILES" ] && tls_vars=$("$TLS_FILES") && eval "$tls_vars"; then
+    DIRS+=("$TLS_DIR") # removed at exit
     start_redis TLS_PLAIN_PORT --tls TLS_PORT \
         --tls-cert-file "$TLS_SERVER_CRT" --tls-key-file "$TLS_SERVER_KEY" \
         --tls-ca-cert-file "$TLS_CA" --tls-auth-clients no
@@ -882,5 +810,4 @@ fi
 
 # ------------------------------------------------------------------- total
 
-echo "# $checks checks, $failures failed"
-[ "$failures" -eq 0 ]
+cli_end

@@ -21,72 +21,9 @@ set -u
 RLOCK=${1:?usage: test_cli_cluster.sh PATH/TO/rlock}
 case "$RLOCK" in /*) ;; *) RLOCK="$PWD/$RLOCK" ;; esac
 
-for tool in redis-server redis-cli python3; do
-    if ! command -v "$tool" >/dev/null 2>&1; then
-        if [ "${RLOCK_TEST_REQUIRE_REDIS:-0}" = 1 ]; then
-            echo "test_cli_cluster: $tool not found" >&2
-            exit 1
-        fi
-        echo "test_cli_cluster: $tool not found; skipping" >&2
-        exit 77
-    fi
-done
-
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/rlock-cli-cluster.XXXXXX")
-PIDS=()
-REDIS_PIDS=()
-failures=0
-checks=0
-
-cleanup() {
-    local pid
-    for pid in "${PIDS[@]}"; do
-        kill -KILL "$pid" 2>/dev/null
-    done
-    for pid in "${REDIS_PIDS[@]}"; do
-        kill -TERM "$pid" 2>/dev/null
-    done
-    wait 2>/dev/null
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-ok() {
-    checks=$((checks + 1))
-    echo "ok - $1"
-}
-
-not_ok() {
-    checks=$((checks + 1))
-    failures=$((failures + 1))
-    echo "not ok - $1"
-    shift
-    local line
-    for line in "$@"; do
-        echo "#   $line"
-    done
-}
-
-# check DESCRIPTION CMD...: passes when CMD succeeds.
-check() {
-    local what=$1
-    shift
-    if "$@"; then
-        ok "$what"
-    else
-        not_ok "$what" "failed: $*"
-    fi
-}
-
-# wait_until SECONDS CMD...: polls CMD every 50 ms; returns its last status.
-wait_until() {
-    local deadline=$((SECONDS + $1))
-    shift
-    until "$@"; do
-        [ "$SECONDS" -ge "$deadline" ] && return 1
-        sleep 0.05
-    done
-}
+# shellcheck source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cli_begin test_cli_cluster
 
 # ----------------------------------------------------------------- cluster
 
@@ -192,10 +129,6 @@ fi
 
 # ------------------------------------------------------------------ watch
 
-watch_has() {
-    grep -q -- "$2" "$1"
-}
-
 "$RLOCK" --url "$URL" watch --enable-notifications "$N1" "$N2" \
     >"$WORK/watch.out" 2>"$WORK/watch.err" &
 WATCH=$!
@@ -298,10 +231,4 @@ kill -TERM "$WATCH"
 wait "$WATCH"
 check "watch exits 0 on SIGTERM" test $? -eq 0
 
-echo "1..$checks"
-if [ "$failures" -ne 0 ]; then
-    echo "# $failures of $checks checks failed"
-    exit 1
-fi
-echo "# all $checks checks passed"
-exit 0
+cli_end
