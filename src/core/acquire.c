@@ -165,8 +165,10 @@ static bool queued_kind(const rlock__acquire *a)
 
 /* Counts a among the waiters of the entry it waits on: the lock's (own
  * false), or the one of its own channel (a fair waiter's, and a queued
- * RLock waiter's behind the head). Returns 0 or RLOCK_ENOMEM. */
-static int enter(rlock__acquire *a, bool own)
+ * RLock waiter's behind the head). *heard (if not NULL): whether that
+ * entry was still in its channel, subscribed, from its last wait
+ * (rlock__waiter_enter). Returns 0 or RLOCK_ENOMEM. */
+static int enter(rlock__acquire *a, bool own, bool *heard)
 {
     rlock__entry *to = a->entry;
     if (own) {
@@ -176,7 +178,9 @@ static int enter(rlock__acquire *a, bool own)
             return RLOCK_ENOMEM;
         to = a->wait_entry;
     }
-    rlock__waiter_enter(to, &a->waiter, a->kick);
+    bool stayed = rlock__waiter_enter(to, &a->waiter, a->kick);
+    if (heard != NULL)
+        *heard = stayed;
     a->entered = true;
     return RLOCK_OK;
 }
@@ -338,15 +342,19 @@ static rlock__step busy_queued(rlock__acquire *a, int64_t now)
     if (in_place)
         return sleep_until_retry(a, now);
     leave(a);
-    int rc = enter(a, !head);
+    bool heard = false;
+    int rc = enter(a, !head, &heard);
     if (rc != 0)
         return finish(a, rc);
     if (!head) {
         /* its own channel stays a while after it (RLOCK__QUEUE_LINGER_MS),
-         * keeping for it a turn told meanwhile: when it is still there, no
-         * try is needed for what was told before it came back */
+         * keeping for it a turn told meanwhile: when it was still there,
+         * subscribed, as it came back, no try is needed for what was told
+         * before. Not when it joined afresh, however soon the subscription
+         * is confirmed: its turn may have been told between its try and
+         * the SUBSCRIBE, and nobody tells it again */
         rlock__entry_set_linger(a->wait_entry, RLOCK__QUEUE_LINGER_MS);
-        if (rlock__entry_subscribed(a->wait_entry))
+        if (heard)
             return sleep_until_retry(a, now);
     }
     return wait_for(a, A_SUBSCRIBING, RLOCK__WAIT_SUBSCRIBED,
@@ -377,7 +385,7 @@ static rlock__step busy(rlock__acquire *a)
     if (!a->entered) {
         if (a->wait_ms == 0)
             return finish(a, RLOCK_ETIMEDOUT);
-        int rc = enter(a, e->kind == RLOCK_KIND_FAIR);
+        int rc = enter(a, e->kind == RLOCK_KIND_FAIR, NULL);
         if (rc != 0)
             return finish(a, rc);
         return wait_for(a, A_SUBSCRIBING, RLOCK__WAIT_SUBSCRIBED,
@@ -559,7 +567,7 @@ rlock__step rlock__acquire_start(rlock__acquire *a)
     int64_t first = a->wait_ms != 0 && barges ? first_wait_ms(a, now) : 0;
     if (first == 0)
         return try_once(a);
-    int rc = enter(a, false);
+    int rc = enter(a, false, NULL);
     if (rc != 0)
         return finish(a, rc);
     a->waited = true;

@@ -147,7 +147,7 @@ struct rlock__waiter {
     void (*kick)(rlock__waiter *w);
 };
 
-void rlock__waiter_enter(rlock__entry *e, rlock__waiter *w,
+bool rlock__waiter_enter(rlock__entry *e, rlock__waiter *w,
                          void (*kick)(rlock__waiter *w));
 void rlock__waiter_leave(rlock__waiter *w);
 bool rlock__waiter_take(rlock__waiter *w, int want);

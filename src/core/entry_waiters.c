@@ -167,8 +167,14 @@ static void give_all(entry *e, bool *kick_due)
 }
 
 /* Counts w among e's waiters, joining the channel if it is the first.
- * kick: how to wake an async waiter (NULL for a blocked thread). */
-void rlock__waiter_enter(rlock__entry *pub, rlock__waiter *w,
+ * kick: how to wake an async waiter (NULL for a blocked thread). Returns
+ * true when w came back to e while it lingered in its channel, subscribed:
+ * e has heard every message since its last waiter left (one that came
+ * meanwhile is w's wake-up now). Else whatever e's subscription flag says
+ * later tells nothing of what was published before w came: the I/O thread
+ * may confirm a new SUBSCRIBE, or a stay the linger timer just ended,
+ * before w's thread looks at it. */
+bool rlock__waiter_enter(rlock__entry *pub, rlock__waiter *w,
                          void (*kick)(rlock__waiter *w))
 {
     entry *e = entry_of(pub);
@@ -192,6 +198,7 @@ void rlock__waiter_enter(rlock__entry *pub, rlock__waiter *w,
     pthread_mutex_unlock(&e->mu);
     if (first && !joined)
         rlock__pubsub_sync(pub); /* on failure: re-checks alone */
+    return joined;
 }
 
 /* Makes e stay in its channel for ms after its last waiter leaves (0: it

@@ -4,6 +4,13 @@
  * I/O thread: each test feeds replies and wake-ups as a driver would and
  * checks the next step the machine asks for. This is what both the
  * blocking and the async API run, so each behaviour here holds for both.
+ *
+ * The clients here have no subscriber: a channel's subscription is
+ * confirmed by the test (rlock__entry_set_subscribed, as the I/O thread
+ * does), and on Linux the hand-off of an entry's membership to the I/O
+ * thread (rlock__pubsub_sync) is wrapped at link time (tests/CMakeLists.txt)
+ * so that a test can have it confirmed at once, as an I/O thread quicker
+ * than the waiter's own thread does.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -50,6 +57,24 @@ static int setup_kind(void **state, int kind)
 static int setup_lock(void **state)
 {
     return setup_kind(state, RLOCK_KIND_LOCK);
+}
+
+/* Whether the wrapped rlock__pubsub_sync confirms a wanted channel at
+ * once (the I/O thread answered before the waiter's thread went on), and
+ * whether the wrapper was called. */
+static bool fast_subscriber;
+static bool sync_wrapped;
+
+/* An RLock whose waiters queue (lock_acquire_queued.lua): the head waits on
+ * the lock's channel, the others on their own. */
+static int setup_queued(void **state)
+{
+    fast_subscriber = false;
+    int rc = setup_kind(state, RLOCK_KIND_LOCK);
+    fixture *f = *state;
+    f->client.cfg.lock_queue = true;
+    f->client.cfg.lock_barging = false;
+    return rc;
 }
 
 static int setup_spin(void **state)
@@ -102,6 +127,24 @@ static rlock__step acquired(rlock__acquire *a, rlock__req *r)
     r->nil = true;
     return reply(&rlock__acquire_class, a, r, 0);
 }
+
+#ifdef RLOCK_TEST_WRAP_PUBSUB_SYNC
+int __real_rlock__pubsub_sync(rlock__entry *e);
+int __wrap_rlock__pubsub_sync(rlock__entry *e);
+
+/* rlock__pubsub_sync as the linker sees it from entry.c (--wrap): the
+ * real one (a no-op for these clients), then, with fast_subscriber, what
+ * the I/O thread does for an entry that wants its channel: it is
+ * confirmed. */
+int __wrap_rlock__pubsub_sync(rlock__entry *e)
+{
+    sync_wrapped = true;
+    int rc = __real_rlock__pubsub_sync(e);
+    if (fast_subscriber && rlock__entry_wants_channel(e))
+        rlock__entry_set_subscribed(e, true, false);
+    return rc;
+}
+#endif
 
 /* ---------------------------------------------------------------- acquire */
 
@@ -261,6 +304,87 @@ static void test_spin_lock_backs_off_between_tries(void **state)
     rlock__acquire_clear(&a);
 }
 
+/* Checks that st waits for a queued waiter's channel (its own, or the
+ * lock's) to be subscribed, confirms it, and returns the try that
+ * follows. */
+static rlock__req *subscribed_then_tries(rlock__acquire *a, rlock__step st,
+                                         bool own)
+{
+    assert_int_equal(st.kind, RLOCK__STEP_WAIT);
+    assert_int_equal(st.want, RLOCK__WAIT_SUBSCRIBED);
+    assert_true((st.waiter->entry != a->entry) == own);
+    rlock__entry_set_subscribed(st.waiter->entry, true, false);
+    assert_true(rlock__waiter_take(st.waiter, st.want));
+    return expect_send(rlock__acquire_class.wake(a, true),
+                       &rlock__script_lock_acquire_queued);
+}
+
+/* A queued waiter behind the head that joins its own channel afresh
+ * tries again once it is subscribed there, however soon the subscription
+ * is confirmed: its turn may have been told on that channel between its
+ * try and the SUBSCRIBE (the head before it took the lock meanwhile), and
+ * nobody tells it again. Before, it looked at the subscription flag after
+ * joining, and when the I/O thread had confirmed the new subscription by
+ * then, slept at once for its re-check interval, with the lock free and
+ * nobody to take it (a 30 s wait in test_wakeup under valgrind). */
+static void test_queued_waiter_joining_its_channel_tries_again(void **state)
+{
+    fixture *f = *state;
+    rlock__acquire a;
+#ifndef RLOCK_TEST_WRAP_PUBSUB_SYNC
+    skip(); /* no --wrap here: the subscription cannot be had at once */
+#endif
+    fast_subscriber = true;
+    assert_int_equal(rlock__acquire_init(&a, f->entry, 7, -1, 30000), 0);
+
+    rlock__req *r = expect_send(rlock__acquire_start(&a),
+                                &rlock__script_lock_acquire_queued);
+    /* on its own channel, confirmed already: it waits for the subscription
+     * (over at once), not for a wake-up, and tries; that try learns that
+     * it heads the queue */
+    rlock__step st = taken(&a, r, RLOCK__QUEUE_BEHIND);
+    assert_true(sync_wrapped);
+    r = subscribed_then_tries(&a, st, true);
+    r = subscribed_then_tries(&a, taken(&a, r, 20000), false);
+    st = acquired(&a, r);
+    assert_int_equal(st.kind, RLOCK__STEP_DONE);
+    assert_int_equal(st.status, RLOCK_OK);
+    rlock__acquire_clear(&a);
+}
+
+/* A queued waiter that comes back behind the head while its own channel
+ * still lingers, subscribed, from its last wait sleeps at once (no try:
+ * the channel heard everything since), and a turn told on it meanwhile is
+ * its wake-up. */
+static void test_queued_waiter_back_on_its_lingering_channel(void **state)
+{
+    fixture *f = *state;
+    rlock__acquire a;
+    assert_int_equal(rlock__acquire_init(&a, f->entry, 7, -1, 30000), 0);
+    rlock__req *r = expect_send(rlock__acquire_start(&a),
+                                &rlock__script_lock_acquire_queued);
+    rlock__step st = taken(&a, r, RLOCK__QUEUE_BEHIND);
+    rlock__entry *own = st.waiter->entry;
+    r = subscribed_then_tries(&a, st, true);
+    /* it heads the queue: off to the lock's channel, its own lingers */
+    r = subscribed_then_tries(&a, taken(&a, r, 20000), false);
+    assert_true(rlock__entry_linger_left(own) > 0);
+    /* another took the lock first, and it is behind again: the lingering
+     * channel is still subscribed, and its turn is told there meanwhile */
+    st = taken(&a, r, RLOCK__QUEUE_BEHIND);
+    assert_int_equal(st.kind, RLOCK__STEP_WAIT);
+    assert_int_equal(st.want, RLOCK__WAIT_PERMIT);
+    assert_ptr_equal(st.waiter->entry, own);
+    assert_false(rlock__waiter_take(st.waiter, st.want));
+    assert_true(rlock__entry_wake(own, false));
+    assert_true(rlock__waiter_take(st.waiter, st.want));
+    /* told: off to the lock's channel, to try once subscribed there */
+    st = rlock__acquire_class.wake(&a, true);
+    assert_int_equal(st.want, RLOCK__WAIT_SUBSCRIBED);
+    assert_ptr_equal(st.waiter->entry, f->entry);
+    rlock__acquire_clear(&a);
+}
+
 /* ---------------------------------------------------------------- release */
 
 static void hold(fixture *f, uint64_t owner)
@@ -367,6 +491,12 @@ int main(void)
         cmocka_unit_test(test_spin_back_off_grows_with_jitter_up_to_its_cap),
         cmocka_unit_test_setup_teardown(
             test_spin_lock_backs_off_between_tries, setup_spin, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_queued_waiter_joining_its_channel_tries_again, setup_queued,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_queued_waiter_back_on_its_lingering_channel, setup_queued,
+            teardown),
         cmocka_unit_test_setup_teardown(
             test_release_without_a_hold_is_enotowner, setup_lock, teardown),
         cmocka_unit_test_setup_teardown(
