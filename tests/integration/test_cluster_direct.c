@@ -288,7 +288,9 @@ static void test_blocking_calls_use_a_connection_to_the_slot_s_master(
  * reply is not sent again: with no retries the call fails with
  * RLOCK_ECONN once the hold it may have taken is dropped, and nobody
  * holds the lock. The node holds every script (CLIENT PAUSE WRITE) while
- * the test kills the connection the acquire waits on. */
+ * the test kills the connection the acquire waits on, which must be the
+ * caller's, not the I/O thread's (whose lost acquire is not sent again
+ * either). */
 static void test_an_acquire_lost_on_its_connection_is_not_sent_again(
     void **state)
 {
@@ -300,7 +302,11 @@ static void test_an_acquire_lost_on_its_connection_is_not_sent_again(
     pthread_t t;
     name_on(node, "lost", name, sizeof(name));
     assert_int_equal(rlock_get(c, name, &l), RLOCK_OK);
+    long long io_id = io_thread_connection(l, node, "cd-lost");
+    assert_true(io_id >= 0);
     cycle(l); /* the caller-thread connection is open */
+    long long caller_id = caller_connection(node, "cd-lost", io_id);
+    assert_true(caller_id >= 0);
     redisReply *ok = rt_cmd(&cluster.node[node], "CLIENT PAUSE 10000 WRITE");
     assert_non_null(ok);
     freeReplyObject(ok);
@@ -315,6 +321,7 @@ static void test_an_acquire_lost_on_its_connection_is_not_sent_again(
     freeReplyObject(rt_cmd(&cluster.node[node], "CLIENT UNPAUSE"));
     assert_int_equal(pthread_join(t, NULL), 0);
     assert_true(id >= 0);
+    assert_int_equal(id, caller_id); /* the caller's connection was lost */
     assert_int_equal(k.rc, RLOCK_ECONN);
     assert_int_equal(exists_on(node, name), 0);
     assert_int_equal(rlock_hold_count(l), 0);
