@@ -151,13 +151,16 @@ done
 check "but not at node 2, which serves neither" \
     test -z "$(rcli 2 config get notify-keyspace-events | sed -n 2p)"
 
-"$RLOCK" --url "$URL" exec "$N1" -- sleep 0.3 >"$WORK/exec.out" 2>&1
+# each hold lasts long enough for watch to read the holder after the
+# keyspace event, even on a loaded machine (a hold of a few ms is over
+# before that read, and watch then prints the unlock alone)
+"$RLOCK" --url "$URL" exec "$N1" -- sleep 1 >"$WORK/exec.out" 2>&1
 check "exec on $N1 succeeds" test $? -eq 0
 check "watch prints who locked $N1 (keyspace events of node 0)" \
     wait_until 5 watch_has "$WORK/watch.out" "$N1 locked by [0-9a-f-]*:[0-9]*"
 check "watch prints $N1's unlock (SPUBLISH on node 0)" \
     wait_until 5 watch_has "$WORK/watch.out" " $N1 unlocked$"
-"$RLOCK" --url "$URL" exec "$N2" -- true >"$WORK/exec.out" 2>&1
+"$RLOCK" --url "$URL" exec "$N2" -- sleep 1 >"$WORK/exec.out" 2>&1
 check "exec on $N2 succeeds" test $? -eq 0
 check "watch prints who locked $N2 (node 1)" \
     wait_until 5 watch_has "$WORK/watch.out" "$N2 locked by"
@@ -222,11 +225,24 @@ check "a watch with sharded pub/sub off starts" wait_until 10 \
     watch_has "$WORK/watch3.out" "$N2 watching: free"
 check "it listens with SUBSCRIBE on the lock's master" \
     test "$(rcli 1 pubsub numsub "$CH2" | sed -n 2p)$(shard_subs 1 "$CH2")" = 10
-"$RLOCK" --config "$WORK/off.json" exec "$N2" -- true >"$WORK/exec.out" 2>&1
+"$RLOCK" --config "$WORK/off.json" exec "$N2" -- sleep 1 >"$WORK/exec.out" 2>&1
 check "it prints who locked (keyspace events on node 1)" \
     wait_until 5 watch_has "$WORK/watch3.out" "$N2 locked by"
 check "and the unlock, published plain" \
     wait_until 5 watch_has "$WORK/watch3.out" " $N2 unlocked$"
+# rlock's own mode BOTH (a fleet of sharded and plain peers), read from the
+# config file: its unlock is published plain too, so the plain watch hears
+# it (one in mode AUTO publishes SPUBLISH alone)
+cat >"$WORK/both.json" <<EOF
+{"clusterServersConfig": {"nodeAddresses": ["redis://127.0.0.1:${P[0]}"],
+ "shardedSubscriptionMode": "BOTH"}}
+EOF
+"$RLOCK" --config "$WORK/both.json" exec "$N2" -- true >"$WORK/exec.out" 2>&1
+check "an exec in mode BOTH succeeds" test $? -eq 0
+unlocks_heard() {
+    [ "$(grep -c " $N2 unlocked$" "$WORK/watch3.out")" -ge 2 ]
+}
+check "the plain watch hears its unlock" wait_until 5 unlocks_heard
 kill -TERM "$WATCH"
 wait "$WATCH"
 check "watch exits 0 on SIGTERM" test $? -eq 0
