@@ -39,6 +39,16 @@ struct rlock_admin_conn {
 
 /* ------------------------------------------------------------------ names */
 
+/* The extra key names (aux) of lock name of kind, its channel dropped:
+ * another kind names the same channel. Returns 0 or RLOCK_ENOMEM. */
+static int extra_names(int kind, const char *name, char *aux[2])
+{
+    char *channel = NULL;
+    int rc = rlock__kind_make_names(kind, name, NULL, &channel, aux);
+    free(channel);
+    return rc;
+}
+
 int rlock_admin_names_of(const char *name, rlock_admin_names *out)
 {
     if (out == NULL)
@@ -56,19 +66,11 @@ int rlock_admin_names_of(const char *name, rlock_admin_names *out)
         rc = rlock__kind_make_names(RLOCK_KIND_READ, name, NULL,
                                     &out->rw_channel, rw);
     out->rw_timeout_prefix = rw[0];
-    if (rc == 0) {
-        char *channel = NULL;
-        rc = rlock__kind_make_names(RLOCK_KIND_FENCED, name, NULL, &channel,
-                                    fenced);
-        free(channel);
-    }
+    if (rc == 0)
+        rc = extra_names(RLOCK_KIND_FENCED, name, fenced);
     out->fence_token = fenced[0];
-    if (rc == 0) {
-        char *channel = NULL;
-        rc = rlock__kind_make_names(RLOCK_KIND_LOCK, name, NULL, &channel,
-                                    lock);
-        free(channel);
-    }
+    if (rc == 0)
+        rc = extra_names(RLOCK_KIND_LOCK, name, lock);
     out->rlock_queue = lock[0];
     free(lock[1]);
     if (rc == 0) {

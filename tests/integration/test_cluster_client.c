@@ -332,18 +332,30 @@ static void test_a_waiter_wakes_on_a_peer_s_spublish(void **state)
     peer_unlock_wakes(client, "peer-spublish", "SPUBLISH", -1);
 }
 
-static void test_in_mode_both_a_waiter_wakes_on_a_plain_publish(void **state)
+/* A client in mode both (RLOCK_SHARDED_BOTH) on the cluster, with a
+ * re-check interval of recheck_ms (0: the default). */
+static rlock_client *connect_in_mode_both(int64_t recheck_ms)
 {
-    (void)state;
     rlock_config *cfg = NULL;
     rlock_client *both = NULL;
     char uri[128];
-    const char *name = "peer-publish";
     seeds_uri(uri, sizeof(uri), 0, 1);
     assert_int_equal(rlock_config_new(&cfg), RLOCK_OK);
     assert_int_equal(rlock_config_set_cluster_sharded(cfg, RLOCK_SHARDED_BOTH),
                      RLOCK_OK);
+    if (recheck_ms > 0)
+        assert_int_equal(rlock_config_set_recheck_interval(cfg, recheck_ms),
+                         RLOCK_OK);
     assert_int_equal(rlock_client_connect_with(&both, uri, cfg), RLOCK_OK);
+    rlock_config_free(cfg);
+    return both;
+}
+
+static void test_in_mode_both_a_waiter_wakes_on_a_plain_publish(void **state)
+{
+    (void)state;
+    rlock_client *both = connect_in_mode_both(0);
+    const char *name = "peer-publish";
     /* a legacy peer's PUBLISH, sent to a node that does not serve the
      * slot: plain messages reach every node */
     int owner = rt_cluster_owner(&cluster, slot_of(name));
@@ -353,7 +365,6 @@ static void test_in_mode_both_a_waiter_wakes_on_a_plain_publish(void **state)
     /* and a sharded peer's SPUBLISH */
     peer_unlock_wakes(both, "peer-spublish-both", "SPUBLISH", -1);
     rlock_client_free(both);
-    rlock_config_free(cfg);
 }
 
 /* Mode both's unlocks publish both ways: a sharded peer's SSUBSCRIBE on
@@ -363,15 +374,7 @@ static void test_in_mode_both_a_waiter_wakes_on_a_plain_publish(void **state)
 static void test_in_mode_both_an_unlock_publishes_both_ways(void **state)
 {
     (void)state;
-    rlock_config *cfg = NULL;
-    rlock_client *both = NULL;
-    char uri[128];
-    seeds_uri(uri, sizeof(uri), 0, 1);
-    assert_int_equal(rlock_config_new(&cfg), RLOCK_OK);
-    assert_int_equal(rlock_config_set_cluster_sharded(cfg, RLOCK_SHARDED_BOTH),
-                     RLOCK_OK);
-    assert_int_equal(rlock_client_connect_with(&both, uri, cfg), RLOCK_OK);
-    rlock_config_free(cfg);
+    rlock_client *both = connect_in_mode_both(0);
 
     const char *name = "both-told";
     const char *channel = "redisson_lock__channel:{both-told}";
@@ -430,17 +433,8 @@ static long long queue_length(const char *name)
 static void test_in_mode_both_the_waiter_behind_the_head_is_told(void **state)
 {
     (void)state;
-    rlock_config *cfg = NULL;
-    rlock_client *both = NULL;
-    char uri[128];
+    rlock_client *both = connect_in_mode_both(30000);
     const char *name = "both-queue";
-    seeds_uri(uri, sizeof(uri), 0, 1);
-    assert_int_equal(rlock_config_new(&cfg), RLOCK_OK);
-    assert_int_equal(rlock_config_set_cluster_sharded(cfg, RLOCK_SHARDED_BOTH),
-                     RLOCK_OK);
-    assert_int_equal(rlock_config_set_recheck_interval(cfg, 30000), RLOCK_OK);
-    assert_int_equal(rlock_client_connect_with(&both, uri, cfg), RLOCK_OK);
-    rlock_config_free(cfg);
 
     rlock *held = NULL;
     lt_waiter head = {.wait_ms = WAIT_MS, .lease_ms = LEASE_MS};
