@@ -17,6 +17,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -284,38 +285,73 @@ static void start_turn(turn *t, rlock *l, atomic_int *order, int64_t wait_ms,
     assert_int_equal(pthread_create(&t->thread, NULL, turn_main, t), 0);
 }
 
+/* Up to three waiters, each a client of its own, behind a holder that is
+ * a fourth: the crowd the queue's cases line up. */
+#define CROWD_MAX 3
+typedef struct crowd {
+    int n;                             /* waiters */
+    rlock_client *c[CROWD_MAX + 1];    /* c[n] holds */
+    rlock *l[CROWD_MAX + 1];
+    turn t[CROWD_MAX];
+    atomic_int order;
+} crowd;
+
+/* Connects n waiters and a holder (set and arg configure each client, as
+ * lt_connect), takes the lock with the holder and starts each waiter's
+ * rlock_lock, holding hold_ms once it has the lock; with the queue on
+ * (queued), one waiter at a time, each once the one before is queued, so
+ * that the queue holds them in index order. */
+static void crowd_line_up(lt_fixture *f, crowd *w, const char *name, int n,
+                          int64_t hold_ms, int (*set)(rlock_config *, int64_t),
+                          int64_t arg, bool queued)
+{
+    assert_true(n <= CROWD_MAX);
+    w->n = n;
+    atomic_init(&w->order, 0);
+    for (int i = 0; i <= n; i++) {
+        w->c[i] = lt_connect(f->redis.url, set, arg);
+        w->l[i] = lt_get_lock(w->c[i], name);
+    }
+    assert_int_equal(rlock_lock(w->l[n]), RLOCK_OK);
+    for (int i = 0; i < n; i++) {
+        start_turn(&w->t[i], w->l[i], &w->order, -1, hold_ms);
+        if (queued)
+            await_queued(&f->redis, name, i + 1);
+    }
+}
+
+/* The holder unlocks; every waiter has the lock in its turn. */
+static void crowd_release(crowd *w)
+{
+    assert_int_equal(rlock_unlock(w->l[w->n]), RLOCK_OK);
+    for (int i = 0; i < w->n; i++) {
+        assert_int_equal(pthread_join(w->t[i].thread, NULL), 0);
+        assert_int_equal(w->t[i].rc, RLOCK_OK);
+    }
+}
+
+static void crowd_free(crowd *w)
+{
+    for (int i = 0; i <= w->n; i++) {
+        rlock_free(w->l[i]);
+        rlock_client_free(w->c[i]);
+    }
+}
+
 /* Three clients queue one after another while a fourth holds the lock:
  * they get it in the order they came. */
 static void test_queued_waiters_take_the_lock_in_arrival_order(void **state)
 {
     lt_fixture *f = *state;
     char name[128];
-    rlock_client *c[4];
-    rlock *l[4];
-    turn t[3];
-    atomic_int order;
+    crowd w;
 
     LT_TEST_NAME(name);
-    atomic_init(&order, 0);
-    for (int i = 0; i < 4; i++) {
-        c[i] = lt_connect(f->redis.url, NULL, 0);
-        l[i] = lt_get_lock(c[i], name);
-    }
-    assert_int_equal(rlock_lock(l[3]), RLOCK_OK);
-    for (int i = 0; i < 3; i++) {
-        start_turn(&t[i], l[i], &order, -1, 20);
-        await_queued(&f->redis, name, i + 1);
-    }
-    assert_int_equal(rlock_unlock(l[3]), RLOCK_OK);
-    for (int i = 0; i < 3; i++) {
-        assert_int_equal(pthread_join(t[i].thread, NULL), 0);
-        assert_int_equal(t[i].rc, RLOCK_OK);
-        assert_int_equal(t[i].place, i);
-    }
-    for (int i = 0; i < 4; i++) {
-        rlock_free(l[i]);
-        rlock_client_free(c[i]);
-    }
+    crowd_line_up(f, &w, name, 3, 20, NULL, 0, true);
+    crowd_release(&w);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(w.t[i].place, i);
+    crowd_free(&w);
 }
 
 /* A client that unlocks and locks again at once, while another client's
@@ -356,42 +392,23 @@ static void test_only_the_head_listens_on_the_lock_channel(void **state)
 {
     lt_fixture *f = *state;
     char name[128], channel[160];
-    rlock_client *c[4];
-    rlock *l[4];
-    turn t[3];
-    atomic_int order;
+    crowd w;
 
     LT_TEST_NAME(name);
     lt_channel_of(channel, sizeof(channel), name);
-    atomic_init(&order, 0);
-    for (int i = 0; i < 4; i++) {
-        c[i] = lt_connect(f->redis.url, NULL, 0);
-        l[i] = lt_get_lock(c[i], name);
-    }
-    assert_int_equal(rlock_lock(l[3]), RLOCK_OK);
-    for (int i = 0; i < 3; i++) {
-        start_turn(&t[i], l[i], &order, -1, 20);
-        await_queued(&f->redis, name, i + 1);
-    }
+    crowd_line_up(f, &w, name, 3, 20, NULL, 0, true);
     await_numsub(&f->redis, channel, 1);
     rt_sleep_ms(200); /* nobody else joins it later */
     assert_int_equal(rt_numsub(&f->redis, channel), 1);
     assert_int_equal(own_channels(&f->redis, channel), 2);
-    assert_int_equal(rlock_unlock(l[3]), RLOCK_OK);
-    for (int i = 0; i < 3; i++) {
-        assert_int_equal(pthread_join(t[i].thread, NULL), 0);
-        assert_int_equal(t[i].rc, RLOCK_OK);
-    }
+    crowd_release(&w);
     /* and every channel is left once nobody waits */
     await_numsub(&f->redis, channel, 0);
     int64_t deadline = rt_now_ms() + 10000;
     while (own_channels(&f->redis, channel) != 0 && rt_now_ms() < deadline)
         rt_sleep_ms(5);
     assert_int_equal(own_channels(&f->redis, channel), 0);
-    for (int i = 0; i < 4; i++) {
-        rlock_free(l[i]);
-        rlock_client_free(c[i]);
-    }
+    crowd_free(&w);
 }
 
 /* A waiter that waited behind the head keeps its own channel for a while
@@ -401,38 +418,19 @@ static void test_own_channel_stays_a_while_after_the_wait(void **state)
 {
     lt_fixture *f = *state;
     char name[128], channel[160];
-    rlock_client *c[3];
-    rlock *l[3];
-    turn t[2];
-    atomic_int order;
+    crowd w;
 
     LT_TEST_NAME(name);
     lt_channel_of(channel, sizeof(channel), name);
-    atomic_init(&order, 0);
-    for (int i = 0; i < 3; i++) {
-        c[i] = lt_connect(f->redis.url, NULL, 0);
-        l[i] = lt_get_lock(c[i], name);
-    }
-    assert_int_equal(rlock_lock(l[2]), RLOCK_OK);
-    for (int i = 0; i < 2; i++) {
-        start_turn(&t[i], l[i], &order, -1, 0);
-        await_queued(&f->redis, name, i + 1);
-    }
-    assert_int_equal(rlock_unlock(l[2]), RLOCK_OK);
-    for (int i = 0; i < 2; i++) {
-        assert_int_equal(pthread_join(t[i].thread, NULL), 0);
-        assert_int_equal(t[i].rc, RLOCK_OK);
-    }
+    crowd_line_up(f, &w, name, 2, 0, NULL, 0, true);
+    crowd_release(&w);
     int64_t done = rt_now_ms();
     assert_int_equal(own_channels(&f->redis, channel), 1);
     while (own_channels(&f->redis, channel) != 0 &&
            rt_now_ms() - done < 10000)
         rt_sleep_ms(5);
     assert_int_equal(own_channels(&f->redis, channel), 0);
-    for (int i = 0; i < 3; i++) {
-        rlock_free(l[i]);
-        rlock_client_free(c[i]);
-    }
+    crowd_free(&w);
 }
 
 /* With the queue off, every waiting client listens on Redisson's channel
@@ -441,33 +439,16 @@ static void test_queue_off_every_waiter_listens_on_the_channel(void **state)
 {
     lt_fixture *f = *state;
     char name[128], channel[160], queue[160];
-    rlock_client *c[4];
-    rlock *l[4];
-    turn t[3];
-    atomic_int order;
+    crowd w;
 
     LT_TEST_NAME(name);
     lt_channel_of(channel, sizeof(channel), name);
     queue_of(queue, sizeof(queue), name);
-    atomic_init(&order, 0);
-    for (int i = 0; i < 4; i++) {
-        c[i] = lt_connect(f->redis.url, set_queue, 0);
-        l[i] = lt_get_lock(c[i], name);
-    }
-    assert_int_equal(rlock_lock(l[3]), RLOCK_OK);
-    for (int i = 0; i < 3; i++)
-        start_turn(&t[i], l[i], &order, -1, 20);
+    crowd_line_up(f, &w, name, 3, 20, set_queue, 0, false);
     await_numsub(&f->redis, channel, 3);
     assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", queue), 0);
-    assert_int_equal(rlock_unlock(l[3]), RLOCK_OK);
-    for (int i = 0; i < 3; i++) {
-        assert_int_equal(pthread_join(t[i].thread, NULL), 0);
-        assert_int_equal(t[i].rc, RLOCK_OK);
-    }
-    for (int i = 0; i < 4; i++) {
-        rlock_free(l[i]);
-        rlock_client_free(c[i]);
-    }
+    crowd_release(&w);
+    crowd_free(&w);
 }
 
 /* The wall clock in ms (the queue's scripts are given the client's, as
