@@ -5,8 +5,11 @@
 -- ARGV[3] owner tag, ARGV[4] publish commands, space-separated (one, as
 -- Redisson's ARGV[4]; "SPUBLISH PUBLISH" for a cluster's mixed fleet; empty:
 -- publish nothing, as Redisson's SpinLock), ARGV[5] latch lifetime in ms
--- Reply: nil (not held by owner), 0 (still held), 1 (released), 3 (released,
--- but the unlock message was refused).
+-- Reply: nil (not held by owner), 0 (still held), 1 (released, nobody
+-- listening), 3 (released, but the unlock message was refused), 5
+-- (released, and a subscriber heard it: someone waits for the lock). The
+-- latch keeps Redisson's 1 for every release: a retried call learns only
+-- that it released.
 -- A refused PUBLISH (an ACL user without +publish, a renamed command) is
 -- caught, so that the writes are done as Redisson's and the reply says the
 -- waiters were not told (3 instead of 1).
@@ -24,10 +27,14 @@ if left > 0 then
     return 0
 end
 redis.call('del', KEYS[1])
-local told = true
+local told, heard = true, false
 for command in string.gmatch(ARGV[4], '%S+') do
     local sent = redis.pcall(command, KEYS[2], ARGV[1])
     told = told and (type(sent) ~= 'table' or sent.err == nil)
+    heard = heard or (type(sent) == 'number' and sent > 0)
 end
 redis.call('set', KEYS[3], 1, 'px', ARGV[5])
-return told and 1 or 3
+if not told then
+    return 3
+end
+return heard and 5 or 1

@@ -14,6 +14,11 @@
  * own channel, and leaves the queue when it stops waiting without the
  * lock.
  *
+ * An RLock's waiter (with rlock's queue) first tries Redisson's one-key
+ * script, and goes through the queue's script once it found the lock
+ * taken (busy_queued says where it then waits); TRYAGAIN for that script
+ * (its slot migrating) sends it back to the one-key script.
+ *
  * Anti-barging: a new acquire of a kind that lets anyone in may first wait
  * its turn (first_wait_ms); otherwise a thread that just unlocked would take
  * the lock straight back, ahead of the waiters its unlock message is waking.
@@ -51,6 +56,9 @@
  * wait, for its next one: a process looping on a contended lock queues
  * again within a few handoffs, and then needs no SUBSCRIBE. */
 #define RLOCK__QUEUE_LINGER_MS 1000
+
+/* How long after a head's grace a waiter behind it looks again. */
+#define RLOCK__QUEUE_GRACE_SLACK_MS 20
 
 enum {
     A_IDLE,
@@ -155,12 +163,28 @@ static rlock__step wait_for(rlock__acquire *a, int state, int want,
 }
 
 /* Whether a's waiters queue in rlock's own keys (lock_acquire_queued.lua):
- * an RLock's, unless barging or the queue is turned off. */
+ * an RLock's, unless barging or the queue is turned off, or the queue's
+ * script cannot run while the lock's cluster slot migrates (a waits as
+ * with the queue off then). */
 static bool queued_kind(const rlock__acquire *a)
 {
     const rlock_client *c = client_of(a);
     return a->entry->kind == RLOCK_KIND_LOCK && c->cfg.lock_queue &&
-           !c->cfg.lock_barging;
+           !c->cfg.lock_barging && !a->queue_off;
+}
+
+/* Whether this client saw e contended within the last
+ * RLOCK__CONTENDED_WINDOW_MS: an attempt found it taken, or its unlock was
+ * heard by a waiter. An RLock acquire then goes through the queue's script
+ * from its first try; otherwise a process looping on a contended lock
+ * would take it back with the one-key try, ahead of the queue, every time
+ * it unlocks. */
+static bool contended_lately(const rlock__acquire *a, int64_t now)
+{
+    rlock__entry_view v;
+    rlock__entry_look(a->entry, a->owner, &v);
+    return v.contended_at_ms > 0 &&
+           now - v.contended_at_ms < RLOCK__CONTENDED_WINDOW_MS;
 }
 
 /* Counts a among the waiters of the entry it waits on: the lock's (own
@@ -211,6 +235,8 @@ static rlock__step finish(rlock__acquire *a, int status)
                    rlock__spec_give_up(&spec, a->entry, a->owner, slack));
         if (r != NULL) { /* else its place expires with its slack */
             send_by(a, r);
+            /* in a migrating slot its place is left to expire */
+            r->tryagain_ends = true;
             a->result = status;
             a->state = A_GIVING_UP;
             return (rlock__step){.kind = RLOCK__STEP_SEND,
@@ -254,13 +280,25 @@ static rlock__step try_once(rlock__acquire *a)
             return send_drop(a);
         a->unknown = false; /* a reentrant phantom: left to the lease */
     }
+    /* an RLock's try goes through the queue's script only once it found
+     * the lock taken (in_turn); else it is Redisson's one-key script, which
+     * a migrating slot serves too */
+    bool in_queue = a->wait_ms != 0 && queued_kind(a) && a->in_turn;
+    bool one_key = a->wait_ms == 0 ||
+                   (e->kind == RLOCK_KIND_LOCK && !in_queue);
     rlock__spec spec;
     rlock__req *r = req_of(e->client, &spec,
                            rlock__spec_acquire(&spec, e, a->owner,
                                                a->lease_ms,
                                                a->wait_ms > 0 ? a->wait_ms
                                                               : 0,
-                                               a->wait_ms == 0));
+                                               one_key));
+    if (r != NULL && in_queue) {
+        /* queued from its send on: a reply lost or late still leaves a
+         * place to give up */
+        a->queued = true;
+        r->tryagain_ends = true;
+    }
     if (r != NULL) {
         /* a hold its late reply takes is given back (see the file
          * comment): the request says whose it is */
@@ -318,6 +356,11 @@ static rlock__step sleep_until_retry(rlock__acquire *a, int64_t now)
     int64_t until = now + client_of(a)->cfg.recheck_interval_ms;
     if (a->ttl_ms >= 0)
         until = min64(until, now + (a->ttl_ms > 0 ? a->ttl_ms : 1));
+    else if (a->ttl_ms == RLOCK__QUEUE_BEHIND_FREE)
+        /* behind a head that left the lock free: once its grace is over,
+         * this try drops it if it is dead */
+        until = min64(until, now + RLOCK__QUEUE_HEAD_GRACE_MS +
+                                 RLOCK__QUEUE_GRACE_SLACK_MS);
     if (now >= a->deadline_ms)
         return finish(a, RLOCK_ETIMEDOUT);
     return wait_for(a, A_WAITING, RLOCK__WAIT_PERMIT,
@@ -334,11 +377,10 @@ static rlock__step sleep_until_retry(rlock__acquire *a, int64_t now)
  * meanwhile. */
 static rlock__step busy_queued(rlock__acquire *a, int64_t now)
 {
-    bool head = a->ttl_ms != RLOCK__QUEUE_BEHIND;
+    bool head = a->ttl_ms >= 0;
     bool in_place = a->entered && (a->waiter.entry == a->entry) == head;
     if (a->wait_ms == 0)
         return finish(a, RLOCK_ETIMEDOUT); /* it was not queued */
-    a->queued = true;
     if (in_place)
         return sleep_until_retry(a, now);
     leave(a);
@@ -380,6 +422,13 @@ static rlock__step busy(rlock__acquire *a)
         return wait_for(a, A_PAUSING, RLOCK__WAIT_NONE, now + pause);
     }
     rlock__entry_note_contended(e);
+    if (queued_kind(a) && !a->in_turn) {
+        /* the one-key try found it taken: join the queue at once */
+        if (a->wait_ms == 0)
+            return finish(a, RLOCK_ETIMEDOUT);
+        a->in_turn = true;
+        return try_once(a);
+    }
     if (queued_kind(a))
         return busy_queued(a, now);
     if (!a->entered) {
@@ -424,6 +473,15 @@ static rlock__step on_attempt(rlock__acquire *a, rlock__req *r, int status)
     if (status == RLOCK_ECONN) {
         a->unknown = true;
         return try_once(a); /* the drop, at once */
+    }
+    if (status != 0 && r->tryagain && queued_kind(a)) {
+        /* the queue's keys and the lock's are not all on one node while
+         * its slot migrates: this acquire waits as with the queue off,
+         * on the lock's channel (its place in the queue expires) */
+        a->queue_off = true;
+        a->queued = false;
+        leave(a);
+        return try_once(a);
     }
     if (status != 0)
         return finish(a, status);
@@ -564,6 +622,8 @@ rlock__step rlock__acquire_start(rlock__acquire *a)
     bool barges = e->kind == RLOCK_KIND_LOCK || e->kind == RLOCK_KIND_FENCED ||
                   e->kind == RLOCK_KIND_WRITE;
     int64_t now = rlock__now_ms();
+    if (queued_kind(a) && a->wait_ms != 0)
+        a->in_turn = contended_lately(a, now);
     int64_t first = a->wait_ms != 0 && barges ? first_wait_ms(a, now) : 0;
     if (first == 0)
         return try_once(a);

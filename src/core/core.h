@@ -265,7 +265,9 @@ typedef struct rlock__acquire {
     rlock__waiter waiter;
     void (*kick)(rlock__waiter *w); /* the async driver's wake-up */
     bool entered;  /* counted among the entry's waiters */
-    bool queued;   /* a try queued it in an RLock's queue (acquire.c) */
+    bool queued;   /* a try may have queued it in an RLock's queue */
+    bool in_turn;  /* an RLock's tries go through the queue's script */
+    bool queue_off; /* that script cannot run now (its slot migrates) */
     bool unknown;  /* a lost attempt may have taken the lock */
     bool canceled; /* cancelled while a request was out */
     int attempts;  /* connection retries */

@@ -163,6 +163,8 @@ static rlock__step release_reply(void *op, rlock__req *r, int status)
     if (rel->state != R_SENDING)
         return (rlock__step){.kind = RLOCK__STEP_NONE};
     int rc = status == 0 ? (int)r->value : status;
+    if (status == 0 && r->heard) /* someone waits: see acquire.c */
+        rlock__entry_note_contended(rel->entry);
     if ((rc != RLOCK_ECONN && rc != RLOCK_ETIMEDOUT) ||
         rel->attempt >= rel->retries)
         return settle(rel, rc);

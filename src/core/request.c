@@ -156,6 +156,9 @@ void rlock__req_decode(rlock__req *r, const struct redisReply *reply)
         break;
     case RLOCK__REPLY_UNLOCK:
         rc = rlock__reply_unlock(reply);
+        r->heard = rc == RLOCK__UNLOCK_HEARD;
+        if (r->heard)
+            rc = RLOCK__UNLOCK_RELEASED; /* the rest is the same */
         r->value = rc;
         r->status = rc < 0 ? rc : 0;
         break;

@@ -67,6 +67,7 @@ struct rlock__req {
     int64_t value;
     int64_t token; /* a fenced acquire's token */
     bool nil;
+    bool heard; /* an unlock whose message a subscriber heard */
     unsigned char *renewed; /* RLOCK__REPLY_RENEW: numkeys entries */
 
     /* completion: on_reply runs on the I/O thread; without one, a blocked
@@ -86,6 +87,10 @@ struct rlock__req {
     struct rlock__cnode *target; /* NULL: the slot's master */
     bool asking;                 /* ASKING goes just before it */
     bool unsent;                 /* the last send never left */
+    /* TRYAGAIN ends it at once (tryagain set), not after back-offs: an
+     * RLock's queued try, whose caller then tries the one-key script */
+    bool tryagain_ends;
+    bool tryagain;
     int redirects;
     int64_t backoff_ms;
     /* a cluster's answer (MOVED, ASK, TRYAGAIN, ...) that a caller-thread

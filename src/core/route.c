@@ -13,7 +13,10 @@
  *   ASK          not run: ASKING and the request, back to back, on the
  *                node named, this once; the table stays;
  *   TRYAGAIN     not run (a multi-key script while its slot migrates):
- *                again after a back-off of 20 ms doubling to 200 ms;
+ *                again after a back-off of 20 ms doubling to 200 ms; or,
+ *                for a request that says so (an RLock's queued try, whose
+ *                keys cannot all be on one node until the migration ends),
+ *                back to its caller at once, which tries another way;
  *   CLUSTERDOWN, MASTERDOWN, LOADING, READONLY: likewise, after asking
  *                for a refresh (a failover is under way);
  *   no connection: a request that was not sent, or whose outcome does not
@@ -221,6 +224,10 @@ bool rlock__route_answer(rlock__req *r, const rlock__redirect *red)
         /* fall through */
     case RLOCK__REDIR_TRYAGAIN:
         rlock__stats_count(c->stats, RLOCK__STAT_CLUSTER_TRYAGAIN);
+        if (r->tryagain_ends && red->kind == RLOCK__REDIR_TRYAGAIN) {
+            r->tryagain = true;
+            return false;
+        }
         return again_later(r);
     default:
         return false;

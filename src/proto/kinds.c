@@ -138,7 +138,9 @@ static int read_timeout_prefix(rlock__spec *s, const rlock__lock_desc *d)
 
 /* An acquire attempt by owner: lease_ms may be RLOCK_LEASE_WATCHDOG;
  * wait_ms is a fair waiter's slack (0: the configured fair wait timeout);
- * try_once keeps a fair attempt out of the queue. */
+ * try_once keeps a fair attempt out of the queue, and makes an RLock's
+ * Redisson's one-key try (the queued script is for a waiter that found the
+ * lock taken). */
 int rlock__kind_acquire(rlock__spec *s, const rlock__lock_desc *d,
                         uint64_t owner, int64_t lease_ms, int64_t wait_ms,
                         bool try_once)
@@ -175,7 +177,8 @@ int rlock__kind_acquire(rlock__spec *s, const rlock__lock_desc *d,
         return RLOCK_OK;
     case RLOCK_KIND_LOCK:
         /* a try without a wait never queues: it takes a free lock, as
-         * Redisson's tryLock() does, whoever waits */
+         * Redisson's tryLock() does, whoever waits; nor does a first try
+         * that has seen no contention */
         if (!d->queue || try_once)
             goto plain;
         spec_init(s, &rlock__script_lock_acquire_queued, RLOCK__REPLY_ACQUIRE,
@@ -183,8 +186,7 @@ int rlock__kind_acquire(rlock__spec *s, const rlock__lock_desc *d,
         rlock__kind_tag(s->owner, d->kind, d->client_id, owner);
         RLOCK__SPEC_SET(s,
             d->name, d->aux[0], d->aux[1], num(s, 0, lease), s->owner,
-            num(s, 1, d->queue_keep_ms), num(s, 2, d->wall_ms()),
-            d->channel, publish_any(d));
+            num(s, 1, d->queue_keep_ms), d->channel, publish_any(d));
         return RLOCK_OK;
     default: /* spin */
     plain:

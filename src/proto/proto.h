@@ -157,6 +157,7 @@ enum {
     RLOCK__UNLOCK_NOT_HELD = 2,
     RLOCK__UNLOCK_UNANNOUNCED = 3, /* released; the PUBLISH was refused */
     RLOCK__UNLOCK_NOT_A_LOCK = 4,  /* the key holds another type now */
+    RLOCK__UNLOCK_HEARD = 5,       /* released, and someone listened */
 };
 
 /* What a lock_renew reply says about each key. */
@@ -187,9 +188,14 @@ void rlock__admin_reply_free(rlock_admin_reply *r);
 
 /* ---------------------------------------------------------------- kinds.c */
 
-/* lock_acquire_queued.lua's reply to a waiter behind the head of the
- * queue (never a PTTL). */
+/* lock_acquire_queued.lua's replies to a waiter behind the head of the
+ * queue (never a PTTL): the lock is taken; or it is free and the head has
+ * not taken it yet (a dead head's grace runs out soon: look again then). */
 #define RLOCK__QUEUE_BEHIND (-3)
+#define RLOCK__QUEUE_BEHIND_FREE (-4)
+/* How long a head that leaves a free lock untaken keeps its place (the
+ * script's HEAD_GRACE_MS). */
+#define RLOCK__QUEUE_HEAD_GRACE_MS 500
 
 /* A fair lock's waiting thread waits on a lock of its own, whose channel is
  * that waiter's; it never holds anything. */
@@ -210,8 +216,7 @@ typedef struct rlock__lock_desc {
     int64_t watchdog_ms;   /* the lease RLOCK_LEASE_WATCHDOG stands for */
     int64_t fair_wait_ms;  /* a fair waiter's slack when none is given */
     int64_t latch_ms;      /* the unlock latch's lifetime */
-    int64_t (*wall_ms)(void); /* read by the fair lock's and the queued
-                                 RLock's calls */
+    int64_t (*wall_ms)(void); /* read by the fair lock's calls */
     /* how unlocks wake waiters: "PUBLISH" (NULL says the same) or, in a
      * cluster with sharded pub/sub, "SPUBLISH" (CLUSTER-SENTINEL.md 1.4),
      * or "SPUBLISH PUBLISH" for a mixed fleet: the scripts run each

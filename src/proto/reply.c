@@ -98,7 +98,8 @@ int rlock__reply_acquire(const struct redisReply *r, int64_t *ttl,
 }
 
 /* Decodes an unlock reply into RLOCK__UNLOCK_*, or a negative code: 3 is
- * our scripts' "released, but the PUBLISH was refused", and a WRONGTYPE
+ * our scripts' "released, but the PUBLISH was refused", 5 "released, and
+ * a subscriber heard the message" (someone waits), and a WRONGTYPE
  * error means the key was overwritten with something that is not a lock
  * (every other error reply means the release did not run). */
 int rlock__reply_unlock(const struct redisReply *r)
@@ -118,6 +119,8 @@ int rlock__reply_unlock(const struct redisReply *r)
         return RLOCK__UNLOCK_RELEASED;
     if (r->integer == 3)
         return RLOCK__UNLOCK_UNANNOUNCED;
+    if (r->integer == 5)
+        return RLOCK__UNLOCK_HEARD;
     return RLOCK_EPROTO;
 }
 

@@ -451,45 +451,62 @@ static void test_queue_off_every_waiter_listens_on_the_channel(void **state)
     crowd_free(&w);
 }
 
-/* The wall clock in ms (the queue's scripts are given the client's, as
- * Redisson's fair lock's are). */
-static long long wall_ms(void)
+/* The server's clock in ms: the queue's scripts keep their times in it
+ * (TIME), whatever the clients' clocks say. */
+static long long server_ms(rt_redis *r)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    redisReply *rep = rt_cmd(r, "TIME");
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
+    assert_int_equal(rep->elements, 2);
+    long long ms = atoll(rep->element[0]->str) * 1000 +
+                   atoll(rep->element[1]->str) / 1000;
+    freeReplyObject(rep);
+    return ms;
 }
 
 /* A head that stopped trying (its process died, or it gave up while Redis
  * was stalled and its leaving never arrived) holds a free lock up for the
- * next waiter only for the head's grace (500 ms) and that waiter's next
- * re-check (200 ms here), not until its entry would go stale (5 s here);
- * then the next takes the lock, and the dead entry is gone. */
+ * waiter behind it only for the head's grace (500 ms) and a little, not
+ * until its entry would go stale (5 s here) nor for that waiter's whole
+ * re-check interval; then the waiter takes the lock, and the dead entry is
+ * gone. */
 static void test_a_dead_head_holds_a_free_lock_up_only_for_its_grace(
     void **state)
 {
     lt_fixture *f = *state;
     char name[128], queue[160], stale_at[160];
     rlock_client *c = lt_connect(f->redis.url, set_recheck, 200);
+    rlock_client *h = lt_connect(f->redis.url, NULL, 0);
+    atomic_int order;
 
     LT_TEST_NAME(name);
+    atomic_init(&order, 0);
     queue_of(queue, sizeof(queue), name);
     stale_at_of(stale_at, sizeof(stale_at), name);
-    rlock *l = lt_get_lock(c, name);
+    rlock *l = lt_get_lock(c, name), *lh = lt_get_lock(h, name);
+    assert_int_equal(rlock_lock(lh), RLOCK_OK);
     rt_cmd_int(&f->redis, "RPUSH %s dead:1", queue);
     rt_cmd_int(&f->redis, "ZADD %s %lld dead:1", stale_at,
-               wall_ms() + 5000);
+               server_ms(&f->redis) + 5000);
+    turn t;
+    start_turn(&t, l, &order, -1, 0);
+    await_queued(&f->redis, name, 2);
     int64_t t0 = rt_now_ms();
-    assert_int_equal(rlock_lock(l), RLOCK_OK);
-    int64_t took = rt_now_ms() - t0;
-    print_message("took the lock after %lld ms\n", (long long)took);
+    assert_int_equal(rlock_unlock(lh), RLOCK_OK);
+    assert_int_equal(pthread_join(t.thread, NULL), 0);
+    assert_int_equal(t.rc, RLOCK_OK);
+    int64_t took = t.acquired_ms - t0;
+    print_message("took the lock %lld ms after the unlock\n",
+                  (long long)took);
     assert_true(took >= 400);  /* the head had its grace */
     assert_true(took < 3000); /* not its 5 s */
     assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", queue), 0);
     assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", stale_at), 0);
-    assert_int_equal(rlock_unlock(l), RLOCK_OK);
     rlock_free(l);
+    rlock_free(lh);
     rlock_client_free(c);
+    rlock_client_free(h);
 }
 
 /* A waiter whose wait runs out leaves the queue. */

@@ -33,9 +33,9 @@ static const rlock__script *const all_scripts[] = {
     &rlock__script_lock_release_owner, &rlock__script_lock_acquire_queued,
     &rlock__script_lock_give_up,
 };
-/* what rlock_lock() on an RLock runs: its waiting acquire, which queues
- * (rlock_config_set_lock_queue) */
-#define LOCK_ACQUIRE (&rlock__script_lock_acquire_queued)
+/* what rlock_lock() on a free RLock runs: Redisson's one-key acquire (the
+ * queue's script is for a waiter that found it taken) */
+#define LOCK_ACQUIRE (&rlock__script_lock_acquire)
 #define NSCRIPTS (sizeof(all_scripts) / sizeof(*all_scripts))
 
 /* ------------------------------------------------------------- helpers */

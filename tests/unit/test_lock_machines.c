@@ -319,6 +319,54 @@ static rlock__req *subscribed_then_tries(rlock__acquire *a, rlock__step st,
                        &rlock__script_lock_acquire_queued);
 }
 
+/* An RLock acquire's first try is Redisson's one-key script; once that
+ * finds the lock taken, the waiter joins the queue at once (no wait in
+ * between). Returns the queued try's request. */
+static rlock__req *join_queue(rlock__acquire *a)
+{
+    rlock__req *r =
+        expect_send(rlock__acquire_start(a), &rlock__script_lock_acquire);
+    return expect_send(taken(a, r, 20000),
+                       &rlock__script_lock_acquire_queued);
+}
+
+/* An uncontended acquire with a wait takes the lock with Redisson's one-key
+ * script: nothing of the queue is read or written. */
+static void test_uncontended_acquire_is_the_one_key_script(void **state)
+{
+    fixture *f = *state;
+    rlock__acquire a;
+    assert_int_equal(rlock__acquire_init(&a, f->entry, 7, -1, 30000), 0);
+    rlock__req *r =
+        expect_send(rlock__acquire_start(&a), &rlock__script_lock_acquire);
+    rlock__step st = acquired(&a, r);
+    assert_int_equal(st.kind, RLOCK__STEP_DONE);
+    assert_int_equal(st.status, RLOCK_OK);
+    rlock__acquire_clear(&a);
+}
+
+/* A queued try that a migrating cluster slot answers with TRYAGAIN (the
+ * queue's keys are not on one node) is followed at once by the one-key
+ * try, and the waiter then waits on the lock's channel, as with the queue
+ * off; the call does not fail. */
+static void test_queued_try_refused_in_a_migration_falls_back(void **state)
+{
+    fixture *f = *state;
+    rlock__acquire a;
+    assert_int_equal(rlock__acquire_init(&a, f->entry, 7, -1, 30000), 0);
+    rlock__req *r = join_queue(&a);
+    assert_true(r->tryagain_ends);
+    r->tryagain = true;
+    rlock__step st = reply(&rlock__acquire_class, &a, r, RLOCK_ESERVER);
+    r = expect_send(st, &rlock__script_lock_acquire);
+    assert_false(r->tryagain_ends);
+    st = taken(&a, r, 20000);
+    assert_int_equal(st.kind, RLOCK__STEP_WAIT);
+    assert_int_equal(st.want, RLOCK__WAIT_SUBSCRIBED);
+    assert_ptr_equal(st.waiter->entry, f->entry);
+    rlock__acquire_clear(&a);
+}
+
 /* A queued waiter behind the head that joins its own channel afresh
  * tries again once it is subscribed there, however soon the subscription
  * is confirmed: its turn may have been told on that channel between its
@@ -337,8 +385,7 @@ static void test_queued_waiter_joining_its_channel_tries_again(void **state)
     fast_subscriber = true;
     assert_int_equal(rlock__acquire_init(&a, f->entry, 7, -1, 30000), 0);
 
-    rlock__req *r = expect_send(rlock__acquire_start(&a),
-                                &rlock__script_lock_acquire_queued);
+    rlock__req *r = join_queue(&a);
     /* on its own channel, confirmed already: it waits for the subscription
      * (over at once), not for a wake-up, and tries; that try learns that
      * it heads the queue */
@@ -361,8 +408,7 @@ static void test_queued_waiter_back_on_its_lingering_channel(void **state)
     fixture *f = *state;
     rlock__acquire a;
     assert_int_equal(rlock__acquire_init(&a, f->entry, 7, -1, 30000), 0);
-    rlock__req *r = expect_send(rlock__acquire_start(&a),
-                                &rlock__script_lock_acquire_queued);
+    rlock__req *r = join_queue(&a);
     rlock__step st = taken(&a, r, RLOCK__QUEUE_BEHIND);
     rlock__entry *own = st.waiter->entry;
     r = subscribed_then_tries(&a, st, true);
@@ -491,6 +537,12 @@ int main(void)
         cmocka_unit_test(test_spin_back_off_grows_with_jitter_up_to_its_cap),
         cmocka_unit_test_setup_teardown(
             test_spin_lock_backs_off_between_tries, setup_spin, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_uncontended_acquire_is_the_one_key_script, setup_queued,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_queued_try_refused_in_a_migration_falls_back, setup_queued,
+            teardown),
         cmocka_unit_test_setup_teardown(
             test_queued_waiter_joining_its_channel_tries_again, setup_queued,
             teardown),

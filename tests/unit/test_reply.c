@@ -393,6 +393,16 @@ static void test_unlock_one_is_released(void **state)
     rb_free(r);
 }
 
+/* 5: released, and a subscriber heard the unlock message (someone waits) */
+static void test_unlock_five_is_released_and_heard(void **state)
+{
+    redisReply *r = rb_int(5);
+
+    (void)state;
+    assert_int_equal(rlock__reply_unlock(r), RLOCK__UNLOCK_HEARD);
+    rb_free(r);
+}
+
 static void test_unlock_two_is_eproto(void **state)
 {
     redisReply *r = rb_int(2);
@@ -998,6 +1008,7 @@ int main(void)
         cmocka_unit_test(test_unlock_nil_is_not_held),
         cmocka_unit_test(test_unlock_zero_is_still_held),
         cmocka_unit_test(test_unlock_one_is_released),
+        cmocka_unit_test(test_unlock_five_is_released_and_heard),
         cmocka_unit_test(test_unlock_two_is_eproto),
         cmocka_unit_test(test_unlock_negative_is_eproto),
         cmocka_unit_test(test_unlock_string_is_eproto),
