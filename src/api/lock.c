@@ -162,6 +162,7 @@ int rlock_force_unlock(rlock *l)
     rlock__req *r = rlock__req_from_spec(l->client, &spec);
     if (r == NULL)
         return RLOCK_ENOMEM;
+    r->run_once = true; /* a lost one is not sent again: see route.c */
     rc = rlock__sync_call(r, l->client->cfg.command_timeout_ms);
     int64_t deleted = rc == 0 ? r->value : 0;
     rlock__req_unref(r);

@@ -29,7 +29,7 @@
  *   no connection  nothing was sent: the request goes through the I/O
  *                  thread, whose route.c waits for a failing-over cluster;
  *   lost with the request on it: an acquire may have run, so it is never
- *                  sent again; its caller hears RLOCK_ECONN (the acquire
+ *                  sent again (nor is a force release: r->run_once); its caller hears RLOCK_ECONN (the acquire
  *                  machine drops the hold it may have taken and tries
  *                  again, as on a single server). Anything else (an unlock
  *                  carries its latch, a query may run twice) goes again
@@ -134,7 +134,8 @@ bool rlock__direct_cluster_call(rlock__direct_cluster *dc, rlock__req *r,
         r->node = n; /* a MOVED that names no host means n's */
         *rc = through_io_thread(r, deadline, *rc);
     } else if (*rc == RLOCK_ECONN &&
-               (r->unsent || r->kind != RLOCK__REPLY_ACQUIRE)) {
+               (r->unsent ||
+                (r->kind != RLOCK__REPLY_ACQUIRE && !r->run_once))) {
         r->unsent = false;
         *rc = through_io_thread(r, deadline, *rc);
     }

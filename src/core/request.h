@@ -91,6 +91,10 @@ struct rlock__req {
      * RLock's queued try, whose caller then tries the one-key script */
     bool tryagain_ends;
     bool tryagain;
+    /* run twice, it may do what the caller never asked (a force release
+     * could delete a lock someone took meanwhile): once it may have run
+     * (its connection lost with it on it), it is never sent again */
+    bool run_once;
     int redirects;
     int64_t backoff_ms;
     /* a cluster's answer (MOVED, ASK, TRYAGAIN, ...) that a caller-thread

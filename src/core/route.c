@@ -25,7 +25,9 @@
  *                and a back-off. An acquire whose connection was lost
  *                with the request on it may have run: it is never resent
  *                (a second HINCRBY would add a hold), and its caller hears
- *                RLOCK_ECONN, as on a single server.
+ *                RLOCK_ECONN, as on a single server; nor is a force
+ *                release (r->run_once: a second one could delete a lock
+ *                another client took during the back-off).
  * At most RLOCK__ROUTE_REDIRECTS redirections in a row per request (a
  * back-off between them starts the count again), as a guard against two
  * nodes sending it back and forth while they disagree.
@@ -172,9 +174,10 @@ bool rlock__route_retry(rlock__req *r, int status,
     rlock_client *c = r->client;
     if (status == RLOCK_ECONN) {
         rlock__cluster_refresh(c->cluster);
-        /* sent and lost: an acquire may have run */
-        if (r->kind == RLOCK__REPLY_ACQUIRE && r->node != NULL &&
-            !r->unsent)
+        /* sent and lost: an acquire may have run, and so may a request
+         * that must not run twice */
+        if ((r->kind == RLOCK__REPLY_ACQUIRE || r->run_once) &&
+            r->node != NULL && !r->unsent)
             return false;
         r->unsent = false;
         return again_later(r);
