@@ -4,12 +4,13 @@
 -- ARGV[1] unlock message, ARGV[2] lease to restore when holds remain,
 -- ARGV[3] owner tag, ARGV[4] publish commands, space-separated (one, as
 -- Redisson's ARGV[4]; "SPUBLISH PUBLISH" for a cluster's mixed fleet; empty:
--- publish nothing, as Redisson's SpinLock), ARGV[5] latch lifetime in ms
--- Reply: nil (not held by owner), 0 (still held), 1 (released, nobody
--- listening), 3 (released, but the unlock message was refused), 5
--- (released, and a subscriber heard it: someone waits for the lock). The
--- latch keeps Redisson's 1 for every release: a retried call learns only
--- that it released.
+-- publish nothing, as Redisson's SpinLock), ARGV[5] latch lifetime in ms,
+-- ARGV[6] (rlock's, optional) "1": say whether anyone heard the message
+-- Reply: nil (not held by owner), 0 (still held), 1 (released), 3
+-- (released, but the unlock message was refused); with ARGV[6], 5 for
+-- released when a subscriber heard the message (someone waits for the
+-- lock). The latch keeps Redisson's 1 for every release: a retried call
+-- learns only that it released.
 -- A refused PUBLISH (an ACL user without +publish, a renamed command) is
 -- caught, so that the writes are done as Redisson's and the reply says the
 -- waiters were not told (3 instead of 1).
@@ -37,4 +38,4 @@ redis.call('set', KEYS[3], 1, 'px', ARGV[5])
 if not told then
     return 3
 end
-return heard and 5 or 1
+return (heard and ARGV[6] == '1') and 5 or 1

@@ -231,10 +231,13 @@ int rlock__kind_release(rlock__spec *s, const rlock__lock_desc *d,
         break;
     }
     rlock__kind_tag(s->owner, d->kind, d->client_id, owner);
+    /* an RLock with rlock's queue learns whether its unlock was heard:
+     * someone waits, and this client's next acquire queues (acquire.c) */
     RLOCK__SPEC_SET(s,
         d->name, d->channel, latch, d->kind == RLOCK_KIND_WRITE ? "1" : "0",
         num(s, 0, lease_ms), s->owner, publish_command(d),
-        num(s, 2, d->latch_ms));
+        num(s, 2, d->latch_ms),
+        d->kind == RLOCK_KIND_LOCK && d->queue ? "1" : "0");
     return RLOCK_OK;
 }
 

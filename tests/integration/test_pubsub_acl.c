@@ -38,8 +38,8 @@
     "+evalsha +script|load "                                                \
     "+publish +subscribe +unsubscribe +ping +del +get +set +exists "        \
     "+hexists +hget +hset +hdel +hincrby +hkeys +hlen +pexpire +pttl +incr " \
-    "+lindex +lpop +lrange +lrem +rpush +zadd +zincrby +zrange +zrem "      \
-    "+zscore +client|setname +select"
+    "+lindex +lpop +lpos +lrange +lrem +rpush +zadd +zincrby +zrange +zrem " \
+    "+zscore +time +client|setname +select"
 
 /* The holder lets go this long after the waiter starts. */
 #define HOLD_MS 300
