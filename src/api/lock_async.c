@@ -124,8 +124,8 @@ static void on_reply(rlock__req *r)
     op->inflight--;
     if (r != op->current) {
         /* late: its call ended */
-        if (r->kind == RLOCK__REPLY_ACQUIRE && r->status == 0 && r->nil)
-            rlock__req_give_back(r);
+        if (r->kind == RLOCK__REPLY_ACQUIRE && r->status == 0)
+            rlock__req_undo_late(r, r->nil);
         maybe_free(op);
         return;
     }

@@ -324,6 +324,7 @@ void rlock__release_clear(rlock__release *rel);
 rlock__req *rlock__release_req(rlock__entry *e, uint64_t owner,
                                int64_t lease_ms, bool give_back);
 void rlock__req_give_back(rlock__req *acq);
+void rlock__req_undo_late(rlock__req *acq, bool taken);
 int rlock__give_back_all(rlock__entry *e, uint64_t owner, int count,
                          int64_t lease_ms,
                          void (*fn)(rlock__req *r, void *arg), void *arg);

@@ -47,9 +47,11 @@ static void on_late_acquire(struct redisReply *reply, void *arg)
     int64_t ttl, token;
     bool fenced = r->script == &rlock__script_fenced_acquire;
     /* decoded here, not into r: its caller is gone, but r is still its */
-    if (reply != NULL &&
-        rlock__reply_acquire(reply, &ttl, fenced ? &token : NULL) == 1)
-        rlock__req_give_back(r);
+    int rc = reply != NULL
+                 ? rlock__reply_acquire(reply, &ttl, fenced ? &token : NULL)
+                 : RLOCK_ECONN;
+    if (rc >= 0)
+        rlock__req_undo_late(r, rc == 1);
     rlock__req_unref(r);
 }
 

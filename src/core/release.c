@@ -83,6 +83,38 @@ void rlock__req_give_back(rlock__req *acq)
     rlock__req_unref(r);
 }
 
+/* Undoes what the acquire acq did after its caller gave up, its reply
+ * decoded as taken (it took the lock) or not: a hold is given back; a
+ * queued try that did not take the lock may have put its caller in the
+ * RLock's queue after the caller's own leaving ran (it went on another
+ * connection, or was never sent), so it leaves the queue again, telling
+ * the next waiter if it was the head. Out of memory, the place expires
+ * with its staleness. Any thread. */
+void rlock__req_undo_late(rlock__req *acq, bool taken)
+{
+    if (taken) {
+        rlock__req_give_back(acq);
+        return;
+    }
+    if (acq->script != &rlock__script_lock_acquire_queued ||
+        acq->lock_entry == NULL)
+        return;
+    rlock__spec spec;
+    if (rlock__spec_give_up(&spec, acq->lock_entry, acq->lock_owner, 0) != 0)
+        return;
+    spec.reply = RLOCK__REPLY_IGNORE;
+    rlock__req *r = rlock__req_from_spec(acq->client, &spec);
+    rlock__spec_clear(&spec);
+    if (r == NULL)
+        return;
+    if (rlock__loop_on_thread(r->client->loop)) {
+        rlock__req_dispatch(r);
+        return;
+    }
+    rlock__req_send(r);
+    rlock__req_unref(r);
+}
+
 /* Builds the requests that give back all count holds owner has on e (a
  * client shutting down): one drop where the kind has one, else one release
  * per hold, each with a latch of its own; fn gets each. Out of memory, the

@@ -108,8 +108,7 @@ void rlock__req_unref(rlock__req *r)
  * if it took one (see the file comment). */
 static void give_back_if_taken(rlock__req *acq, bool taken)
 {
-    if (taken)
-        rlock__req_give_back(acq);
+    rlock__req_undo_late(acq, taken); /* and a queued try's place */
 }
 
 /* Records the outcome and hands it to its consumer; drops the in-flight
@@ -394,10 +393,11 @@ static void on_late(rlock__conn_cmd *cmd, struct redisReply *reply)
     rlock__req *r = (rlock__req *)((char *)cmd - offsetof(rlock__req, cmd));
     int64_t ttl, token;
     bool fenced = r->script == &rlock__script_fenced_acquire;
-    if (reply != NULL)
-        give_back_if_taken(r, rlock__reply_acquire(reply, &ttl,
-                                                   fenced ? &token : NULL) ==
-                                  1);
+    int rc = reply != NULL ? rlock__reply_acquire(reply, &ttl,
+                                                  fenced ? &token : NULL)
+                           : RLOCK_ECONN;
+    if (rc >= 0)
+        give_back_if_taken(r, rc == 1);
     rlock__req_unref(r);
 }
 
