@@ -35,6 +35,7 @@
 #include "harness.h"
 #include "lock_testing.h"
 #include "proto/cluster.h"
+#include "proto/scripts.h"
 #include "rlock.h"
 
 #define HOST "127.0.0.1"
@@ -233,6 +234,7 @@ static void moved_costs_one_round_trip(rlock_client *c, const char *name,
 typedef struct locker {
     rlock *l;
     bool hold; /* lock, then unlock once told to go */
+    uint64_t owner; /* rlock_thread_id() of the locker's thread */
     int rc;
     atomic_int locked;
     atomic_int go;
@@ -242,6 +244,7 @@ typedef struct locker {
 static void *run_locker(void *arg)
 {
     locker *k = arg;
+    k->owner = rlock_thread_id();
     k->rc = rlock_trylock(k->l, 0, 30000);
     atomic_store(&k->locked, 1);
     if (k->hold && k->rc == RLOCK_OK) {
@@ -251,6 +254,65 @@ static void *run_locker(void *arg)
     }
     atomic_store(&k->done, 1);
     return NULL;
+}
+
+typedef struct forcer {
+    rlock *l;
+    int rc;
+    atomic_int done;
+} forcer;
+
+static void *run_forcer(void *arg)
+{
+    forcer *f = arg;
+    f->rc = rlock_force_unlock(f->l);
+    atomic_store(&f->done, 1);
+    return NULL;
+}
+
+/* A MONITOR connection to node i: it sees every command the node runs,
+ * a script's EVALSHA once it runs (not when a pause holds it), and never
+ * one whose client was killed while the pause held it. */
+static redisContext *monitor_on(int i)
+{
+    struct timeval tv = {.tv_sec = SETTLE_MS / 1000};
+    redisContext *m = redisConnectWithTimeout(HOST, cluster.node[i].port, tv);
+    assert_non_null(m);
+    assert_int_equal(m->err, 0);
+    assert_int_equal(redisSetTimeout(m, tv), REDIS_OK);
+    redisReply *ok = redisCommand(m, "MONITOR");
+    assert_non_null(ok);
+    assert_int_equal(ok->type, REDIS_REPLY_STATUS);
+    freeReplyObject(ok);
+    return m;
+}
+
+/* How many EVALSHA of script on key node i ran since m began to monitor
+ * it, read up to an ECHO sent now (the node runs commands in order, so
+ * whatever ran before the ECHO shows before it); frees m. */
+static int scripts_seen(redisContext *m, int i, const rlock__script *script,
+                        const char *key)
+{
+    char mark[64], sha[64], quoted[96];
+    snprintf(mark, sizeof(mark), "cd-mark-%lld", (long long)rt_now_ms());
+    snprintf(sha, sizeof(sha), "\"%s\"", script->sha1);
+    snprintf(quoted, sizeof(quoted), "\"%s\"", key);
+    freeReplyObject(rt_cmd(&cluster.node[i], "ECHO %s", mark));
+    int n = 0;
+    for (;;) {
+        redisReply *line = NULL;
+        assert_int_equal(redisGetReply(m, (void **)&line), REDIS_OK);
+        bool end = line->type == REDIS_REPLY_STATUS &&
+                   strstr(line->str, mark) != NULL;
+        if (line->type == REDIS_REPLY_STATUS && !end &&
+            strstr(line->str, sha) != NULL && strstr(line->str, quoted))
+            n++;
+        freeReplyObject(line);
+        if (end)
+            break;
+    }
+    redisFree(m);
+    return n;
 }
 
 /* ------------------------------------------------------------------ cases */
@@ -328,6 +390,107 @@ static void test_an_acquire_lost_on_its_connection_is_not_sent_again(
     cycle(l); /* and the lock works again */
     rlock_free(l);
     rlock_client_free(c);
+}
+
+/* A force unlock sent on a caller-thread connection that is lost before
+ * its reply is not sent again: a force release that had run and ran again
+ * could delete a lock another client took meanwhile. The node holds every
+ * script (CLIENT PAUSE WRITE) while B's force release waits on B's
+ * caller-thread connection and C's trylock of the same lock waits behind
+ * it; the test kills B's connection, then lifts the pause. Redis drops
+ * the killed client's held command (it never runs), and runs the held
+ * ones in the order they came: C takes the lock. Sent again, B's force
+ * release would come after C's trylock (it is held too while the pause
+ * lasts, and the test lifts the pause only once it shows) and delete C's
+ * hold; not sent again, B hears RLOCK_ECONN, no force release runs on the
+ * node, and C's hold outlasts every back-off of route.c. */
+static void test_a_force_unlock_lost_on_its_connection_is_not_sent_again(
+    void **state)
+{
+    (void)state;
+    rlock_client *b = client_named("cd-force", 10000, 0);
+    rlock_client *c = client_named("cd-taker", 10000, 0);
+    int node = rt_cluster_owner(&cluster, 2 * 5461 + 1);
+    char name[64];
+    rlock *lb = NULL, *lc = NULL;
+    pthread_t tb, tc;
+    name_on(node, "force", name, sizeof(name));
+    assert_int_equal(rlock_get(b, name, &lb), RLOCK_OK);
+    assert_int_equal(rlock_get(c, name, &lc), RLOCK_OK);
+    /* B's connections there, the I/O thread's and the caller's, and C's
+     * caller-thread one, open before the pause */
+    long long io_id = io_thread_connection(lb, node, "cd-force");
+    assert_true(io_id >= 0);
+    cycle(lb);
+    long long caller_id = caller_connection(node, "cd-force", io_id);
+    assert_true(caller_id >= 0);
+    cycle(lc);
+    assert_int_equal(await_connections(node, "cd-taker", NULL, 1), 1);
+    /* the force release is loaded there: no NOSCRIPT, one EVALSHA a run */
+    const rlock__script *force = &rlock__script_lock_force_release;
+    char *sha = rt_cmd_str(&cluster.node[node], "SCRIPT LOAD %b",
+                           force->body, force->len);
+    assert_non_null(sha);
+    assert_string_equal(sha, force->sha1);
+    free(sha);
+    redisContext *m = monitor_on(node);
+
+    freeReplyObject(rt_cmd(&cluster.node[node], "CLIENT PAUSE 30000 WRITE"));
+    forcer f = {.l = lb};
+    assert_int_equal(pthread_create(&tb, NULL, run_forcer, &f), 0);
+    long long lost = await_paused_evalsha(node, "cd-force");
+    locker k = {.l = lc, .hold = true};
+    assert_int_equal(pthread_create(&tc, NULL, run_locker, &k), 0);
+    long long taker = await_paused_evalsha(node, "cd-taker");
+    if (lost >= 0)
+        freeReplyObject(
+            rt_cmd(&cluster.node[node], "CLIENT KILL ID %lld", lost));
+    /* B's call ends, or it sends the force release again, which the pause
+     * holds on another connection of B's */
+    int64_t until = rt_now_ms() + SETTLE_MS;
+    long long again = -1;
+    while (!atomic_load(&f.done) &&
+           (again = connection_id(node, "cd-force", " cmd=evalsha ",
+                                  " flags=b ", lost)) < 0 &&
+           rt_now_ms() < until)
+        rt_sleep_ms(10);
+    freeReplyObject(rt_cmd(&cluster.node[node], "CLIENT UNPAUSE"));
+    assert_int_equal(pthread_join(tb, NULL), 0);
+    until = rt_now_ms() + SETTLE_MS;
+    while (!atomic_load(&k.locked) && rt_now_ms() < until)
+        rt_sleep_ms(10);
+    /* well past route.c's back-offs (20 ms doubling to 200 ms) */
+    rt_sleep_ms(1000);
+
+    char field[96];
+    snprintf(field, sizeof(field), "%s:%llu", rlock_client_id(c),
+             (unsigned long long)k.owner);
+    char *count = rt_cmd_str(&cluster.node[node], "HGET %s %s", name, field);
+    bool c_holds = count != NULL && strcmp(count, "1") == 0;
+    free(count);
+    int runs = scripts_seen(m, node, force, name);
+    print_message("force release: \"%s\"; lost on connection %lld (the "
+                  "caller's: %lld), sent again on %lld (the I/O thread's: "
+                  "%lld); ran %d time(s) on the node; C's hold %s\n",
+                  rlock_strerror(f.rc), lost, caller_id, again, io_id, runs,
+                  c_holds ? "kept" : "deleted");
+    atomic_store(&k.go, 1);
+    assert_int_equal(pthread_join(tc, NULL), 0);
+
+    assert_true(lost >= 0);
+    assert_int_equal(lost, caller_id); /* the caller's connection was lost */
+    assert_true(taker >= 0);           /* C's trylock waited behind it */
+    assert_true(c_holds);
+    assert_int_equal(runs, 0);
+    assert_int_equal(f.rc, RLOCK_ECONN);
+    assert_int_equal(again, -1);
+    assert_int_equal(k.rc, RLOCK_OK); /* C's unlock found its hold */
+    assert_int_equal(exists_on(node, name), 0);
+    cycle(lb); /* and B's connections work again */
+    rlock_free(lc);
+    rlock_free(lb);
+    rlock_client_free(c);
+    rlock_client_free(b);
 }
 
 /* A late acquire reply on a node's caller-thread connection is read by
@@ -485,6 +648,8 @@ int main(void)
             test_blocking_calls_use_a_connection_to_the_slot_s_master),
         cmocka_unit_test(
             test_an_acquire_lost_on_its_connection_is_not_sent_again),
+        cmocka_unit_test(
+            test_a_force_unlock_lost_on_its_connection_is_not_sent_again),
         cmocka_unit_test(
             test_a_late_acquire_on_a_node_s_connection_is_given_back),
         cmocka_unit_test(test_a_migration_asks_tries_again_then_moves),
