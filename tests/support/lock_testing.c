@@ -245,3 +245,50 @@ void lt_lock_on_every_master(rt_cluster *c, rlock_client *client,
         rlock_free(l);
     }
 }
+
+/* ------------------------------------------------------------ loopers */
+
+static void *looper_main(void *p)
+{
+    lt_looper *k = p;
+    while (!atomic_load(&k->stop)) {
+        int rc = rlock_lock(k->l);
+        if (rc != RLOCK_OK) {
+            if (k->errors++ == 0)
+                k->first_rc = rc;
+            return NULL;
+        }
+        long long none = 0;
+        atomic_compare_exchange_strong(&k->first_ms, &none,
+                                       (long long)rt_now_ms());
+        atomic_fetch_add(k->taken, 1);
+        rt_sleep_ms(k->hold_ms);
+        rc = rlock_unlock(k->l);
+        if (rc != RLOCK_OK && k->errors++ == 0)
+            k->first_rc = rc;
+    }
+    return NULL;
+}
+
+void lt_looper_start(lt_looper *k)
+{
+    k->c = lt_connect(k->url, k->set, k->arg);
+    k->l = lt_get_lock(k->c, k->name);
+    atomic_init(&k->stop, 0);
+    atomic_init(&k->first_ms, 0);
+    k->errors = 0;
+    k->first_rc = 0;
+    assert_int_equal(pthread_create(&k->thread, NULL, looper_main, k), 0);
+}
+
+void lt_looper_stop(lt_looper *k)
+{
+    atomic_store(&k->stop, 1);
+    assert_int_equal(pthread_join(k->thread, NULL), 0);
+    rlock_free(k->l);
+    rlock_client_free(k->c);
+    if (k->errors != 0)
+        print_message("looper: %d errors, the first %s\n", k->errors,
+                      rlock_err_name(k->first_rc));
+    assert_int_equal(k->errors, 0);
+}

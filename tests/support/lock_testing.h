@@ -138,6 +138,37 @@ void lt_handover_hold(lt_handover *h, rlock_client *holder,
  * within_ms (lt_waiter_assert_woken); frees both locks. */
 void lt_handover_unlock(lt_handover *h, int64_t within_ms);
 
+/* A thread of its own client that takes one lock with rlock_lock(),
+ * holds it hold_ms and unlocks it, over and over until lt_looper_stop().
+ * Each acquisition counts one in *taken (which several loopers may
+ * share). Set the fields up to taken (set and arg configure the client,
+ * as lt_connect: a short re-check interval makes a looper that waits try
+ * often), then lt_looper_start(). */
+typedef struct lt_looper {
+    const char *url;
+    const char *name;
+    int64_t hold_ms;
+    lt_config_setter set;
+    int64_t arg;
+    atomic_int *taken;
+    /* the looper's own */
+    rlock_client *c;
+    rlock *l;
+    atomic_llong first_ms; /* rt_now_ms() of its first acquisition, or 0 */
+    atomic_int stop;
+    int errors;   /* acquires or unlocks that failed */
+    int first_rc; /* the first failure's code */
+    pthread_t thread;
+} lt_looper;
+
+/* Connects k's client, gets its lock and starts its thread; asserts each.
+ * Its first acquire may still be waiting when this returns. */
+void lt_looper_start(lt_looper *k);
+
+/* Tells k to stop, joins it (it unlocks what it holds first), frees its
+ * lock and client, and asserts that it met no error. */
+void lt_looper_stop(lt_looper *k);
+
 /* For each master of cluster c (as the fixture numbers them: whoever
  * serves its original range's first slot now), locks and unlocks on
  * client a lock named "<prefix>-<n>" of a slot that master serves, and
