@@ -11,6 +11,10 @@
  * message it could hear, not by its own re-check:
  *   - a slot migrated by hand while a waiter waits: the servers' sunsubscribe
  *     moves the subscription, and the holder's unlock wakes the waiter;
+ *   - a slot held half-moved (MIGRATING on its master, IMPORTING on
+ *     another, no key moved) for the whole case, then made STABLE again:
+ *     a free lock is locked and tried at once, and a held one's unlock
+ *     releases it to a waiter of another client;
  *   - a failover no server tells the client about (the old master is
  *     SIGSTOPped, its replica takes over with CLUSTER FAILOVER FORCE) while
  *     the client sends nothing: only the periodic scan can move the
@@ -154,6 +158,147 @@ static void test_a_waiter_across_a_migration_is_woken(void **state)
     lt_handover_unlock(&h, 1500);
     rlock_client_free(waiter_c);
     rlock_client_free(holder_c);
+}
+
+/* ------------------------------------------- a slot held half-moved */
+
+/* A slot held half-way through a migration: MIGRATING on its master,
+ * IMPORTING on another, none of its keys moved yet. */
+typedef struct half_moved {
+    char name[64];
+    int slot;
+    int from;
+    int to;
+} half_moved;
+
+/* Picks a lock name on a master other than node 0 and another master to
+ * move its slot to; the migration is not begun. */
+static void half_moved_pick(half_moved *m, const char *prefix)
+{
+    m->from = master_not_node_0();
+    name_on(m->from, prefix, m->name, sizeof(m->name));
+    m->slot = slot_of(m->name);
+    m->to = rt_cluster_owner(&cluster, (m->slot + 5461) % 16384);
+    assert_true(m->to >= 0 && m->to != m->from);
+}
+
+static void half_moved_begin(half_moved *m)
+{
+    assert_int_equal(rt_cluster_migrate_begin(&cluster, m->slot, m->to), 0);
+}
+
+/* Calls the migration off: SETSLOT STABLE on both masters, so that the
+ * slot stays its master's, as in the cases after these (a key the
+ * importing master got meanwhile stays there, unreachable, until its TTL
+ * ends: the cases here leave none but after a failure). */
+static void half_moved_end(half_moved *m)
+{
+    const int node[2] = {m->to, m->from};
+    for (int i = 0; i < 2; i++) {
+        redisReply *ok = rt_cmd(&cluster.node[node[i]],
+                                "CLUSTER SETSLOT %d STABLE", m->slot);
+        assert_non_null(ok);
+        assert_int_equal(ok->type, REDIS_REPLY_STATUS);
+        freeReplyObject(ok);
+    }
+    assert_int_equal(rt_cluster_wait_settled(&cluster, 30000), 0);
+    assert_int_equal(rt_cluster_owner(&cluster, m->slot), m->from);
+}
+
+/* rlock_lock() on a free lock of a slot held half-moved takes it at once
+ * (its keys go to the importing master), and rlock_unlock() releases
+ * it. */
+static void test_a_free_lock_of_a_migrating_slot_is_locked_at_once(
+    void **state)
+{
+    (void)state;
+    half_moved m;
+    half_moved_pick(&m, "half-moved-lock");
+    rlock_client *c = connect_client(0, 0);
+    rlock *l = lt_get_lock(c, m.name);
+    half_moved_begin(&m);
+
+    int64_t t0 = rt_now_ms();
+    int rc = rlock_lock(l);
+    int64_t took = rt_now_ms() - t0;
+    print_message("rlock_lock: %s after %lld ms\n", rlock_err_name(rc),
+                  (long long)took);
+    int unlocked = rc == RLOCK_OK ? rlock_unlock(l) : rc;
+    if (rc == RLOCK_OK)
+        print_message("rlock_unlock: %s\n", rlock_err_name(unlocked));
+    half_moved_end(&m);
+    rlock_free(l);
+    rlock_client_free(c);
+    assert_int_equal(rc, RLOCK_OK);
+    assert_true(took < 2000);
+    assert_int_equal(unlocked, RLOCK_OK);
+}
+
+/* rlock_trylock() with a 2 s wait on a free lock of a slot held
+ * half-moved takes it well within its wait, and rlock_unlock() releases
+ * it. */
+static void test_a_free_lock_of_a_migrating_slot_is_tried_at_once(
+    void **state)
+{
+    (void)state;
+    half_moved m;
+    half_moved_pick(&m, "half-moved-trylock");
+    rlock_client *c = connect_client(0, 0);
+    rlock *l = lt_get_lock(c, m.name);
+    half_moved_begin(&m);
+
+    int64_t t0 = rt_now_ms();
+    int rc = rlock_trylock(l, 2000, LEASE_MS);
+    int64_t took = rt_now_ms() - t0;
+    print_message("rlock_trylock (2 s wait): %s after %lld ms\n",
+                  rlock_err_name(rc), (long long)took);
+    int unlocked = rc == RLOCK_OK ? rlock_unlock(l) : rc;
+    if (rc == RLOCK_OK)
+        print_message("rlock_unlock: %s\n", rlock_err_name(unlocked));
+    half_moved_end(&m);
+    rlock_free(l);
+    rlock_client_free(c);
+    assert_int_equal(rc, RLOCK_OK);
+    assert_true(took < 2000);
+    assert_int_equal(unlocked, RLOCK_OK);
+}
+
+/* A lock held (its hash on the source) when its slot is left half-moved:
+ * a waiter of another client waits with rlock_trylock(10 s); the
+ * holder's unlock, while the slot stays half-moved, releases it and the
+ * waiter then gets the lock (within 1.5 s of the unlock: the waiters
+ * here re-check only every 30 s). */
+static void test_a_waiter_gets_a_lock_released_in_a_migrating_slot(
+    void **state)
+{
+    (void)state;
+    half_moved m;
+    half_moved_pick(&m, "half-moved-waited");
+    rlock_client *holder_c = connect_client(0, 0);
+    rlock_client *waiter_c = connect_client(0, 0);
+    rlock *held = lt_get_lock(holder_c, m.name);
+    assert_int_equal(rlock_lock(held), RLOCK_OK);
+    half_moved_begin(&m);
+
+    lt_waiter w = {.l = lt_get_lock(waiter_c, m.name), .wait_ms = 10000,
+                   .lease_ms = LEASE_MS};
+    lt_waiter_start(&w);
+    rt_sleep_ms(1000); /* it waits (or has failed) by now */
+    int unlocked = rlock_unlock(held);
+    int64_t released = rt_now_ms();
+    lt_waiter_join(&w);
+    print_message("the holder's unlock: %s; the waiter's trylock: %s %lld "
+                  "ms after it\n",
+                  rlock_err_name(unlocked), rlock_err_name(w.rc),
+                  (long long)(w.got_at_ms - released));
+    half_moved_end(&m);
+    rlock_free(w.l);
+    rlock_free(held);
+    rlock_client_free(waiter_c);
+    rlock_client_free(holder_c);
+    assert_int_equal(unlocked, RLOCK_OK);
+    assert_int_equal(w.rc, RLOCK_OK);
+    assert_true(w.got_at_ms - released < 1500);
 }
 
 /* INFO replication of node i says it is a master. */
@@ -565,6 +710,12 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_waiter_across_a_migration_is_woken),
+        cmocka_unit_test(
+            test_a_free_lock_of_a_migrating_slot_is_locked_at_once),
+        cmocka_unit_test(
+            test_a_free_lock_of_a_migrating_slot_is_tried_at_once),
+        cmocka_unit_test(
+            test_a_waiter_gets_a_lock_released_in_a_migrating_slot),
         cmocka_unit_test(test_the_scan_moves_a_quiet_subscription),
         cmocka_unit_test(test_a_trylock_keeps_its_wait_through_a_master_crash),
         cmocka_unit_test(test_two_processes_share_a_lock_through_a_crash),
