@@ -41,6 +41,11 @@
 /* The waiter's re-check interval: half the default, so that a waiter left
  * out of the queue finds out soon. */
 #define WAITER_RECHECK_MS 1000
+/* How soon after the holder's release the waiter must have the lock: a
+ * few of its re-checks and the loopers' turns ahead of it, with room for
+ * a loaded machine (today, with its list gone, a waiter gets it only by
+ * trying in the instant between a looper's unlock and its next lock). */
+#define BOUND_MS 8000
 /* How long a looper holds the lock each time (a looper that takes the
  * lock straight back leaves it free for well under a ms between two). */
 #define HOLD_MS 100
@@ -73,6 +78,35 @@ static void await_queued(rt_redis *r, const char *name, long long n)
     while (rt_cmd_int(r, "LLEN %s", queue) != n && rt_now_ms() < deadline)
         rt_sleep_ms(5);
     assert_int_equal(rt_cmd_int(r, "LLEN %s", queue), n);
+}
+
+/* How many waiters' own channels of lock name have subscribers. */
+static long long own_channels(rt_redis *r, const char *name)
+{
+    char channel[160];
+    lt_channel_of(channel, sizeof(channel), name);
+    redisReply *rep = rt_cmd(r, "PUBSUB CHANNELS %s:*", channel);
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
+    long long n = (long long)rep->elements;
+    freeReplyObject(rep);
+    return n;
+}
+
+/* Waits up to 10 s until the head listens on the lock's channel and the
+ * others behind it on their own (asserts it), then 100 ms more: each
+ * waiter tries once more after its subscription, and that try is over
+ * by then. */
+static void await_settled(rt_redis *r, const char *name, long long behind)
+{
+    char channel[160];
+    lt_channel_of(channel, sizeof(channel), name);
+    assert_int_equal(rt_wait_numsub(r, channel, 1, 10000), 1);
+    int64_t deadline = rt_now_ms() + 10000;
+    while (own_channels(r, name) != behind && rt_now_ms() < deadline)
+        rt_sleep_ms(5);
+    assert_int_equal(own_channels(r, name), behind);
+    rt_sleep_ms(100);
 }
 
 /* A thread of its own client (re-check interval recheck_ms) that waits
@@ -129,7 +163,8 @@ typedef struct line {
 } line;
 
 /* Lines up ln on server r for lock name: the holder takes the lock, then
- * each looper and the waiter queue, one after another. */
+ * each looper and the waiter queue, one after another, and each has
+ * settled where it listens. */
 static void line_up(line *ln, rt_redis *r, const char *name)
 {
     ln->r = r;
@@ -146,9 +181,10 @@ static void line_up(line *ln, rt_redis *r, const char *name)
     }
     waiter_start(&ln->w, r->url, name, WAITER_RECHECK_MS, WAIT_MS, 0);
     await_queued(r, name, 3);
+    await_settled(r, name, 2);
 }
 
-/* The holder unlocks; the waiter must get the lock within its wait, while
+/* The holder unlocks; the waiter must get the lock within BOUND_MS, while
  * the loopers go on taking turns. Prints how long it took and how often
  * the loopers took the lock meanwhile; frees everything. */
 static void release_and_assert_the_waiter_gets_it(line *ln)
@@ -168,6 +204,7 @@ static void release_and_assert_the_waiter_gets_it(line *ln)
     rlock_free(ln->holder);
     rlock_client_free(ln->holder_c);
     assert_int_equal(ln->w.rc, RLOCK_OK);
+    assert_true(ln->w.at_ms - released < BOUND_MS);
 }
 
 /* --------------------------------------------------- a key deleted */
@@ -295,6 +332,7 @@ static void test_a_head_past_its_stale_at_takes_the_lock_first(void **state)
         waiter_start(&w[i], f->redis.url, name, 60000, WAIT_MS, 50);
         await_queued(&f->redis, name, i + 1);
     }
+    await_settled(&f->redis, name, 1);
     char *head = rt_cmd_str(&f->redis, "LINDEX %s 0", queue);
     assert_non_null(head);
     assert_int_equal(rt_cmd_int(&f->redis, "ZADD %s XX CH 1 %s", stale_at,
