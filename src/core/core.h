@@ -305,6 +305,8 @@ typedef struct rlock__release {
 
     int state;
     int attempt;
+    bool maybe_ran; /* an attempt's reply was lost or late */
+    bool one_key;   /* its slot migrates: the release without the latch */
     uint64_t epoch;
     int64_t lease_ms;
     char *latch;
@@ -348,6 +350,8 @@ int rlock__spec_force(rlock__spec *s, const rlock__entry *e);
 int rlock__spec_give_up(rlock__spec *s, const rlock__entry *e, uint64_t owner,
                         int64_t wait_ms);
 int rlock__spec_is_locked(rlock__spec *s, const rlock__entry *e);
+int rlock__spec_release_one_key(rlock__spec *s, const rlock__entry *e,
+                                uint64_t owner, int64_t lease_ms);
 int rlock__spec_release(rlock__spec *s, const rlock__entry *e, uint64_t owner,
                         int64_t lease_ms, const char *latch);
 rlock__req *rlock__req_from_spec(rlock_client *c, const rlock__spec *s);

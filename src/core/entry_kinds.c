@@ -60,6 +60,14 @@ int rlock__spec_acquire(rlock__spec *s, const rlock__entry *e, uint64_t owner,
     return rlock__kind_acquire(s, &d, owner, lease_ms, wait_ms, try_once);
 }
 
+int rlock__spec_release_one_key(rlock__spec *s, const rlock__entry *e,
+                                uint64_t owner, int64_t lease_ms)
+{
+    rlock__lock_desc d;
+    describe(&d, e);
+    return rlock__kind_release_one_key(s, &d, owner, lease_ms);
+}
+
 int rlock__spec_release(rlock__spec *s, const rlock__entry *e, uint64_t owner,
                         int64_t lease_ms, const char *latch)
 {

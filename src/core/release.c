@@ -13,6 +13,13 @@
  * retry it is left to expire, since an earlier attempt may still run (a slow
  * or retransmitted packet) and must find it.
  *
+ * In a cluster slot that migrates, Redis answers the latched release
+ * (three keys, which are not all on one node until the migration ends)
+ * with TRYAGAIN; the unlock then runs the release that names the lock hash
+ * alone (lock_release_one_key.lua, served through ASK), as long as no
+ * earlier attempt may have run: without its latch, a second run would
+ * release a second hold.
+ *
  * The outcome is settled into the hold (hold.c): released, one hold less,
  * lost before the release (RLOCK_ELOST), refused (the hold stays), or
  * unknown (one hold less; the key is left to its lease).
@@ -174,16 +181,24 @@ static rlock__step send_attempt(rlock__release *rel)
 {
     rlock__spec spec;
     rlock__req *r = NULL;
-    if (rlock__spec_release(&spec, rel->entry, rel->owner, rel->lease_ms,
-                            rel->latch) == 0) {
+    int rc = rel->one_key
+                 ? rlock__spec_release_one_key(&spec, rel->entry, rel->owner,
+                                               rel->lease_ms)
+                 : rlock__spec_release(&spec, rel->entry, rel->owner,
+                                       rel->lease_ms, rel->latch);
+    if (rc == 0) {
         r = rlock__req_from_spec(rel->entry->client, &spec);
         rlock__spec_clear(&spec);
     }
     if (r == NULL)
         return settle(rel, RLOCK_ENOMEM);
     /* out of memory, the latch simply expires */
-    if (rel->attempt == 0)
+    if (rel->attempt == 0 && !rel->one_key)
         r->latch_del = rlock__strdup(rel->latch);
+    /* TRYAGAIN comes back at once while nothing may have run yet: the
+     * one-key release follows (see the file comment) */
+    r->tryagain_ends = !rel->one_key && !rel->maybe_ran &&
+                       rlock__kind_has_one_key_release(rel->entry->kind);
     rel->state = R_SENDING;
     return (rlock__step){
         .kind = RLOCK__STEP_SEND, .req = r, .timeout_ms = rel->timeout_ms};
@@ -197,6 +212,12 @@ static rlock__step release_reply(void *op, rlock__req *r, int status)
     int rc = status == 0 ? (int)r->value : status;
     if (status == 0 && r->heard) /* someone waits: see acquire.c */
         rlock__entry_note_contended(rel->entry);
+    if (status != 0 && r->tryagain && !rel->one_key) {
+        rel->one_key = true; /* its slot migrates */
+        return send_attempt(rel);
+    }
+    if (rc == RLOCK_ECONN || rc == RLOCK_ETIMEDOUT)
+        rel->maybe_ran = true;
     if ((rc != RLOCK_ECONN && rc != RLOCK_ETIMEDOUT) ||
         rel->attempt >= rel->retries)
         return settle(rel, rc);

@@ -231,12 +231,42 @@ int rlock__kind_release(rlock__spec *s, const rlock__lock_desc *d,
         break;
     }
     rlock__kind_tag(s->owner, d->kind, d->client_id, owner);
+    if (d->kind == RLOCK_KIND_WRITE) {
+        RLOCK__SPEC_SET(s,
+            d->name, d->channel, latch, "1", num(s, 0, lease_ms), s->owner,
+            publish_command(d), num(s, 2, d->latch_ms));
+        return RLOCK_OK;
+    }
     /* an RLock with rlock's queue learns whether its unlock was heard:
      * someone waits, and this client's next acquire queues (acquire.c) */
     RLOCK__SPEC_SET(s,
-        d->name, d->channel, latch, d->kind == RLOCK_KIND_WRITE ? "1" : "0",
-        num(s, 0, lease_ms), s->owner, publish_command(d),
-        num(s, 2, d->latch_ms),
+        d->name, d->channel, latch, "0", num(s, 0, lease_ms), s->owner,
+        publish_command(d), num(s, 2, d->latch_ms),
+        d->kind == RLOCK_KIND_LOCK && d->queue ? "1" : "0");
+    return RLOCK_OK;
+}
+
+/* Whether rlock__kind_release_one_key() has a script for kind. */
+bool rlock__kind_has_one_key_release(int kind)
+{
+    return kind == RLOCK_KIND_LOCK || kind == RLOCK_KIND_FENCED ||
+           kind == RLOCK_KIND_SPIN;
+}
+
+/* One release of owner's hold without the unlock latch, naming only the
+ * lock hash: for a cluster slot that migrates, where the latched release
+ * cannot run until the migration ends. Only for kinds whose release is
+ * lock_release.lua (lock, fenced, spin); RLOCK_ENOTSUP for the others. */
+int rlock__kind_release_one_key(rlock__spec *s, const rlock__lock_desc *d,
+                                uint64_t owner, int64_t lease_ms)
+{
+    if (!rlock__kind_has_one_key_release(d->kind))
+        return RLOCK_ENOTSUP;
+    spec_init(s, &rlock__script_lock_release_one_key, RLOCK__REPLY_UNLOCK, 1);
+    rlock__kind_tag(s->owner, d->kind, d->client_id, owner);
+    RLOCK__SPEC_SET(s,
+        d->name, d->channel, "0", num(s, 0, lease_ms), s->owner,
+        publish_command(d),
         d->kind == RLOCK_KIND_LOCK && d->queue ? "1" : "0");
     return RLOCK_OK;
 }
@@ -353,6 +383,7 @@ const rlock__script *const rlock__all_scripts[] = {
     &rlock__script_read_renew,          &rlock__script_write_acquire,
     &rlock__script_write_release,       &rlock__script_rw_force_release,
     &rlock__script_rw_is_locked,        &rlock__script_lock_drop,
-    &rlock__script_lock_acquire_queued,  &rlock__script_lock_give_up};
+    &rlock__script_lock_acquire_queued,  &rlock__script_lock_give_up,
+    &rlock__script_lock_release_one_key};
 const size_t rlock__all_scripts_count =
     sizeof(rlock__all_scripts) / sizeof(*rlock__all_scripts);

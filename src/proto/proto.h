@@ -267,6 +267,9 @@ bool rlock__kind_has_drop(int kind);
 int rlock__kind_acquire(rlock__spec *s, const rlock__lock_desc *d,
                         uint64_t owner, int64_t lease_ms, int64_t wait_ms,
                         bool try_once);
+bool rlock__kind_has_one_key_release(int kind);
+int rlock__kind_release_one_key(rlock__spec *s, const rlock__lock_desc *d,
+                                uint64_t owner, int64_t lease_ms);
 int rlock__kind_release(rlock__spec *s, const rlock__lock_desc *d,
                         uint64_t owner, int64_t lease_ms, const char *latch);
 int rlock__kind_drop(rlock__spec *s, const rlock__lock_desc *d,

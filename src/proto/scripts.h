@@ -19,6 +19,7 @@ typedef struct rlock__script {
 
 extern const rlock__script rlock__script_lock_acquire;
 extern const rlock__script rlock__script_lock_release;
+extern const rlock__script rlock__script_lock_release_one_key;
 extern const rlock__script rlock__script_lock_force_release;
 extern const rlock__script rlock__script_lock_renew;
 extern const rlock__script rlock__script_lock_release_owner;

@@ -84,6 +84,20 @@ static void check_kind(int kind)
     assert_fits_script(&s);
     rlock__spec_clear(&s);
 
+    /* a try without a wait; for an RLock, Redisson's one-key acquire */
+    assert_int_equal(rlock__spec_acquire(&s, &f.entry, 7, 30000, 0, true),
+                     RLOCK_OK);
+    assert_fits_script(&s);
+    rlock__spec_clear(&s);
+
+    if (rlock__kind_has_one_key_release(kind)) {
+        assert_int_equal(
+            rlock__spec_release_one_key(&s, &f.entry, 7, 30000), RLOCK_OK);
+        assert_int_equal(s.numkeys, 1);
+        assert_fits_script(&s);
+        rlock__spec_clear(&s);
+    }
+
     assert_int_equal(
         rlock__spec_release(&s, &f.entry, 7, 30000, "latch-key"), RLOCK_OK);
     assert_fits_script(&s);
@@ -99,7 +113,7 @@ static void check_kind(int kind)
     assert_fits_script(&s);
     rlock__spec_clear(&s);
 
-    if (kind == RLOCK_KIND_FAIR) {
+    if (kind == RLOCK_KIND_FAIR || kind == RLOCK_KIND_LOCK) {
         assert_int_equal(rlock__spec_give_up(&s, &f.entry, 7, 0), RLOCK_OK);
         assert_fits_script(&s);
         rlock__spec_clear(&s);
