@@ -21,6 +21,7 @@
 #include "../faults/faults.h"
 #include "harness.h"
 #include "lock_testing.h"
+#include "proto/scripts.h"
 #include "rlock.h"
 
 #define LT_SUITE "unlock-state"
@@ -382,6 +383,44 @@ static void test_release_with_publish_refused_by_acl_is_enotify(void **state)
     rlock_client_free(c);
 }
 
+/* A client shutting down gives back every hold with one script
+ * (lock_release_owner.lua). Under a user who may not PUBLISH it must still
+ * report the release it made, as every other release script does, rather
+ * than fail after its DEL. Run by hand, since a closing client ignores the
+ * reply. */
+static void test_release_owner_with_publish_refused_by_acl_reports_it(
+    void **state)
+{
+    lt_fixture *f = *state;
+    const rlock__script *s = &rlock__script_lock_release_owner;
+    char name[128], channel[256];
+    LT_TEST_NAME(name);
+    lt_channel_of(channel, sizeof(channel), name);
+    redisReply *r = rt_cmd(&f->redis,
+                           "ACL SETUSER nopublish on >pw ~* &* +@all -publish");
+    assert_non_null(r);
+    freeReplyObject(r);
+    assert_int_equal(rt_cmd_int(&f->redis, "HSET %s owner:1 2", name), 1);
+
+    redisContext *ctx = redisConnect("127.0.0.1", f->redis.port);
+    assert_non_null(ctx);
+    assert_int_equal(ctx->err, 0);
+    r = redisCommand(ctx, "AUTH nopublish pw");
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    r = redisCommand(ctx, "EVAL %b 2 %s %s 0 owner:1 publish", s->body,
+                     s->len, name, channel);
+    assert_non_null(r);
+    if (r->type == REDIS_REPLY_ERROR)
+        print_message("script failed: %s\n", r->str);
+    assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+    assert_int_equal(r->integer, 1);
+    freeReplyObject(r);
+    redisFree(ctx);
+    assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
+}
+
 static void test_release_with_publish_renamed_away_is_enotify(void **state)
 {
     (void)state;
@@ -630,6 +669,8 @@ int main(void)
         cmocka_unit_test(test_refused_inner_unlock_keeps_both_holds),
         cmocka_unit_test(test_refused_async_unlock_keeps_the_hold),
         cmocka_unit_test(test_release_with_publish_refused_by_acl_is_enotify),
+        cmocka_unit_test(
+            test_release_owner_with_publish_refused_by_acl_reports_it),
         cmocka_unit_test(test_release_with_publish_renamed_away_is_enotify),
         cmocka_unit_test(test_release_with_publish_refused_warns_once),
         cmocka_unit_test(
