@@ -428,6 +428,7 @@ void rlock__follow_free(rlock_client *c);
 int rlock__watchdog_new(rlock__watchdog **out, rlock_client *c);
 void rlock__watchdog_start(rlock__watchdog *wd);
 void rlock__watchdog_shutdown(rlock__watchdog *wd);
+void rlock__watchdog_renew_now(rlock__watchdog *wd);
 void rlock__watchdog_free(rlock__watchdog *wd);
 
 /* ---------------------------------------------------------- notify.c */

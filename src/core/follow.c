@@ -14,9 +14,12 @@
  *     again on the new one; every waiter is woken at once, and again when
  *     its channel is confirmed, since unlock messages may have been
  *     missed;
- *   - holds taken on the old master are found out by the watchdog's next
- *     renewal on the new master: one that did not survive (asynchronous
- *     replication lost it) is reported lost, as any other.
+ *   - holds taken on the old master are checked at once by a renewal of
+ *     every hold the watchdog keeps, on the new master, rather than at the
+ *     watchdog's next tick (up to a third of its timeout later): one that
+ *     did not survive (asynchronous replication lost it) is reported lost
+ *     within a round trip, as any other. Holds with a lease of their own
+ *     are not renewed, so they are not checked.
  *
  * It also makes the follower from the client's URI and config, at connect
  * on the caller's thread, and starts it on the I/O thread.
@@ -55,6 +58,7 @@ static void on_moved(const char *host, int port, void *arg)
     for (int i = 0; i < c->cfg.connections; i++)
         rlock__conn_reset(&c->conns[i]);
     rlock__pubsub_move(c->pubsub);
+    rlock__watchdog_renew_now(c->watchdog);
     /* from here on nothing goes to the old master (tests hold us to it) */
     rlock__log(c, RLOCK_LOG_WARN,
                "Sentinel: master %s moved to %s:%d; every connection follows",

@@ -10,7 +10,8 @@
  * down; a forced failover followed within about 1.5 s; no lock command on
  * the old master once the client knows of the switch (MONITOR on it, during
  * the time it stays a writable master); waiters woken after the switch;
- * a kill -9 of the master under contention from two processes, with what
+ * a hold the failover lost reported as soon as the client moves; a kill
+ * -9 of the master under contention from two processes, with what
  * was lost in the window printed and bounded; the rlock tool on a Redisson
  * config file naming the sentinels.
  *
@@ -549,6 +550,80 @@ static void test_a_waiter_tries_at_once_after_the_switch(void **state)
     contest_end(&k); /* a's hold is gone: nothing to unlock */
 }
 
+/* When a client-wide lost-lock callback ran (monotonic ms, 0: never). */
+typedef struct loss {
+    atomic_int n;
+    atomic_llong at_ms;
+    atomic_int reason;
+} loss;
+
+static void note_loss(const char *name, uint64_t owner, uint64_t hold,
+                      int reason, void *arg)
+{
+    loss *ls = arg;
+    (void)name;
+    (void)owner;
+    (void)hold;
+    atomic_store(&ls->reason, reason);
+    atomic_store(&ls->at_ms, rt_now_ms());
+    atomic_fetch_add(&ls->n, 1);
+}
+
+/* Within this of the move, a hold the new master lacks is reported lost:
+ * a round trip and a loaded machine's slack, far from the watchdog's next
+ * renewal (a third of its default 30 s timeout). */
+#define LOSS_FOUND_MS 2000
+
+/* A hold the failover lost (here deleted on the replica alone, which then
+ * becomes the master, as asynchronous replication may lose it) is checked
+ * on the new master as soon as the client moves, not at the watchdog's
+ * next renewal. */
+static void test_a_hold_lost_in_the_failover_is_reported_at_once(
+    void **state)
+{
+    moves mv = {0};
+    loss ls = {0};
+    rlock *l;
+    char name[96];
+    (void)state;
+    LT_TEST_NAME(name);
+    rlock_client *c = connect_client(&mv, 0);
+    assert_int_equal(rlock_client_on_lost(c, note_loss, &ls), 0);
+    assert_int_equal(rlock_get(c, name, &l), 0);
+    assert_int_equal(rlock_trylock(l, 0, RLOCK_LEASE_WATCHDOG), 0);
+    rt_redis *from = master_now();
+    rt_redis *to = other(from);
+    int64_t end = rt_now_ms() + 2000;
+    while (!held_on(to, name) && rt_now_ms() < end)
+        rt_sleep_ms(10);
+    assert_true(held_on(to, name)); /* replicated */
+    /* the replica alone forgets it: a write there is not propagated */
+    char *ok = rt_cmd_str(to, "CONFIG SET replica-read-only no");
+    assert_non_null(ok);
+    free(ok);
+    assert_int_equal(rt_cmd_int(to, "DEL %s", name), 1);
+    ok = rt_cmd_str(to, "CONFIG SET replica-read-only yes");
+    assert_non_null(ok);
+    free(ok);
+    assert_true(held_on(from, name));
+    rt_sleep_ms(300); /* the watcher subscribed */
+    assert_int_equal(rt_sentinel_failover(&group), 0);
+    int64_t moved = wait_moves(&mv, 1, 1500 + SLACK_MS);
+    end = moved + 15000; /* past the watchdog's next renewal */
+    while (atomic_load(&ls.n) == 0 && rt_now_ms() < end)
+        rt_sleep_ms(10);
+    assert_int_equal(atomic_load(&ls.n), 1);
+    int64_t after = atomic_load(&ls.at_ms) - moved;
+    print_message("hold reported lost (reason %d) %lld ms after the move\n",
+                  atomic_load(&ls.reason), (long long)after);
+    assert_int_equal(atomic_load(&ls.reason), RLOCK_LOST_GONE);
+    assert_true(after <= LOSS_FOUND_MS);
+    assert_int_equal(rlock_unlock(l), RLOCK_ELOST);
+    rlock_free(l);
+    rlock_client_free(c);
+    assert_int_equal(rt_sentinel_settle(&group), 0);
+}
+
 /* ----------------------------------------------- kill -9 under contention */
 
 /* Shared by the two worker processes (mmap'd before fork). */
@@ -791,6 +866,8 @@ int main(void)
         cmocka_unit_test(test_no_lock_command_reaches_the_old_master),
         cmocka_unit_test(test_waiters_are_woken_after_the_switch),
         cmocka_unit_test(test_a_waiter_tries_at_once_after_the_switch),
+        cmocka_unit_test(
+            test_a_hold_lost_in_the_failover_is_reported_at_once),
         cmocka_unit_test(test_kill_9_of_the_master_under_contention),
 #ifdef RLOCK_CLI_PATH
         cmocka_unit_test(test_the_rlock_tool_reads_a_sentinel_config),
