@@ -122,6 +122,21 @@ static void on_topology(void *arg)
     rlock__pubsub_topology_changed(c->pubsub);
 }
 
+/* After a table change (a timer of the I/O thread): n serves no slot, and
+ * dropped of its idle command connections were closed; its subscriber
+ * link follows when no channel is on it. Its caller-thread connections
+ * were retired at the change (core/direct_cluster.c). */
+static void on_sweep(rlock__cnode *n, int dropped, void *arg)
+{
+    rlock_client *c = arg;
+    int closed = dropped + rlock__pubsub_node_unserved(c->pubsub, n);
+    if (closed > 0)
+        rlock__log(c, RLOCK_LOG_INFO,
+                   "cluster: %s serves no slot: %d idle connection(s) to it "
+                   "closed",
+                   rlock__cnode_name(n), closed);
+}
+
 int rlock__cluster_attach(rlock_client *c, const rlock__slot_table *t)
 {
     rlock__cluster_opts o = {
@@ -133,6 +148,7 @@ int rlock__cluster_attach(rlock_client *c, const rlock__slot_table *t)
         .event_arg = c,
         .on_change = on_topology,
         .change_arg = c,
+        .on_sweep = on_sweep,
     };
     return rlock__cluster_new(rlock__loop_ev(c->loop), &o, t, &c->cluster);
 }

@@ -368,6 +368,10 @@ int rlock__pubsub_linger(rlock__entry *e, int64_t ms);
 void rlock__pubsub_move(rlock__pubsub *ps);
 /* api/cluster_connect.c: the cluster's table changed (io/cluster.h). */
 void rlock__pubsub_topology_changed(rlock__pubsub *ps);
+/* api/cluster_connect.c: n serves no slot; closes its subscriber link if
+ * no channel is on it. Returns 1 if it did, else 0. */
+struct rlock__cnode;
+int rlock__pubsub_node_unserved(rlock__pubsub *ps, struct rlock__cnode *n);
 /* acl.c: the user may not subscribe. */
 void rlock__pubsub_assume_refused(rlock__pubsub *ps);
 

@@ -36,7 +36,9 @@
  * interval even with no traffic) that names another master moves it, and
  * every local waiter of it is woken at once to try again, since an unlock
  * may have been published meanwhile (Redisson waits for its next scan, up
- * to 5 s, and wakes nobody).
+ * to 5 s, and wakes nobody). The link to a node that serves no slot any
+ * more is closed once no channel is on it (rlock__pubsub_node_unserved,
+ * after each table change), so links do not pile up across failovers.
  */
 #include "core/pubsub_impl.h"
 #include "io/cluster.h"
@@ -369,4 +371,49 @@ void rlock__pubsub_topology_changed(rlock__pubsub *ps)
     if (ps == NULL || ps->stopping || !ps->client->sub_sharded)
         return;
     rlock__map_foreach(&ps->channels, follow_slot, ps);
+}
+
+/* Whether a channel keeps link w->link open: one on it that is subscribed
+ * or on its way in or out, or is owed an answer there. */
+typedef struct use_walk {
+    int link;
+    bool used;
+} use_walk;
+
+static void link_use(const char *key, void *value, void *arg)
+{
+    const channel *ch = value;
+    use_walk *w = arg;
+    (void)key;
+    if (ch->on == w->link &&
+        (ch->inflight > 0 ||
+         (ch->state != CH_IDLE && ch->state != CH_REFUSED)))
+        w->used = true;
+}
+
+/* The cluster's node n serves no slot (io/cluster.h's on_sweep): its
+ * subscriber link is closed unless a channel is still on it (a plain
+ * subscription stays where it is: it hears every node's PUBLISH). What it
+ * still owes (a channel's leaving, after the channel moved) is answered
+ * with RLOCK_ECLOSED, which nobody waits for. The link's entry stays, with
+ * nothing open, for a channel that comes back to n. Returns 1 if a link
+ * was closed, else 0. I/O thread, outside the link's callbacks. */
+int rlock__pubsub_node_unserved(rlock__pubsub *ps, struct rlock__cnode *n)
+{
+    if (ps == NULL || ps->stopping || n == NULL)
+        return 0;
+    for (int i = 0; i < ps->nlinks; i++) {
+        if (ps->links[i].node != n || ps->links[i].link == NULL)
+            continue;
+        use_walk w = {.link = i, .used = false};
+        rlock__map_foreach(&ps->channels, link_use, &w);
+        if (w.used)
+            return 0;
+        rlock__link *l = ps->links[i].link;
+        ps->links[i].link = NULL;
+        ps->links[i].was_up = false;
+        rlock__link_free(l);
+        return 1;
+    }
+    return 0;
 }

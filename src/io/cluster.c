@@ -6,7 +6,9 @@
  *
  * A node is made once per address and kept: a MOVED may name a node the
  * table has not seen (a replica just promoted), and requests in flight
- * hold pointers to the node they went to. Addresses in a cluster's replies
+ * hold pointers to the node they went to. Its sockets are not kept: once
+ * it serves no slot, the sweep after each table change drops its command
+ * connections that owe nothing (cluster.h). Addresses in a cluster's replies
  * are IP addresses (cluster-announce-hostname aside), so a node made on
  * the I/O thread is resolved without blocking; a host name there is
  * refused, and the next refresh (which names nodes by IP) finds the node.
@@ -81,6 +83,8 @@ struct rlock__cluster {
 
     later *laters; /* sorted by due_ms */
     ev_timer later_timer;
+
+    bool sweep_armed; /* a sweep is due (a later) */
 };
 
 /* ------------------------------------------------------------------ nodes */
@@ -247,10 +251,6 @@ int rlock__cluster_later(rlock__cluster *cl, int64_t delay_ms,
     return RLOCK_OK;
 }
 
-/* ----------------------------------------------------------------- refresh */
-
-static void start_refresh(rlock__cluster *cl);
-
 static bool owns_a_slot(const rlock__cluster *cl, const rlock__cnode *n)
 {
     for (int s = 0; s < RLOCK__SLOT_COUNT; s++)
@@ -258,6 +258,45 @@ static bool owns_a_slot(const rlock__cluster *cl, const rlock__cnode *n)
             return true;
     return false;
 }
+
+/* ------------------------------------------------------------------- sweep */
+
+/* Drops the idle command connections of every node that serves no slot,
+ * and tells the owner (see cluster.h). A later: never inside a link's
+ * callback. */
+static void sweep(void *arg, int status)
+{
+    rlock__cluster *cl = arg;
+    cl->sweep_armed = false;
+    if (status != 0 || cl->closed)
+        return;
+    for (size_t i = 0; i < cl->count; i++) {
+        rlock__cnode *n = cl->nodes[i];
+        if (owns_a_slot(cl, n))
+            continue;
+        int dropped = 0;
+        for (int k = 0; k < cl->o.connections; k++)
+            dropped += rlock__conn_drop_idle(&n->conns[k]);
+        if (cl->o.on_sweep != NULL)
+            cl->o.on_sweep(n, dropped, cl->o.change_arg);
+    }
+}
+
+/* The table changed: the owner hears of it now, and a sweep follows. */
+static void changed(rlock__cluster *cl)
+{
+    if (cl->o.on_change != NULL)
+        cl->o.on_change(cl->o.change_arg);
+    if (cl->sweep_armed || cl->closed)
+        return;
+    cl->sweep_armed = true;
+    if (rlock__cluster_later(cl, 0, sweep, cl) != 0)
+        cl->sweep_armed = false; /* out of memory: at the next change */
+}
+
+/* ----------------------------------------------------------------- refresh */
+
+static void start_refresh(rlock__cluster *cl);
 
 /* The next node to ask: the masters of the table first, then the rest. */
 static rlock__cnode *next_to_ask(rlock__cluster *cl)
@@ -303,8 +342,7 @@ static void on_slots(rlock__conn_cmd *cmd, int status,
     rlock__slot_table_free(t);
     if (served > 0) {
         refresh_done(cl);
-        if (cl->o.on_change != NULL)
-            cl->o.on_change(cl->o.change_arg);
+        changed(cl);
         return;
     }
     cl->refresh_tries++;
@@ -472,8 +510,7 @@ void rlock__cluster_moved(rlock__cluster *cl, int slot, rlock__cnode *n)
         pthread_mutex_lock(&cl->mu);
         cl->owner[slot] = n;
         pthread_mutex_unlock(&cl->mu);
-        if (cl->o.on_change != NULL)
-            cl->o.on_change(cl->o.change_arg);
+        changed(cl);
     }
     rlock__cluster_refresh(cl);
 }

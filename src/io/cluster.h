@@ -7,9 +7,9 @@
  * connections (conn.h); a cluster client has one such set per node, made
  * when the node is first heard of and opened on demand like any conn, so a
  * node nobody sends to costs no socket. Nodes are never forgotten while
- * the client lives (a failover turns a master into a replica and back;
- * its connections stay usable), so a node pointer handed out stays valid
- * until rlock__cluster_free.
+ * the client lives (a failover turns a master into a replica and back),
+ * so a node pointer handed out stays valid until rlock__cluster_free; only
+ * the connections of a node that serves no slot are closed (below).
  *
  * The table is the I/O thread's alone and needs no lock. It starts from
  * the CLUSTER SLOTS that connecting read (on the caller's thread, before
@@ -17,6 +17,16 @@
  * others) every scan interval, after a MOVED (whose slot is set at once)
  * and when a caller asks (an error that says the cluster changed).
  * Refreshes are coalesced and at least RLOCK__CLUSTER_REFRESH_GAP_MS apart.
+ *
+ * A node is never freed, but its sockets are: after each table change (so
+ * every scan interval too), on a timer of its own rather than inside the
+ * callback that changed the table, every node that serves no slot has its
+ * idle command connections dropped (rlock__conn_drop_idle: none with a
+ * command pending, so no caller is told anything), and the owner hears of
+ * it (on_sweep) to close its own links to the node (the subscriber's).
+ * A connection still owing a reply is tried again at the next change. A
+ * node used again (a MOVED or ASK names it, a refresh asks it) opens links
+ * on demand, as at first.
  *
  * Which node serves a request is the caller's decision (rlock__cluster_node_for
  * for a slot); this file only answers it, which keeps the hook narrow: a
@@ -54,6 +64,12 @@ typedef struct rlock__cluster_opts {
      * may be NULL */
     void (*on_change)(void *arg);
     void *change_arg;
+    /* after a table change, on a timer of the I/O thread (outside every
+     * link's callbacks): n serves no slot, and dropped of its idle command
+     * connections were just closed; the owner closes its own links to n
+     * that nothing uses. Called for every such node at every sweep, with
+     * change_arg; may be NULL. */
+    void (*on_sweep)(rlock__cnode *n, int dropped, void *arg);
 } rlock__cluster_opts;
 
 /* Makes the cluster from table (borrowed; as CLUSTER SLOTS on host said),

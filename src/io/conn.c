@@ -238,3 +238,16 @@ void rlock__conn_close(rlock__conn *cn)
     if (cn->link != NULL)
         drop_link(cn, cn->link);
 }
+
+bool rlock__conn_drop_idle(rlock__conn *cn)
+{
+    if (cn->closed || (cn->link == NULL && cn->retired == NULL))
+        return false;
+    if ((cn->link != NULL && rlock__link_pending(cn->link) > 0) ||
+        (cn->retired != NULL && rlock__link_pending(cn->retired) > 0))
+        return false;
+    rlock__conn_reset(cn); /* nothing pending: nothing completes */
+    cn->link_up = false;
+    cn->was_up = false;
+    return true;
+}

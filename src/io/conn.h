@@ -123,4 +123,11 @@ void rlock__conn_reset(rlock__conn *cn);
  * callbacks with NULL) before it returns; later sends are refused. */
 void rlock__conn_close(rlock__conn *cn);
 
+/* Drops cn's links if it has some and no command is pending on them (a
+ * timed-out one waiting for its late reply counts as pending): nobody is
+ * told anything. cn stays usable: the next command opens a link, counted
+ * as a first connect, not a reconnect. Returns whether links were dropped.
+ * Not from inside a callback of one of cn's commands. */
+bool rlock__conn_drop_idle(rlock__conn *cn);
+
 #endif /* RLOCK_IO_CONN_H */

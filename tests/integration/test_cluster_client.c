@@ -656,6 +656,83 @@ static void test_a_waiter_across_a_failover_is_woken(void **state)
     holder_then_waiter(name, 1500, fail_over);
 }
 
+/* Connections of the client named cname that node i has (CLIENT LIST). */
+static int connections_named(int i, const char *cname)
+{
+    char *list = rt_cmd_str(&cluster.node[i], "CLIENT LIST");
+    char want[96];
+    int n = 0;
+    assert_non_null(list);
+    snprintf(want, sizeof(want), " name=%s ", cname);
+    for (const char *p = strstr(list, want); p != NULL;
+         p = strstr(p + 1, want))
+        n++;
+    free(list);
+    return n;
+}
+
+/* A master that a failover made a replica serves no slot: the client
+ * closes what it had open to it (I/O-thread command connections, its
+ * subscriber link, caller-thread connections) once its table says so, and
+ * goes on with the new master; a waiter subscribed across the failover
+ * follows the channel there and is still woken. */
+static void test_a_demoted_master_s_connections_close(void **state)
+{
+    (void)state;
+    const char *cname = "demoted-test";
+    char uri[128], name[64];
+    rlock_config *cfg = NULL;
+    rlock_client *c = NULL;
+    seeds_uri(uri, sizeof(uri), 0, 1);
+    assert_int_equal(rlock_config_new(&cfg), RLOCK_OK);
+    assert_int_equal(rlock_config_set_client_name(cfg, cname), RLOCK_OK);
+    assert_int_equal(rlock_config_set_cluster_scan_interval(cfg, 200), 0);
+    assert_int_equal(rlock_client_connect_with(&c, uri, cfg), RLOCK_OK);
+    rlock_config_free(cfg);
+    int m = rt_cluster_owner(&cluster, 1);
+    name_on(m, "demoted", name, sizeof(name));
+    rlock *l = NULL;
+    assert_int_equal(rlock_get(c, name, &l), RLOCK_OK);
+    /* a caller-thread round trip, I/O-thread ones, and a waiter (owner 9,
+     * subscribed on m) behind the test thread's hold */
+    assert_int_equal(rlock_lock(l), RLOCK_OK);
+    lt_completion waited = {0};
+    assert_int_equal(rlock_lock_async(l, 9, 20000, RLOCK_LEASE_WATCHDOG,
+                                      lt_on_done, &waited),
+                     RLOCK_OK);
+    rt_sleep_ms(300); /* subscribed */
+    int before = connections_named(m, cname);
+    assert_true(before >= 2);
+
+    int now = rt_cluster_failover(&cluster, m);
+    assert_true(now >= 0 && now != m);
+    int64_t t0 = rt_now_ms();
+    int left = connections_named(m, cname);
+    while (left > 0 && rt_now_ms() - t0 < 10000) {
+        rt_sleep_ms(50);
+        left = connections_named(m, cname);
+    }
+    print_message("connections to the demoted master: %d before, %d %lld ms "
+                  "after its failover settled\n",
+                  before, left, (long long)(rt_now_ms() - t0));
+    assert_int_equal(left, 0);
+
+    /* the waiter followed its channel, and the client goes on */
+    assert_int_equal(atomic_load(&waited.done), 0);
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    assert_int_equal(lt_await_completion(&waited, 5000), RLOCK_OK);
+    assert_int_equal(exists_on(now, name), 1);
+    lt_completion undone = {0};
+    assert_int_equal(rlock_unlock_async(l, 9, lt_on_done, &undone), RLOCK_OK);
+    assert_int_equal(lt_await_completion(&undone, 5000), RLOCK_OK);
+    assert_int_equal(rlock_lock(l), RLOCK_OK);
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    assert_int_equal(exists_on(now, name), 0);
+    assert_int_equal(connections_named(m, cname), 0);
+    rlock_free(l);
+    rlock_client_free(c);
+}
+
 static void test_a_migration_asks_then_tries_again(void **state)
 {
     (void)state;
@@ -800,6 +877,7 @@ int main(void)
         cmocka_unit_test(test_a_migration_asks_then_tries_again),
         cmocka_unit_test(test_locks_follow_a_failover_through_moved),
         cmocka_unit_test(test_a_waiter_across_a_failover_is_woken),
+        cmocka_unit_test(test_a_demoted_master_s_connections_close),
         cmocka_unit_test(test_locks_work_again_after_a_master_crash),
     };
 
