@@ -7,11 +7,14 @@
  * watchdog lease, rlock's clients re-check a held lock only every 60 s
  * (CT_RECHECK_MS), and a wake-up must come within CT_WAKE_BOUND_MS (3 s).
  *
- * node-redisson subscribes only after its second acquire attempt fails, so
- * an unlock that lands in between is missed and its waiter sleeps out the
- * lease (compat/README.md). That is the peer's bug, not rlock's, so before
- * rlock unlocks, these tests wait for the peer's subscription to show in
- * PUBSUB NUMSUB.
+ * node-redisson subscribes only after its second acquire attempt fails, and
+ * attaches its message listener only after the SUBSCRIBE reply has been read
+ * (a later microtask), so an unlock that lands before then is missed and its
+ * waiter sleeps until the lock's TTL (compat/README.md). That is the peer's
+ * bug, not rlock's, so before rlock unlocks a peer waiter, these tests wait
+ * for the peer's own "listening" event (compat/node/wait.js): PUBSUB NUMSUB
+ * shows the subscription as soon as the server has it, which under load can
+ * come well before the peer listens.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -87,8 +90,10 @@ static void test_peer_waiter_is_woken_by_c_unlock(void **state)
 
     waiter = np_start("wait", f->redis.url, name, NULL);
     json_decref(np_expect(waiter, "waiting", PEER_MS));
-    /* the peer is past its retry and listening (see the file comment) */
-    ct_wait_numsub(&f->redis, channel, 1, PEER_MS);
+    /* the peer is past its retry and its listener is attached (see the
+     * file comment): not merely subscribed */
+    json_decref(np_expect(waiter, "listening", PEER_MS));
+    assert_int_equal(rt_numsub(&f->redis, channel), 1);
 
     released = rt_now_ms();
     assert_int_equal(rlock_unlock(l), RLOCK_OK);

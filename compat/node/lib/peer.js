@@ -80,6 +80,23 @@ function fieldOf(lock) {
     return lock.getClientName(lock.clientId);
 }
 
+/* Emits {"event":"listening","channel":C} each time the client's waits
+ * really listen on a channel. node-redisson's subscribeOnce() sends
+ * SUBSCRIBE and attaches its message listener only once the reply has been
+ * read, in a later microtask; a message that arrives in the same read as
+ * that reply is emitted before the listener exists, and is lost (the waiter
+ * then sleeps until the lock's TTL). PUBSUB NUMSUB counts the subscription
+ * as soon as the server has it, so it cannot tell a caller when an unlock
+ * message will be heard; this event can. */
+function announceListening(redisson) {
+    const executor = redisson.commandExecutor;
+    const subscribeOnce = executor.subscribeOnce.bind(executor);
+    executor.subscribeOnce = async (channel, listener) => {
+        await subscribeOnce(channel, listener);
+        emit('listening', { channel });
+    };
+}
+
 /* Lease argument: "watchdog" (or absent) means the watchdog lease. */
 function leaseArg(value) {
     if (value === undefined || value === 'watchdog')
@@ -117,5 +134,5 @@ function run(main) {
 
 module.exports = {
     emit, fail, intArg, parseArgs, connect, fieldOf, leaseArg, sleep,
-    readCommands, run,
+    readCommands, run, announceListening,
 };
