@@ -66,7 +66,7 @@ static const char exec_help[] =
     "(the terminal's Ctrl-C already reaches CMD directly); while rlock is\n"
     "still waiting for the lock they end rlock instead. If rlock itself\n"
     "dies (even by SIGKILL), CMD gets SIGKILL: nothing renews the lease any\n"
-    "more (not for set-user-ID commands such as sudo; see the README).\n"
+    "more (not for set-user-ID commands such as sudo; see docs/cli.md).\n"
     "\n"
     "Options:\n"
     "  --wait MS         give up after MS milliseconds (0: one attempt;\n"

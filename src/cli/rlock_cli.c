@@ -56,7 +56,7 @@ static const char global_help[] =
     "                     rediss+cluster:// for TLS)\n"
     "  --config FILE      a Redisson JSON config file (singleServerConfig,\n"
     "                     sentinelServersConfig or clusterServersConfig,\n"
-    "                     lockWatchdogTimeout; see the README)\n"
+    "                     lockWatchdogTimeout; see docs/redisson-config.md)\n"
     "  -h, --help         show help\n"
     "  --version          print the version\n"
     "\n"

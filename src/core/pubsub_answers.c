@@ -64,7 +64,7 @@ static void note_refusal(rlock__pubsub *ps, const channel *ch, const char *why)
                "SUBSCRIBE %s refused by the server (%s): waiters re-check "
                "every %lld ms instead of being woken; new channels are "
                "tried again in %lld ms (grant &redisson_lock__channel:* and "
-               "&redisson_rwlock:*, as the README's ACL section says)",
+               "&redisson_rwlock:*, as docs/acl.md says)",
                ch->name, why, (long long)ps->client->cfg.recheck_interval_ms,
                (long long)holdoff);
 }
