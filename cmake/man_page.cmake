@@ -9,6 +9,8 @@
 # scdoc reads standard input and writes standard output, which a custom
 # command cannot redirect portably; execute_process() can.
 
+cmake_minimum_required(VERSION 3.25) # a script has no project's policies
+
 file(READ "${RLOCK_INPUT}" text)
 string(REPLACE "@RLOCK_VERSION@" "${RLOCK_VERSION}" text "${text}")
 get_filename_component(dir "${RLOCK_OUTPUT}" DIRECTORY)

@@ -24,7 +24,6 @@ PENDING = [
     "docs/packages.md",
     "CHANGELOG.md",
     "CONTRIBUTING.md",
-    "docs/man",
 ]
 
 LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
