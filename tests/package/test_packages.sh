@@ -9,8 +9,8 @@
 #   test_packages.sh SOURCE_DIR [C_COMPILER]
 #
 # Exits 0 when every check passes, 1 when one fails, 77 (CTest "skipped")
-# when dpkg-deb, dpkg-shlibdeps or redis-server is missing, unless
-# RLOCK_TEST_REQUIRE_REDIS=1 makes that a failure.
+# when dpkg-deb, dpkg-shlibdeps, file, readelf or redis-server is missing,
+# unless RLOCK_TEST_REQUIRE_REDIS=1 makes that a failure.
 set -euo pipefail
 
 src=$(cd "${1:?source dir}" && pwd)
@@ -18,7 +18,7 @@ cc=${2:-cc}
 here="$src/tests/package"
 start=$SECONDS
 
-for tool in dpkg-deb dpkg-shlibdeps redis-server redis-cli readelf; do
+for tool in dpkg-deb dpkg-shlibdeps file readelf redis-server redis-cli; do
     if ! command -v "$tool" >/dev/null 2>&1; then
         if [ "${RLOCK_TEST_REQUIRE_REDIS:-0}" = 1 ]; then
             echo "test_packages: $tool not found" >&2
