@@ -64,7 +64,6 @@ check() {
     if out=$("$@" 2>&1); then
         ok "$what"
     else
-        # shellcheck disable=SC2086 # one line each
         not_ok "$what" "${out:-(exit status only)}"
     fi
 }
