@@ -21,7 +21,6 @@ import sys
 PENDING = [
     "docs/cpp.md",
     "docs/versioning.md",
-    "docs/packages.md",
     "CHANGELOG.md",
     "CONTRIBUTING.md",
 ]
