@@ -121,7 +121,7 @@ def self_test():
             with open(os.path.join(root, rel), "w", encoding="utf-8") as f:
                 f.write(text)
         write("README.md", "# Top\n\n## Waiting in turn (`rlock_x`)\n\n"
-              "[a](docs/a.md) [b](#waiting-in-turn-rlock_x) [p](docs/cpp.md)\n"
+              "[a](docs/a.md) [b](#waiting-in-turn-rlock_x)\n"
               "`[not a link](nowhere.md)`\n```\n[nor this](nowhere.md)\n```\n")
         write("docs/a.md", "# A\n\n## Same\n\n## Same\n\n[up](../README.md#top) "
               "[second](#same-1) [w](https://example.com/x.md)\n")
