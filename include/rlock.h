@@ -47,17 +47,25 @@ extern "C" {
 /* Version                                                                  */
 /* ------------------------------------------------------------------------ */
 
-#define RLOCK_VERSION_MAJOR 0
-#define RLOCK_VERSION_MINOR 1
-#define RLOCK_VERSION_PATCH 0
-#define RLOCK_VERSION_STRING "0.1.0"
+/* RLOCK_VERSION_MAJOR, _MINOR, _PATCH, _HEX (0xMMmmpp) and _STRING
+ * ("1.0.0") are the version of this header. rlock follows semantic
+ * versioning: within one MAJOR (one SONAME, librlock.so.MAJOR) a program
+ * built against an older rlock.h runs with a newer library. Each public
+ * function's first version is in abi/symbols-in-versions. */
+#include "rlock/version.h"
+
+/* Returns the version of the linked library as RLOCK_VERSION_HEX does
+ * (0x010000 for 1.0.0), to compare with the header's: a library older than
+ * the header a program was built with may lack what it calls.
+ * Ownership: none. Thread-safety: any thread. */
+RLOCK_API unsigned int rlock_version(void);
 
 /* Returns the version of the linked library: RLOCK_VERSION_STRING, then,
  * when the build knew one, "+" and a build id. Built from rlock's own git
  * tree the id is "g" and 12 hex digits of the commit, with "-dirty" when
- * tracked files differed from it ("0.1.0+g1a2b3c4d5e6f-dirty"); a packager
+ * tracked files differed from it ("1.0.0+g1a2b3c4d5e6f-dirty"); a packager
  * may set another (CMake option RLOCK_BUILD_ID); otherwise there is none
- * ("0.1.0"). So compare versions by the part before any '+'.
+ * ("1.0.0"). So compare versions by the part before any '+'.
  * Ownership: static storage. Thread-safety: any thread. */
 RLOCK_API const char *rlock_version_string(void);
 

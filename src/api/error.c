@@ -1,6 +1,8 @@
 /*
  * api/error.c: the RLOCK_E* codes as words. One table is the single source for
  * both rlock_strerror() and rlock_err_name(), so they cannot drift apart.
+ * Also the library's version (rlock_version, rlock_version_string), from
+ * include/rlock/version.h and the build id.
  *
  * Public functions in src/api; nothing below the API needs them.
  */
@@ -51,6 +53,12 @@ const char *rlock_err_name(int err)
     }
 #undef RLOCK_ERR_NAME
     return "RLOCK_E?";
+}
+
+/* Returns the library version as a number (RLOCK_VERSION_HEX). */
+unsigned int rlock_version(void)
+{
+    return RLOCK_VERSION_HEX;
 }
 
 /* Returns the library version string, with the build id when one is known

@@ -171,8 +171,10 @@ run exec -h
 expect_status 0 "rlock exec -h"
 run --version
 expect_status 0 "rlock --version"
-expect_text "$out" "rlock 0." "--version prints the version"
 src_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)
+version=$(sed -En 's/^#define RLOCK_VERSION_(MAJOR|MINOR|PATCH) ([0-9]+)$/\2/p' \
+    "$src_dir/include/rlock/version.h" | paste -sd.)
+expect_text "$out" "rlock $version" "--version prints the version ($version)"
 if [ "$(git -C "$src_dir" rev-parse --show-toplevel 2>/dev/null)" = "$src_dir" ]
 then
     head=$(git -C "$src_dir" rev-parse HEAD)

@@ -1,5 +1,6 @@
 /*
- * test_version.c: rlock_version_string() is the header's version, then,
+ * test_version.c: the version macros agree with each other and with
+ * rlock_version(); rlock_version_string() is the header's version, then,
  * when the build knew one, "+" and a build id: the configured
  * RLOCK_BUILD_ID, else "g" + 12 hex digits of the source tree's commit
  * (+ "-dirty"), else nothing (not a git tree of its own).
@@ -46,6 +47,23 @@ static bool git_line(const char *args, char *out, size_t len)
     int rc = pclose(p);
     out[got ? strcspn(out, "\n") : 0] = '\0';
     return got && rc == 0;
+}
+
+/* The header's numbers, its hex form, its string and the library agree. */
+static void test_the_version_macros_agree(void **state)
+{
+    (void)state;
+    char want[32];
+    snprintf(want, sizeof(want), "%d.%d.%d", RLOCK_VERSION_MAJOR,
+             RLOCK_VERSION_MINOR, RLOCK_VERSION_PATCH);
+    assert_string_equal(RLOCK_VERSION_STRING, want);
+    assert_int_equal(RLOCK_VERSION_HEX, (RLOCK_VERSION_MAJOR << 16) |
+                                            (RLOCK_VERSION_MINOR << 8) |
+                                            RLOCK_VERSION_PATCH);
+    assert_int_equal(rlock_version(), RLOCK_VERSION_HEX);
+    /* the first stable release: the SONAME is librlock.so.1 from here */
+    assert_true(RLOCK_VERSION_HEX >= 0x010000);
+    assert_true(RLOCK_VERSION_MINOR < 256 && RLOCK_VERSION_PATCH < 256);
 }
 
 static void test_the_version_starts_with_the_headers(void **state)
@@ -109,6 +127,7 @@ static void test_the_build_id_names_what_was_built(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_the_version_macros_agree),
         cmocka_unit_test(test_the_version_starts_with_the_headers),
         cmocka_unit_test(test_a_build_id_is_made_of_semver_build_characters),
         cmocka_unit_test(test_the_build_id_names_what_was_built),
