@@ -733,6 +733,10 @@ RLOCK_API int rlock_on_lost(rlock *l, rlock_lost_cb cb, void *arg);
  * last bucket holds everything longer. */
 #define RLOCK_STATS_BUCKETS 142
 
+/* One histogram. Its layout is frozen (it sits inside rlock_stats, whose
+ * fields never move): RLOCK_STATS_BUCKETS never changes, and a histogram of
+ * another shape would be a new type. The library never fills one on its
+ * own, only as part of an rlock_stats. */
 typedef struct rlock_histogram {
     uint64_t count;  /* values recorded: the sum of the buckets */
     uint64_t sum_us; /* their sum */

@@ -17,6 +17,29 @@
 
 #include "api/api.h" /* rlock__config_defaults, and core/core.h */
 
+/* --------------------------------------------------------- growing safely */
+
+/* rlock_stats may grow because its size comes first and says how much the
+ * caller has; the histograms inside it never change shape (rlock.h). The
+ * ABI check (abi/librlock.abi) pins every offset; these pin the rules. */
+_Static_assert(offsetof(rlock_stats, size) == 0, "size must come first");
+_Static_assert(sizeof(rlock_histogram) ==
+                   (3 + RLOCK_STATS_BUCKETS) * sizeof(uint64_t),
+               "rlock_histogram's layout is frozen");
+_Static_assert(RLOCK_STATS_BUCKETS == 142, "the bucket count is frozen");
+
+/* A caller whose struct is too short for the size field itself, or none,
+ * gets RLOCK_EINVAL, before the client is looked at. */
+static void test_stats_refuses_a_struct_without_its_size(void **state)
+{
+    (void)state;
+    rlock_stats s = {.size = sizeof(s.size) - 1};
+    assert_int_equal(rlock_client_stats(NULL, NULL), RLOCK_EINVAL);
+    assert_int_equal(rlock_client_stats(NULL, &s), RLOCK_EINVAL);
+    rlock_stats init = RLOCK_STATS_INIT;
+    assert_int_equal(init.size, sizeof(rlock_stats));
+}
+
 /* ---------------------------------------------------------------- buckets */
 
 static void test_zero_lands_in_bucket_zero(void **state)
@@ -530,6 +553,7 @@ static void test_format_refuses_bad_arguments(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_stats_refuses_a_struct_without_its_size),
         cmocka_unit_test(test_zero_lands_in_bucket_zero),
         cmocka_unit_test(test_each_bucket_holds_the_values_up_to_its_bound),
         cmocka_unit_test(test_powers_of_two_are_bucket_bounds),
