@@ -15,15 +15,6 @@ import os
 import re
 import sys
 
-# Files that other branches add. A link to one of these exact paths (no
-# anchor checked) is accepted while it is missing. The merger empties this
-# list once those branches are merged; after that every link must resolve.
-PENDING = [
-    "docs/versioning.md",
-    "CHANGELOG.md",
-    "CONTRIBUTING.md",
-]
-
 LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 REF_DEF = re.compile(r"^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+.*)?$")
 SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
@@ -100,8 +91,6 @@ def check(root, rel):
             where = "%s:%d: %s" % (rel, number, target)
             full = os.path.join(root, dest)
             if not os.path.exists(full):
-                if dest.rstrip("/") in PENDING and not anchor:
-                    continue
                 errors.append("%s: no such file %s" % (where, dest))
                 continue
             if anchor:

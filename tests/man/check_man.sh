@@ -50,7 +50,9 @@ sed -e 's,/\*.*\*/,,g' "$header" |
          skip { next }
          { print }' |
     grep -v '^[ \t]*#' | sed 's/RLOCK_API //g' | normalize >"$work/header.stmts"
-grep -o '^[ \t]*#[ \t]*define[ \t]*RLOCK_[A-Z0-9_]*' "$header" |
+# the macros of rlock.h and of the headers it includes (rlock/version.h)
+cat "$header" "$src"/include/rlock/*.h |
+    grep -o '^[ \t]*#[ \t]*define[ \t]*RLOCK_[A-Z0-9_]*' |
     sed 's/.*define[ \t]*//' | sort -u >"$work/header.macros"
 grep -v '^#' "$exports" | grep -v '^[[:space:]]*$' | sort >"$work/exports"
 
