@@ -42,6 +42,7 @@ set(RLOCK_MAN_PAGES
     rlock_lock_async.3
     rlock_client_stats.3
     rlock_strerror.3
+    rlock.hpp.3
 )
 
 set(RLOCK_MAN_BUILT OFF)
