@@ -367,6 +367,23 @@ static void test_queued_try_refused_in_a_migration_falls_back(void **state)
     rlock__acquire_clear(&a);
 }
 
+/* A queued try whose reply never came (its deadline passed) may have put
+ * the waiter in the queue: the acquire leaves it before it ends, so that
+ * those behind do not wait as behind a dead head. */
+static void test_queued_try_without_a_reply_leaves_the_queue(void **state)
+{
+    fixture *f = *state;
+    rlock__acquire a;
+    assert_int_equal(rlock__acquire_init(&a, f->entry, 7, 1000, 30000), 0);
+    rlock__req *r = join_queue(&a);
+    rlock__step st = reply(&rlock__acquire_class, &a, r, RLOCK_ETIMEDOUT);
+    r = expect_send(st, &rlock__script_lock_give_up);
+    st = reply(&rlock__acquire_class, &a, r, 0);
+    assert_int_equal(st.kind, RLOCK__STEP_DONE);
+    assert_int_equal(st.status, RLOCK_ETIMEDOUT);
+    rlock__acquire_clear(&a);
+}
+
 /* A queued waiter behind the head that joins its own channel afresh
  * tries again once it is subscribed there, however soon the subscription
  * is confirmed: its turn may have been told on that channel between its
@@ -542,6 +559,9 @@ int main(void)
             teardown),
         cmocka_unit_test_setup_teardown(
             test_queued_try_refused_in_a_migration_falls_back, setup_queued,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_queued_try_without_a_reply_leaves_the_queue, setup_queued,
             teardown),
         cmocka_unit_test_setup_teardown(
             test_queued_waiter_joining_its_channel_tries_again, setup_queued,
