@@ -805,8 +805,8 @@ static void test_java_unlocks_with_lost_replies_are_not_resent(void **state)
 
 /* Before the latch (3.23 and older) a resent inner unlock runs again and
  * takes the second hold off too: one unlock() frees a lock held twice,
- * of every kind. Redisson's bug, fixed by the latch; pinned so the README
- * stays true. (What the caller hears varies: the fair and read-write
+ * of every kind. Redisson's bug, fixed by the latch; pinned so
+ * docs/compatibility.md stays true. (What the caller hears varies: the fair and read-write
  * unlocks of these versions answer success for a lock that is gone.) */
 static void
 test_java_resent_unlocks_without_latch_take_two_holds_off(void **state)

@@ -267,8 +267,8 @@ static void test_peer_force_unlock_makes_c_unlock_return_lost(void **state)
 /* node-redisson wraps a name in braces unless it STARTS with '{', where
  * Redisson (and rlock) use it as is whenever it CONTAINS one (section 1.2).
  * For "head{tag}tail" the peer publishes on a channel no Redisson client
- * listens on. This pins that deviation, so that the README's account of it
- * stays true. */
+ * listens on. This pins that deviation, so that docs/compatibility.md's
+ * account of it stays true. */
 static void
 test_peer_deviation_inner_brace_unlock_goes_to_other_channel(void **state)
 {

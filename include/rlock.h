@@ -350,7 +350,7 @@ RLOCK_API int rlock_config_set_log(rlock_config *cfg, int level,
 /* Turns the client's counters and histograms (rlock_client_stats()) on,
  * the default, or off (on = 0). Off, the lock calls skip even the clock
  * reads that timing needs; on, they cost a few relaxed atomic additions per
- * call (the README's Observability section has the measurement).
+ * call (docs/observability.md has the measurement).
  * Returns 0, or RLOCK_EINVAL (cfg NULL).
  * Thread-safety: as rlock_config_new(). */
 RLOCK_API int rlock_config_set_stats(rlock_config *cfg, int on);
@@ -403,8 +403,8 @@ RLOCK_API int rlock_config_set_lock_queue(rlock_config *cfg, int on);
  * or clusterServersConfig's nodeAddresses (a redis+cluster:// server),
  * scanInterval, shardedSubscriptionMode, masterConnectionPoolSize and the
  * same keys but database. Java key stores (JKS, PKCS#12), their
- * passwords, sslProtocols and sslCiphers are refused by name. See the
- * README for what each key does here.
+ * passwords, sslProtocols and sslCiphers are refused by name. See
+ * docs/redisson-config.md for what each key does here.
  * Anything malformed or unsupported is rejected, and errbuf (if not NULL)
  * receives a message naming the file, the line and the key.
  * Messages read "FILE:LINE: key.path: why".
@@ -433,8 +433,8 @@ typedef struct rlock_client rlock_client;
  *                  26379 default) and the master's name; the user,
  *                  password and db are the master's (the sentinels' own
  *                  are rlock_config_set_sentinel_credentials()); the
- *                  master is found and followed as the README's "Redis
- *                  Sentinel" says
+ *                  master is found and followed as docs/sentinel.md
+ *                  says
  *   rediss+sentinel://...   the same, with TLS to sentinels and master
  *   redis+cluster://[[user]:password@]host[:port][,host[:port]...]
  *                  a Redis Cluster, by some of its nodes (port 6379
@@ -444,7 +444,7 @@ typedef struct rlock_client rlock_client;
  *                  calls go to the master serving its name's slot, and
  *                  getters refuse names whose keys would span slots with
  *                  RLOCK_EINVAL (rlock_config_set_cluster_sharded() and the
- *                  README's "Redis Cluster" say how waiters are woken)
+ *                  docs/cluster.md say how waiters are woken)
  *   rediss+cluster://...    the same, with TLS to every node
  * Percent-escapes (%40 etc.) are decoded in user, password and master name.
  * IPv6 hosts go in brackets: redis://[::1]:6380.

@@ -2,7 +2,7 @@
  * api/config_keys.c: what each key of Redisson's JSON config becomes here
  * (config_file.c reads the file and runs these rules).
  *
- * Every key is in exactly one of three sets (README, "Redisson config
+ * Every key is in exactly one of three sets (docs/redisson-config.md, "Redisson config
  * files"): honoured (mapped onto an rlock_config setter), accepted and
  * ignored (Java-side settings that change nothing a lock writes to Redis),
  * or refused. Refused are unknown keys, wrong types, out-of-range values,

@@ -73,7 +73,7 @@ int rlock__kind_make_names(int kind, const char *name, const char *waiter,
         return *channel && aux[0] ? RLOCK_OK : RLOCK_ENOMEM;
     case RLOCK_KIND_LOCK:
         /* rlock's own waiting queue (lock_acquire_queued.lua), under the
-         * redisson_ prefix that the README's ACL rules already grant, and
+         * redisson_ prefix that the ACL rules of docs/acl.md already grant, and
          * named apart from every key Redisson writes */
         *channel = rlock__channel_name(n);
         aux[0] = rlock__prefixed_name("redisson_rlock_queue", n);

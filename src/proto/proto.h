@@ -2,7 +2,7 @@
  * proto.h: the private header of rlock's lowest layer, proto.
  *
  * Design note. rlock is built in layers, each calling only those below it:
- * proto < io < core < api, with the CLI on the public API (README, "How it
+ * proto < io < core < api, with the CLI on the public API (docs/design.md, "How it
  * works"; scripts/check-layers keeps the shape). proto is the pure part:
  * what a Redis reply means (reply.c, which also copies a reply into the
  * owned tree of admin_reply.h for the rlock tool), Redisson's key and

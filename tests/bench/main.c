@@ -52,7 +52,7 @@ int bench_client(const bench_opts *o, rlock_client **out)
         rc = rlock_config_set_watchdog_timeout(cfg, o->watchdog_ms);
     if (rc == 0 && o->connections > 0)
         rc = rlock_config_set_connections(cfg, o->connections);
-    if (rc == 0 && o->stats_off) /* what counting costs (README) */
+    if (rc == 0 && o->stats_off) /* what counting costs (docs/observability.md) */
         rc = rlock_config_set_stats(cfg, 0);
     if (rc == 0 && o->barging) /* Redisson's waiting (issue 17) */
         rc = rlock_config_set_lock_barging(cfg, 1);

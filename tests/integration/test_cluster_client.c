@@ -793,7 +793,7 @@ static void test_a_migration_asks_then_tries_again(void **state)
 
 /* kill -9 of a master: its locks' calls fail (or time out) until its
  * replica is promoted, then work again with no help. Last: the node stays
- * dead. The loss window (a hold the replica never got) is the README's;
+ * dead. The loss window (a hold the replica never got) is docs/cluster.md's;
  * here the lock was released before the crash. */
 static void test_locks_work_again_after_a_master_crash(void **state)
 {

@@ -606,7 +606,7 @@ static bool proc_went_on(int p)
  * replica has every hold granted: nobody is ever inside with another (the
  * shared counter loses no increment), and both processes go on once the
  * replica is promoted. Without WAIT a hold taken in the last moment before
- * the crash can be lost (README: the loss window); that is not tested. The
+ * the crash can be lost (docs/cluster.md: the loss window); that is not tested. The
  * loss window measured (kill to the first hold after it) and the errors
  * the callers saw meanwhile are printed. */
 static void test_two_processes_share_a_lock_through_a_crash(void **state)

@@ -6,7 +6,7 @@
  * given some (resetchannels is the default), so its SUBSCRIBE is refused.
  * A waiter must then fall back to re-checks at the configured interval,
  * with one warning through the log hook, and never reconnect in a loop.
- * A user with exactly the rules the README gives (the channel pattern
+ * A user with exactly the rules docs/acl.md gives (the channel pattern
  * Redisson needs, &redisson_lock__channel:*) must get real wake-ups.
  *
  * The holder is a Redisson peer played by hand on the default user: the
@@ -32,7 +32,7 @@
 #define LT_SUITE "pubsub-acl"
 
 #define PASSWORD "pw-acl-test"
-/* what the README asks an admin to grant rlock (and Redisson's locks) */
+/* what docs/acl.md asks an admin to grant rlock (and Redisson's locks) */
 #define README_RULES                                                         \
     "resetchannels &redisson_lock__channel:* &redisson_rwlock:* ~* "        \
     "+evalsha +script|load "                                                \

@@ -57,7 +57,7 @@
 #define LOOPER_RECHECK_MS 5
 /* The waiter's re-check interval, when it heads the queue behind a hold
  * that runs out: well inside the 500 ms a head seen leaving a free lock
- * untaken has to take it (README, Waiting in turn). */
+ * untaken has to take it (docs/lock-queue.md). */
 #define HEAD_RECHECK_MS 100
 /* The loopers' acquisitions before the waiter starts, in the turns case:
  * they are in their stride by then. */
