@@ -302,9 +302,14 @@ int rt_cluster_wait_settled(rt_cluster *c, int timeout_ms)
 
 int rt_cluster_owner(rt_cluster *c, int slot)
 {
+    return rt_cluster_owner_seen_by(c, 0, slot);
+}
+
+int rt_cluster_owner_seen_by(rt_cluster *c, int node, int slot)
+{
     view v;
 
-    if (read_view(&c->node[0], &v) != 0)
+    if (read_view(&c->node[node], &v) != 0)
         return -1;
     for (int i = 0; i < v.count; i++) {
         for (int k = 0; k < v.line[i].nranges; k++) {

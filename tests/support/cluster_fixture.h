@@ -80,6 +80,8 @@ int rt_cluster_wait_settled(rt_cluster *c, int timeout_ms);
 /* Returns the index of the master serving slot as node 0 sees it (ask
  * when settled), or -1. */
 int rt_cluster_owner(rt_cluster *c, int slot);
+/* The same as node sees it (gossip may not have reached it yet). */
+int rt_cluster_owner_seen_by(rt_cluster *c, int node, int slot);
 
 /* Writes into buf (len bytes) a name "<prefix>-<n>" whose slot, as node 0
  * computes it (CLUSTER KEYSLOT), master (an index) serves now. Returns 0,
