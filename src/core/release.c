@@ -72,14 +72,10 @@ rlock__req *rlock__release_req(rlock__entry *e, uint64_t owner,
     return r;
 }
 
-/* Gives back a hold that the acquire acq took after its caller gave up
- * (core/request.c and core/direct.c say when): its release, reply ignored,
- * sent at once on the I/O thread, else through its queue. Out of memory,
- * the hold expires with its lease. Any thread. */
-void rlock__req_give_back(rlock__req *acq)
+/* Sends r, whose reply nobody waits for (NULL: nothing to send): at once
+ * on the I/O thread, else through its queue. Any thread. */
+static void send_detached(rlock__req *r)
 {
-    rlock__req *r = rlock__release_req(acq->lock_entry, acq->lock_owner,
-                                       acq->lock_lease_ms, true);
     if (r == NULL)
         return;
     if (rlock__loop_on_thread(r->client->loop)) {
@@ -88,6 +84,15 @@ void rlock__req_give_back(rlock__req *acq)
     }
     rlock__req_send(r);
     rlock__req_unref(r);
+}
+
+/* Gives back a hold that the acquire acq took after its caller gave up
+ * (core/request.c and core/direct.c say when): its release, reply ignored.
+ * Out of memory, the hold expires with its lease. Any thread. */
+void rlock__req_give_back(rlock__req *acq)
+{
+    send_detached(rlock__release_req(acq->lock_entry, acq->lock_owner,
+                                     acq->lock_lease_ms, true));
 }
 
 /* Undoes what the acquire acq did after its caller gave up, its reply
@@ -112,14 +117,7 @@ void rlock__req_undo_late(rlock__req *acq, bool taken)
     spec.reply = RLOCK__REPLY_IGNORE;
     rlock__req *r = rlock__req_from_spec(acq->client, &spec);
     rlock__spec_clear(&spec);
-    if (r == NULL)
-        return;
-    if (rlock__loop_on_thread(r->client->loop)) {
-        rlock__req_dispatch(r);
-        return;
-    }
-    rlock__req_send(r);
-    rlock__req_unref(r);
+    send_detached(r);
 }
 
 /* Builds the requests that give back all count holds owner has on e (a

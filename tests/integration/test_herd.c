@@ -207,29 +207,6 @@ static int set_queue(rlock_config *cfg, int64_t on)
     return rlock_config_set_lock_queue(cfg, (int)on);
 }
 
-/* rlock's queue list of lock name. */
-static void queue_of(char *buf, size_t n, const char *name)
-{
-    snprintf(buf, n, "redisson_rlock_queue:{%s}", name);
-}
-
-/* rlock's stale-at sorted set of lock name. */
-static void stale_at_of(char *buf, size_t n, const char *name)
-{
-    snprintf(buf, n, "redisson_rlock_timeout:{%s}", name);
-}
-
-/* Waits up to 10 s for the queue of name to have n waiters; asserts it. */
-static void await_queued(rt_redis *r, const char *name, long long n)
-{
-    char queue[160];
-    queue_of(queue, sizeof(queue), name);
-    int64_t deadline = rt_now_ms() + 10000;
-    while (rt_cmd_int(r, "LLEN %s", queue) != n && rt_now_ms() < deadline)
-        rt_sleep_ms(5);
-    assert_int_equal(rt_cmd_int(r, "LLEN %s", queue), n);
-}
-
 /* Waits up to 10 s for channel to have n subscribers; asserts it. */
 static void await_numsub(rt_redis *r, const char *channel, long long n)
 {
@@ -316,7 +293,7 @@ static void crowd_line_up(lt_fixture *f, crowd *w, const char *name, int n,
     for (int i = 0; i < n; i++) {
         start_turn(&w->t[i], w->l[i], &w->order, -1, hold_ms);
         if (queued)
-            await_queued(&f->redis, name, i + 1);
+            lt_await_queued(&f->redis, name, i + 1);
     }
 }
 
@@ -371,7 +348,7 @@ static void test_releaser_locks_again_behind_a_queued_waiter(void **state)
         assert_int_equal(rlock_lock(la), RLOCK_OK);
         turn t;
         start_turn(&t, lb, &order, -1, 0);
-        await_queued(&f->redis, name, 1);
+        lt_await_queued(&f->redis, name, 1);
         assert_int_equal(rlock_unlock(la), RLOCK_OK);
         assert_int_equal(rlock_lock(la), RLOCK_OK);
         int64_t again = rt_now_ms();
@@ -443,7 +420,7 @@ static void test_queue_off_every_waiter_listens_on_the_channel(void **state)
 
     LT_TEST_NAME(name);
     lt_channel_of(channel, sizeof(channel), name);
-    queue_of(queue, sizeof(queue), name);
+    lt_queue_of(queue, sizeof(queue), name);
     crowd_line_up(f, &w, name, 3, 20, set_queue, 0, false);
     await_numsub(&f->redis, channel, 3);
     assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", queue), 0);
@@ -482,8 +459,8 @@ static void test_a_dead_head_holds_a_free_lock_up_only_for_its_grace(
 
     LT_TEST_NAME(name);
     atomic_init(&order, 0);
-    queue_of(queue, sizeof(queue), name);
-    stale_at_of(stale_at, sizeof(stale_at), name);
+    lt_queue_of(queue, sizeof(queue), name);
+    lt_stale_at_of(stale_at, sizeof(stale_at), name);
     rlock *l = lt_get_lock(c, name), *lh = lt_get_lock(h, name);
     assert_int_equal(rlock_lock(lh), RLOCK_OK);
     rt_cmd_int(&f->redis, "RPUSH %s dead:1", queue);
@@ -491,7 +468,7 @@ static void test_a_dead_head_holds_a_free_lock_up_only_for_its_grace(
                server_ms(&f->redis) + 5000);
     turn t;
     start_turn(&t, l, &order, -1, 0);
-    await_queued(&f->redis, name, 2);
+    lt_await_queued(&f->redis, name, 2);
     int64_t t0 = rt_now_ms();
     assert_int_equal(rlock_unlock(lh), RLOCK_OK);
     assert_int_equal(pthread_join(t.thread, NULL), 0);
@@ -520,13 +497,13 @@ static void test_waiter_that_gives_up_leaves_the_queue(void **state)
 
     LT_TEST_NAME(name);
     atomic_init(&order, 0);
-    queue_of(queue, sizeof(queue), name);
-    stale_at_of(stale_at, sizeof(stale_at), name);
+    lt_queue_of(queue, sizeof(queue), name);
+    lt_stale_at_of(stale_at, sizeof(stale_at), name);
     rlock *la = lt_get_lock(a, name), *lb = lt_get_lock(b, name);
     assert_int_equal(rlock_lock(la), RLOCK_OK);
     turn t;
     start_turn(&t, lb, &order, 1500, 0);
-    await_queued(&f->redis, name, 1);
+    lt_await_queued(&f->redis, name, 1);
     assert_int_equal(pthread_join(t.thread, NULL), 0);
     assert_int_equal(t.rc, RLOCK_ETIMEDOUT);
     assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", queue), 0);
@@ -557,7 +534,7 @@ static void test_redisson_unlock_wakes_the_queued_head(void **state)
     rt_cmd_int(&f->redis, "PEXPIRE %s 30000", name);
     turn t;
     start_turn(&t, l, &order, -1, 0);
-    await_queued(&f->redis, name, 1);
+    lt_await_queued(&f->redis, name, 1);
     await_numsub(&f->redis, channel, 1);
     rt_sleep_ms(100); /* its try after the subscription is done */
     int64_t t0 = rt_now_ms();
@@ -584,13 +561,13 @@ static void test_queue_keys_expire_when_nobody_refreshes_them(void **state)
 
     LT_TEST_NAME(name);
     atomic_init(&order, 0);
-    queue_of(queue, sizeof(queue), name);
-    stale_at_of(stale_at, sizeof(stale_at), name);
+    lt_queue_of(queue, sizeof(queue), name);
+    lt_stale_at_of(stale_at, sizeof(stale_at), name);
     rlock *la = lt_get_lock(a, name), *lb = lt_get_lock(b, name);
     assert_int_equal(rlock_lock(la), RLOCK_OK);
     turn t;
     start_turn(&t, lb, &order, -1, 0);
-    await_queued(&f->redis, name, 1);
+    lt_await_queued(&f->redis, name, 1);
     long long q = rt_cmd_int(&f->redis, "PTTL %s", queue);
     long long z = rt_cmd_int(&f->redis, "PTTL %s", stale_at);
     print_message("PTTL queue %lld, stale-at %lld\n", q, z);
@@ -639,14 +616,14 @@ static void test_queued_acquire_writes_the_lock_hash_as_redisson(
     holder h = {.c = lt_connect(f->redis.url, NULL, 0)};
 
     LT_TEST_NAME(name);
-    queue_of(queue, sizeof(queue), name);
-    stale_at_of(stale_at, sizeof(stale_at), name);
+    lt_queue_of(queue, sizeof(queue), name);
+    lt_stale_at_of(stale_at, sizeof(stale_at), name);
     rlock *la = lt_get_lock(a, name);
     h.l = lt_get_lock(h.c, name);
     atomic_init(&h.stage, 0);
     assert_int_equal(rlock_lock(la), RLOCK_OK);
     assert_int_equal(pthread_create(&h.thread, NULL, holder_main, &h), 0);
-    await_queued(&f->redis, name, 1);
+    lt_await_queued(&f->redis, name, 1);
     assert_int_equal(rlock_unlock(la), RLOCK_OK);
     int64_t deadline = rt_now_ms() + 10000;
     while (atomic_load(&h.stage) != 1 && rt_now_ms() < deadline)

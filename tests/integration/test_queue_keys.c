@@ -57,29 +57,6 @@ static int set_recheck(rlock_config *cfg, int64_t ms)
     return rlock_config_set_recheck_interval(cfg, ms);
 }
 
-/* rlock's queue list of lock name. */
-static void queue_of(char *buf, size_t n, const char *name)
-{
-    snprintf(buf, n, "redisson_rlock_queue:{%s}", name);
-}
-
-/* rlock's stale-at sorted set of lock name. */
-static void stale_at_of(char *buf, size_t n, const char *name)
-{
-    snprintf(buf, n, "redisson_rlock_timeout:{%s}", name);
-}
-
-/* Waits up to 10 s for the queue of name to hold n waiters; asserts it. */
-static void await_queued(rt_redis *r, const char *name, long long n)
-{
-    char queue[160];
-    queue_of(queue, sizeof(queue), name);
-    int64_t deadline = rt_now_ms() + 10000;
-    while (rt_cmd_int(r, "LLEN %s", queue) != n && rt_now_ms() < deadline)
-        rt_sleep_ms(5);
-    assert_int_equal(rt_cmd_int(r, "LLEN %s", queue), n);
-}
-
 /* How many waiters' own channels of lock name have subscribers. */
 static long long own_channels(rt_redis *r, const char *name)
 {
@@ -177,10 +154,10 @@ static void line_up(line *ln, rt_redis *r, const char *name)
         ln->k[i] = (lt_looper){.url = r->url, .name = name,
                                .hold_ms = HOLD_MS, .taken = &ln->taken};
         lt_looper_start(&ln->k[i]);
-        await_queued(r, name, i + 1);
+        lt_await_queued(r, name, i + 1);
     }
     waiter_start(&ln->w, r->url, name, WAITER_RECHECK_MS, WAIT_MS, 0);
-    await_queued(r, name, 3);
+    lt_await_queued(r, name, 3);
     await_settled(r, name, 2);
 }
 
@@ -229,7 +206,7 @@ static void test_a_waiter_whose_queue_list_is_deleted_gets_its_turn(
     line ln;
 
     LT_TEST_NAME(name);
-    queue_of(queue, sizeof(queue), name);
+    lt_queue_of(queue, sizeof(queue), name);
     line_up(&ln, &f->redis, name);
     assert_int_equal(rt_cmd_int(&f->redis, "DEL %s", queue), 1);
     release_and_assert_the_waiter_gets_it(&ln);
@@ -273,8 +250,8 @@ static void test_a_waiter_whose_queue_list_is_evicted_gets_its_turn(
     line ln;
 
     LT_TEST_NAME(name);
-    queue_of(queue, sizeof(queue), name);
-    stale_at_of(stale_at, sizeof(stale_at), name);
+    lt_queue_of(queue, sizeof(queue), name);
+    lt_stale_at_of(stale_at, sizeof(stale_at), name);
     assert_int_equal(rt_redis_start_args(&r, args), 0);
     line_up(&ln, &r, name);
 
@@ -323,14 +300,14 @@ static void test_a_head_past_its_stale_at_takes_the_lock_first(void **state)
     waiter w[2];
 
     LT_TEST_NAME(name);
-    queue_of(queue, sizeof(queue), name);
-    stale_at_of(stale_at, sizeof(stale_at), name);
+    lt_queue_of(queue, sizeof(queue), name);
+    lt_stale_at_of(stale_at, sizeof(stale_at), name);
     rlock_client *hc = lt_connect(f->redis.url, NULL, 0);
     rlock *h = lt_get_lock(hc, name);
     assert_int_equal(rlock_lock(h), RLOCK_OK);
     for (int i = 0; i < 2; i++) {
         waiter_start(&w[i], f->redis.url, name, 60000, WAIT_MS, 50);
-        await_queued(&f->redis, name, i + 1);
+        lt_await_queued(&f->redis, name, i + 1);
     }
     await_settled(&f->redis, name, 1);
     char *head = rt_cmd_str(&f->redis, "LINDEX %s 0", queue);

@@ -277,23 +277,6 @@ static int set_recheck(rlock_config *cfg, int64_t ms)
     return rlock_config_set_recheck_interval(cfg, ms);
 }
 
-/* rlock's queue list of lock name. */
-static void queue_of(char *buf, size_t n, const char *name)
-{
-    snprintf(buf, n, "redisson_rlock_queue:{%s}", name);
-}
-
-/* Waits up to 10 s for the queue of name to hold n waiters; asserts it. */
-static void await_queued(rt_redis *r, const char *name, long long n)
-{
-    char queue[160];
-    queue_of(queue, sizeof(queue), name);
-    int64_t deadline = rt_now_ms() + 10000;
-    while (rt_cmd_int(r, "LLEN %s", queue) != n && rt_now_ms() < deadline)
-        rt_sleep_ms(5);
-    assert_int_equal(rt_cmd_int(r, "LLEN %s", queue), n);
-}
-
 /* Starts looper k on name (LOOPER_RECHECK_MS, HOLD_MS), counting in
  * *taken. */
 static void start_looper(lt_looper *k, lt_fixture *f, const char *name,
@@ -321,10 +304,10 @@ static void assert_skewed_head_takes_a_lapsed_lock_first(lt_fixture *f,
     atomic_init(&taken, 0);
     assert_int_equal(rt_cmd_int(&f->redis, "HSET %s peer:1 1", name), 1);
     skewed_start(&w, f->redis.url, name, HEAD_RECHECK_MS);
-    await_queued(&f->redis, name, 1);
+    lt_await_queued(&f->redis, name, 1);
     for (int i = 0; i < 2; i++) {
         start_looper(&k[i], f, name, &taken);
-        await_queued(&f->redis, name, i + 2);
+        lt_await_queued(&f->redis, name, i + 2);
     }
     rt_sleep_ms(200); /* a few of everybody's re-checks */
     assert_int_equal(atomic_load(&taken), 0);

@@ -130,6 +130,26 @@ void lt_owner_field(char *buf, size_t n, rlock_client *c)
              (unsigned long long)rlock_thread_id());
 }
 
+void lt_queue_of(char *buf, size_t n, const char *name)
+{
+    snprintf(buf, n, "redisson_rlock_queue:{%s}", name);
+}
+
+void lt_stale_at_of(char *buf, size_t n, const char *name)
+{
+    snprintf(buf, n, "redisson_rlock_timeout:{%s}", name);
+}
+
+void lt_await_queued(rt_redis *r, const char *name, long long n)
+{
+    char queue[160];
+    lt_queue_of(queue, sizeof(queue), name);
+    int64_t deadline = rt_now_ms() + 10000;
+    while (rt_cmd_int(r, "LLEN %s", queue) != n && rt_now_ms() < deadline)
+        rt_sleep_ms(5);
+    assert_int_equal(rt_cmd_int(r, "LLEN %s", queue), n);
+}
+
 void lt_channel_of(char *buf, size_t n, const char *name)
 {
     /* a name with a hash tag is used as is, as Redisson's prefixName does */

@@ -86,6 +86,16 @@ void lt_owner_field(char *buf, size_t n, rlock_client *c);
  * (REDISSON-PROTOCOL.md section 1.2). */
 void lt_channel_of(char *buf, size_t n, const char *name);
 
+/* Write the keys of rlock's own queue of RLock waiters beside lock name:
+ * its list, in arrival order, and its sorted set of when each waiter goes
+ * stale (docs/lock-queue.md). */
+void lt_queue_of(char *buf, size_t n, const char *name);
+void lt_stale_at_of(char *buf, size_t n, const char *name);
+
+/* Waits up to 10 s for rlock's queue of name to hold n waiters; asserts
+ * it. */
+void lt_await_queued(rt_redis *r, const char *name, long long n);
+
 /* Asserts that hash name holds exactly one field, field = value. */
 void lt_assert_single_field(rt_redis *r, const char *name, const char *field,
                             const char *value);
