@@ -205,24 +205,24 @@ static void half_moved_end(half_moved *m)
     assert_int_equal(rt_cluster_owner(&cluster, m->slot), m->from);
 }
 
-/* rlock_lock() on a free lock of a slot held half-moved takes it at once
- * (its keys go to the importing master), and rlock_unlock() releases
- * it. */
-static void test_a_free_lock_of_a_migrating_slot_is_locked_at_once(
-    void **state)
+/* Takes a free lock of a slot held half-moved, with rlock_lock() (wait_ms
+ * < 0) or rlock_trylock(wait_ms): at once (its keys go to the importing
+ * master), well within any wait; then rlock_unlock() releases it. */
+static void take_a_free_lock_of_a_half_moved_slot(const char *prefix,
+                                                   int64_t wait_ms)
 {
-    (void)state;
     half_moved m;
-    half_moved_pick(&m, "half-moved-lock");
+    half_moved_pick(&m, prefix);
     rlock_client *c = connect_client(0, 0);
     rlock *l = lt_get_lock(c, m.name);
     half_moved_begin(&m);
 
     int64_t t0 = rt_now_ms();
-    int rc = rlock_lock(l);
+    int rc = wait_ms < 0 ? rlock_lock(l) : rlock_trylock(l, wait_ms, LEASE_MS);
     int64_t took = rt_now_ms() - t0;
-    print_message("rlock_lock: %s after %lld ms\n", rlock_err_name(rc),
-                  (long long)took);
+    print_message("%s: %s after %lld ms\n",
+                  wait_ms < 0 ? "rlock_lock" : "rlock_trylock (2 s wait)",
+                  rlock_err_name(rc), (long long)took);
     int unlocked = rc == RLOCK_OK ? rlock_unlock(l) : rc;
     if (rc == RLOCK_OK)
         print_message("rlock_unlock: %s\n", rlock_err_name(unlocked));
@@ -234,33 +234,18 @@ static void test_a_free_lock_of_a_migrating_slot_is_locked_at_once(
     assert_int_equal(unlocked, RLOCK_OK);
 }
 
-/* rlock_trylock() with a 2 s wait on a free lock of a slot held
- * half-moved takes it well within its wait, and rlock_unlock() releases
- * it. */
+static void test_a_free_lock_of_a_migrating_slot_is_locked_at_once(
+    void **state)
+{
+    (void)state;
+    take_a_free_lock_of_a_half_moved_slot("half-moved-lock", -1);
+}
+
 static void test_a_free_lock_of_a_migrating_slot_is_tried_at_once(
     void **state)
 {
     (void)state;
-    half_moved m;
-    half_moved_pick(&m, "half-moved-trylock");
-    rlock_client *c = connect_client(0, 0);
-    rlock *l = lt_get_lock(c, m.name);
-    half_moved_begin(&m);
-
-    int64_t t0 = rt_now_ms();
-    int rc = rlock_trylock(l, 2000, LEASE_MS);
-    int64_t took = rt_now_ms() - t0;
-    print_message("rlock_trylock (2 s wait): %s after %lld ms\n",
-                  rlock_err_name(rc), (long long)took);
-    int unlocked = rc == RLOCK_OK ? rlock_unlock(l) : rc;
-    if (rc == RLOCK_OK)
-        print_message("rlock_unlock: %s\n", rlock_err_name(unlocked));
-    half_moved_end(&m);
-    rlock_free(l);
-    rlock_client_free(c);
-    assert_int_equal(rc, RLOCK_OK);
-    assert_true(took < 2000);
-    assert_int_equal(unlocked, RLOCK_OK);
+    take_a_free_lock_of_a_half_moved_slot("half-moved-trylock", 2000);
 }
 
 /* A lock held (its hash on the source) when its slot is left half-moved:
