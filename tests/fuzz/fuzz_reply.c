@@ -187,6 +187,8 @@ static void check_unlock(const redisReply *r)
             CHECK(rc == RLOCK__UNLOCK_RELEASED);
         else if (r->integer == 3)
             CHECK(rc == RLOCK__UNLOCK_UNANNOUNCED);
+        else if (r->integer == 5)
+            CHECK(rc == RLOCK__UNLOCK_HEARD);
         else
             CHECK(rc == RLOCK_EPROTO);
         break;
