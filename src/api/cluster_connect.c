@@ -21,32 +21,63 @@
 #include "io/link.h"
 #include "proto/cluster.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* How waiters and unlocks use pub/sub (rlock_config_set_cluster_sharded):
- * for AUTO and ON, the seed s is asked PUBSUB SHARDNUMSUB 0, as Redisson
+/* How waiters and unlocks use pub/sub (rlock_config_set_cluster_sharded).
+ * Every mode but OFF asks the seed s PUBSUB SHARDNUMSUB 0, as Redisson
  * 3.50+ probes (3.28-3.49 sent it without the 0, which hung one managed
- * Redis). Returns 0, or RLOCK_ESERVER for ON on a seed without it. */
-static int choose_pubsub(rlock_client *c, rlock__link_sync *s)
+ * Redis): any reply but an error means the server has sharded pub/sub.
+ * An error reply is not read for its text: INFO server's version says
+ * whether the server lacks it (before Redis 7.0) or only refused the user
+ * the probe (an ACL). AUTO then falls back to plain pub/sub, as Redisson
+ * does; ON and BOTH (whose unlocks SPUBLISH, which a server without it
+ * refuses, failing every unlock) are refused unless the version says the
+ * server has it. Returns 0, RLOCK_ENOTSUP, or a connection error. */
+static int choose_pubsub(rlock_client *c, rlock__link_sync *s,
+                         const char *host)
 {
     int mode = c->cfg.cluster_sharded;
-    bool sharded = mode == RLOCK_SHARDED_BOTH;
-    if (mode == RLOCK_SHARDED_AUTO || mode == RLOCK_SHARDED_ON) {
+    bool sharded = false;
+    c->pubsub_why[0] = '\0';
+    if (mode != RLOCK_SHARDED_OFF) {
         const char *argv[3] = {"PUBSUB", "SHARDNUMSUB", "0"};
         struct redisReply *reply = NULL;
-        int rc = rlock__link_sync_call(
-            s, 3, argv, NULL, rlock__now_ms() + c->cfg.command_timeout_ms,
-            &reply, NULL, NULL);
-        sharded = rc == 0 && rlock__reply_error_code(reply) == 0;
-        rlock__link_reply_free(reply);
+        int64_t deadline = rlock__now_ms() + c->cfg.command_timeout_ms;
+        int rc = rlock__link_sync_call(s, 3, argv, NULL, deadline, &reply,
+                                       NULL, NULL);
         if (rc != 0)
             return rc;
-        if (!sharded && mode == RLOCK_SHARDED_ON)
-            return RLOCK_ESERVER;
+        char why[128];
+        snprintf(why, sizeof(why), "%s", rlock__reply_error_text(reply));
+        sharded = rlock__reply_error_code(reply) == 0;
+        rlock__link_reply_free(reply);
+        if (!sharded) {
+            char name[80];
+            int version =
+                rlock__cluster_seed_version(s, deadline, name, sizeof(name));
+            bool lacks = version < 700; /* unknown counts as lacking */
+            if (mode != RLOCK_SHARDED_AUTO && lacks)
+                return RLOCK_ENOTSUP;
+            sharded = mode != RLOCK_SHARDED_AUTO;
+            const char *then = sharded ? "sharded pub/sub as configured"
+                                       : "waiters SUBSCRIBE, unlocks PUBLISH";
+            c->pubsub_why_level = lacks ? RLOCK_LOG_DEBUG : RLOCK_LOG_INFO;
+            if (lacks)
+                snprintf(c->pubsub_why, sizeof(c->pubsub_why),
+                         "cluster: seed %s runs %s, not sharded pub/sub "
+                         "(Redis 7.0+): %s",
+                         host, name, then);
+            else
+                snprintf(c->pubsub_why, sizeof(c->pubsub_why),
+                         "cluster: seed %s runs %s but refused PUBSUB "
+                         "SHARDNUMSUB (%.60s): %s",
+                         host, name, why, then);
+        }
     }
-    c->sub_sharded = sharded;
-    c->sub_plain = !sharded || mode == RLOCK_SHARDED_BOTH;
+    c->sub_sharded = sharded || mode == RLOCK_SHARDED_BOTH;
+    c->sub_plain = !c->sub_sharded || mode == RLOCK_SHARDED_BOTH;
     /* both: the scripts publish once each way, so that a waiter of
      * either kind hears every unlock (CLUSTER-SENTINEL.md 6.4) */
     if (mode == RLOCK_SHARDED_BOTH)
@@ -79,7 +110,7 @@ static int ask_seed(rlock_client *c, const rlock__link_opts *o,
     if (rc == 0)
         rc = rlock__slot_table_from_slots(reply, o->host, out);
     if (rc == 0)
-        rc = choose_pubsub(c, s);
+        rc = choose_pubsub(c, s, o->host);
     if (rc == 0 && !rlock__slot_table_covers_all(*out)) {
         rlock__log_later(c, RLOCK_LOG_WARN,
                          "seed %s says some slots have no master: the "
@@ -150,5 +181,7 @@ int rlock__cluster_attach(rlock_client *c, const rlock__slot_table *t)
         .change_arg = c,
         .on_sweep = on_sweep,
     };
+    if (c->pubsub_why[0] != '\0')
+        rlock__log_later(c, c->pubsub_why_level, "%s", c->pubsub_why);
     return rlock__cluster_new(rlock__loop_ev(c->loop), &o, t, &c->cluster);
 }

@@ -10,12 +10,14 @@
  * unlock scripts, SUBSCRIBE on lock channels) is a warning, and it can be
  * known only by asking ACL DRYRUN, which needs rights an application user
  * seldom has: when the server refuses that question, or is older than
- * Redis 7, the check is skipped silently. Publishing or subscribing just to
+ * Redis 7, the check is skipped with one debug line. That is told by the
+ * reply's type (an error), never by its text. Publishing or subscribing just to
  * find out would be seen by Redisson clients and by MONITOR.
  */
 #include "core/core.h"
 #include "io/link.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* A lock channel as Redisson names one, for a lock nobody uses. */
@@ -32,8 +34,10 @@ static int ask(rlock_client *c, rlock__link_sync *s, int argc,
 }
 
 /* Asks ACL DRYRUN whether user may run the command argv (argc words).
- * Returns 1 with the server's reason in why when it may not, 0 when it may
- * or when the server will not say. */
+ * Returns 1 with the server's reason in why when it may not, 0 when it
+ * may, or -1 with the error in why when the server will not say: an error
+ * reply, whatever its text (ACL DRYRUN is Redis 7.0+, and the user may
+ * lack the right to ask), or no reply. */
 static int dry_run_refused(rlock_client *c, rlock__link_sync *s,
                            const char *user, int argc, const char **argv,
                            char *why, size_t whylen)
@@ -42,9 +46,17 @@ static int dry_run_refused(rlock_client *c, rlock__link_sync *s,
     for (int i = 0; i < argc && i < 5; i++)
         full[3 + i] = argv[i];
     struct redisReply *r = NULL;
-    if (ask(c, s, 3 + argc, full, &r) != 0)
-        return 0;
-    int refused = rlock__reply_dryrun_refused(r, why, whylen);
+    if (ask(c, s, 3 + argc, full, &r) != 0) {
+        snprintf(why, whylen, "no reply");
+        return -1;
+    }
+    int refused;
+    if (rlock__reply_error_code(r) != 0) {
+        snprintf(why, whylen, "%s", rlock__reply_error_text(r));
+        refused = -1;
+    } else {
+        refused = rlock__reply_dryrun_refused(r, why, whylen);
+    }
     rlock__link_reply_free(r);
     return refused;
 }
@@ -73,12 +85,22 @@ int rlock__acl_check(rlock_client *c, rlock__link_sync *s, rlock__acl *out)
     const char *user = c->uri.user != NULL ? c->uri.user : "default";
     const char *publish[3] = {"PUBLISH", PROBE_CHANNEL, "0"};
     const char *subscribe[2] = {"SUBSCRIBE", PROBE_CHANNEL};
-    out->no_publish = dry_run_refused(c, s, user, 3, publish,
-                                      out->publish_why,
-                                      sizeof(out->publish_why));
-    out->no_subscribe = dry_run_refused(c, s, user, 2, subscribe,
-                                        out->subscribe_why,
-                                        sizeof(out->subscribe_why));
+    /* a server that will not answer the first question is not asked the
+     * second */
+    char *why = out->publish_why;
+    int refused = dry_run_refused(c, s, user, 3, publish, why,
+                                  sizeof(out->publish_why));
+    if (refused >= 0) {
+        out->no_publish = refused == 1;
+        why = out->subscribe_why;
+        refused = dry_run_refused(c, s, user, 2, subscribe, why,
+                                  sizeof(out->subscribe_why));
+        out->no_subscribe = refused == 1;
+    }
+    if (refused < 0) {
+        out->unasked = true;
+        snprintf(out->unasked_why, sizeof(out->unasked_why), "%s", why);
+    }
     return RLOCK_OK;
 }
 
@@ -90,6 +112,12 @@ void rlock__acl_report(rlock_client *c, const rlock__acl *found)
 {
     const char *user = c->uri.user != NULL ? c->uri.user : "default";
     long long recheck = (long long)c->cfg.recheck_interval_ms;
+    if (found->unasked)
+        rlock__log_later(c, RLOCK_LOG_DEBUG,
+                         "ACL: the server did not answer ACL DRYRUN (%s): "
+                         "user %s's PUBLISH and SUBSCRIBE rights on lock "
+                         "channels not checked",
+                         found->unasked_why, user);
     if (found->no_publish) {
         /* the refused PUBLISH of each unlock is then news at info level */
         atomic_store(&c->unannounced_warned, true);

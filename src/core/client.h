@@ -135,6 +135,10 @@ struct rlock_client {
     bool sub_sharded;
     /* NULL: PUBLISH; "SPUBLISH", or both (proto's rlock__lock_desc) */
     const char *publish;
+    /* cluster mode: why the seed's pub/sub was chosen, logged at level
+     * pubsub_why_level once the I/O thread runs (api/cluster_connect.c) */
+    char pubsub_why[320];
+    int pubsub_why_level;
     rlock__conn *conns; /* cfg.connections command connections */
     unsigned next_conn; /* I/O thread: round robin */
     struct rlock__pubsub *pubsub;

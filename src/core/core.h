@@ -406,6 +406,10 @@ typedef struct rlock__acl {
     bool no_subscribe;
     char publish_why[160];
     char subscribe_why[160];
+    /* ACL DRYRUN was not answered (before Redis 7.0, or the user may not
+     * ask it): why, for a debug line; PUBLISH and SUBSCRIBE not checked */
+    bool unasked;
+    char unasked_why[160];
 } rlock__acl;
 
 struct rlock__link_sync;

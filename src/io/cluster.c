@@ -559,3 +559,58 @@ void rlock__cluster_free(rlock__cluster *cl)
     pthread_mutex_destroy(&cl->mu);
     free(cl);
 }
+
+/* The value of field (with its colon) in INFO text [p, end), copied into
+ * out (outlen bytes); returns false when no line has it. */
+static bool info_field(const char *p, const char *end, const char *field,
+                       char *out, size_t outlen)
+{
+    size_t flen = strlen(field);
+    while (p < end) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        if (eol == NULL)
+            eol = end;
+        if ((size_t)(eol - p) > flen && memcmp(p, field, flen) == 0) {
+            const char *v = p + flen;
+            size_t n = (size_t)(eol - v);
+            while (n > 0 && (v[n - 1] == '\r' || v[n - 1] == ' '))
+                n--;
+            snprintf(out, outlen, "%.*s", (int)(n < 64 ? n : 64), v);
+            return true;
+        }
+        p = eol + 1;
+    }
+    return false;
+}
+
+int rlock__cluster_seed_version(rlock__link_sync *s, int64_t deadline_ms,
+                                char *name, size_t namelen)
+{
+    const char *argv[2] = {"INFO", "server"};
+    redisReply *r = NULL;
+    snprintf(name, namelen, "a server of unknown version");
+    if (rlock__link_sync_call(s, 2, argv, NULL, deadline_ms, &r, NULL,
+                              NULL) != 0)
+        return -1;
+    int version = -1;
+    char redis[72], valkey[72];
+    /* a reply of another type (an error: INFO refused by the ACL) says
+     * nothing about the version */
+    if (r->type == REDIS_REPLY_STRING) {
+        const char *end = r->str + r->len;
+        if (info_field(r->str, end, "redis_version:", redis,
+                       sizeof(redis))) {
+            int major = 0, minor = 0;
+            if (sscanf(redis, "%d.%d", &major, &minor) == 2 && major >= 0 &&
+                minor >= 0 && minor < 100)
+                version = major * 100 + minor;
+            if (info_field(r->str, end, "valkey_version:", valkey,
+                           sizeof(valkey)))
+                snprintf(name, namelen, "Valkey %s", valkey);
+            else
+                snprintf(name, namelen, "Redis %s", redis);
+        }
+    }
+    rlock__link_reply_free(r);
+    return version;
+}

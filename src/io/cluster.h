@@ -36,6 +36,7 @@
 #define RLOCK_IO_CLUSTER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "io/conn.h"
@@ -79,6 +80,16 @@ typedef struct rlock__cluster_opts {
 int rlock__cluster_new(struct ev_loop *loop, const rlock__cluster_opts *o,
                        const struct rlock__slot_table *table,
                        rlock__cluster **out);
+
+/* What a seed's server is, asked on s (a connection being checked, on
+ * the caller's thread) with INFO server by deadline_ms: writes "Redis
+ * 6.2.5" or "Valkey 9.1.2" into name (namelen bytes) and returns the Redis
+ * version it is compatible with as major * 100 + minor (redis_version,
+ * which Valkey keeps at 7.2 for clients: 702), or -1 when the server
+ * would not say (INFO refused, or no redis_version line). */
+int rlock__cluster_seed_version(rlock__link_sync *s,
+                                int64_t deadline_ms, char *name,
+                                size_t namelen);
 
 /* The master serving slot (-1: any node that serves a slot), or NULL when
  * the table knows none. I/O thread. */
