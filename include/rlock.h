@@ -93,7 +93,9 @@ RLOCK_API const char *rlock_version_string(void);
 #define RLOCK_EFORKED (-111)   /* client inherited across fork() */
 #define RLOCK_ESERVER (-112)   /* Redis answered with an error reply */
 #define RLOCK_ECANCELED (-113) /* an async acquire was cancelled */
-#define RLOCK_ENOTSUP (-114)   /* not available for this kind of lock */
+#define RLOCK_ENOTSUP (-114)   /* not available for this kind of lock,
+                                  or on this server (a cluster without
+                                  sharded pub/sub, RLOCK_SHARDED_ON) */
 #define RLOCK_ENOTIFY (-115)   /* unlocked, but Redis refused the unlock
                                   message (PUBLISH): waiters learn of the
                                   release only when they re-check */
@@ -248,16 +250,20 @@ RLOCK_API int rlock_config_set_sync_replicas(rlock_config *cfg, int on,
  *   RLOCK_SHARDED_AUTO  (default) as Redisson 3.28+: the seed is asked
  *               PUBSUB SHARDNUMSUB 0; if it answers (Redis 7+), waiters
  *               SSUBSCRIBE on the master of their lock's slot and unlocks
- *               SPUBLISH, else plain SUBSCRIBE and PUBLISH
- *   RLOCK_SHARDED_ON    sharded, without asking (connecting fails with
- *               RLOCK_ESERVER if the seed does not know SSUBSCRIBE's
- *               family)
+ *               SPUBLISH, else plain SUBSCRIBE and PUBLISH (an error
+ *               answer is judged by INFO server's version, not its text:
+ *               before 7.0 the server has no sharded pub/sub; from 7.0
+ *               the user was refused PUBSUB, and the fallback is logged)
+ *   RLOCK_SHARDED_ON    sharded (connecting fails with RLOCK_ENOTSUP when
+ *               the seed has no sharded pub/sub: Redis before 7.0, or a
+ *               version it would not tell)
  *   RLOCK_SHARDED_OFF   plain SUBSCRIBE and PUBLISH (Redisson before 3.22,
  *               or set to OFF): every unlock is broadcast to every node
  *   RLOCK_SHARDED_BOTH  for a fleet that mixes both kinds of peers:
  *               waiters SUBSCRIBE and SSUBSCRIBE, so either kind of peer's
  *               unlock wakes them; unlocks SPUBLISH and PUBLISH (a
- *               broadcast to every node, as mode OFF's)
+ *               broadcast to every node, as mode OFF's); refused with
+ *               RLOCK_ENOTSUP as ON is
  * A peer that publishes one way while waiters listen the other way costs
  * its waiters a re-check interval per hand-over, never safety.
  * Returns 0 or RLOCK_EINVAL (cfg NULL or an unknown mode). */
@@ -460,6 +466,8 @@ typedef struct rlock_client rlock_client;
  * RLOCK_EPROTO (the server does not speak Redis); RLOCK_ETIMEDOUT;
  * RLOCK_ESERVER (redis+cluster://: no seed describes a cluster serving
  * every slot, or a seed is not a cluster node);
+ * RLOCK_ENOTSUP (redis+cluster:// in RLOCK_SHARDED_ON or BOTH, and no seed
+ * has sharded pub/sub: Redis before 7.0);
  * RLOCK_ETLS (rediss://: a CA, certificate or key file unusable, the
  * server's certificate not trusted or not for the host, or the server
  * refusing the client's certificate or wanting one; the same with the
