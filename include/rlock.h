@@ -452,6 +452,9 @@ typedef struct rlock_client rlock_client;
  *                  RLOCK_EINVAL (rlock_config_set_cluster_sharded() and the
  *                  docs/cluster.md say how waiters are woken)
  *   rediss+cluster://...    the same, with TLS to every node
+ * Each may be spelled valkey for redis (valkey://, valkeys://,
+ * valkey+sentinel://, valkeys+cluster://, ...), Redisson's other spelling,
+ * with the same meaning. Schemes are matched without regard to case.
  * Percent-escapes (%40 etc.) are decoded in user, password and master name.
  * IPv6 hosts go in brackets: redis://[::1]:6380.
  * The connection, AUTH and SELECT are checked before this returns, and so

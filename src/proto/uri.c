@@ -9,6 +9,10 @@
  *   redis+cluster://[[user]:password@]host[:port][,host[:port]...][/]
  *   rediss+cluster://...    the same, TLS to every node
  *
+ * Each redis scheme may be spelled valkey instead (valkey://, valkeys://,
+ * valkey+sentinel://, valkeys+cluster://, ...), with the same meaning:
+ * Redisson reads valkey:// and valkeys:// as redis:// and rediss://.
+ *
  * The sentinel form is the one several Redis clients read (a comma list
  * of sentinels, default port 26379, the master's name as the path): the
  * userinfo and the database are the master's, as in redis://, so that
@@ -289,6 +293,44 @@ static int parse_cluster(const char *rest, rlock__uri *out)
     return RLOCK_OK;
 }
 
+typedef int (*uri_parser)(const char *rest, rlock__uri *out);
+
+/* Finds the scheme of a TCP URI: a family, an optional 's' for TLS, and a
+ * mode, every part matched without regard to case. "valkey" is Redisson's
+ * other spelling of "redis" (its RedisURI takes valkey:// and valkeys://);
+ * Redisson has no sentinel or cluster URI, so the +sentinel and +cluster
+ * forms are rlock's own, and each is spelled both ways, so that a valkey
+ * address can change mode as a redis one does. Returns the mode's parser
+ * and sets *tls and *skip (the scheme's length), or returns NULL. */
+static uri_parser match_scheme(const char *text, bool *tls, size_t *skip)
+{
+    static const char *const families[] = {"redis", "valkey"};
+    static const struct {
+        const char *suffix;
+        uri_parser parse;
+    } modes[] = {
+        {"://", parse_redis},
+        {"+sentinel://", parse_sentinel},
+        {"+cluster://", parse_cluster},
+    };
+    for (size_t f = 0; f < sizeof(families) / sizeof(families[0]); f++) {
+        size_t n = strlen(families[f]);
+        if (strncasecmp(text, families[f], n) != 0)
+            continue;
+        bool s = text[n] == 's' || text[n] == 'S';
+        n += s;
+        for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+            size_t k = strlen(modes[m].suffix);
+            if (strncasecmp(text + n, modes[m].suffix, k) == 0) {
+                *tls = s;
+                *skip = n + k;
+                return modes[m].parse;
+            }
+        }
+    }
+    return NULL;
+}
+
 /* Parses text into out. Returns 0, RLOCK_EINVAL or RLOCK_ENOMEM; on failure
  * out holds nothing that needs clearing. */
 int rlock__uri_parse(const char *text, rlock__uri *out)
@@ -300,26 +342,14 @@ int rlock__uri_parse(const char *text, rlock__uri *out)
     for (const char *p = text; *p; p++)
         if ((unsigned char)*p <= ' ' || (unsigned char)*p >= 0x7f)
             return RLOCK_EINVAL;
-    if (strncasecmp(text, "redis://", 8) == 0) {
-        rc = parse_redis(text + 8, out);
-    } else if (strncasecmp(text, "rediss://", 9) == 0) {
-        out->tls = true;
-        rc = parse_redis(text + 9, out);
-    } else if (strncasecmp(text, "redis+sentinel://", 17) == 0) {
-        rc = parse_sentinel(text + 17, out);
-    } else if (strncasecmp(text, "rediss+sentinel://", 18) == 0) {
-        out->tls = true;
-        rc = parse_sentinel(text + 18, out);
-    } else if (strncasecmp(text, "redis+cluster://", 16) == 0) {
-        rc = parse_cluster(text + 16, out);
-    } else if (strncasecmp(text, "rediss+cluster://", 17) == 0) {
-        out->tls = true;
-        rc = parse_cluster(text + 17, out);
-    } else if (strncasecmp(text, "unix://", 7) == 0) {
+    size_t skip;
+    uri_parser parse = match_scheme(text, &out->tls, &skip);
+    if (parse != NULL)
+        rc = parse(text + skip, out);
+    else if (strncasecmp(text, "unix://", 7) == 0)
         rc = parse_unix(text + 7, out);
-    } else {
+    else
         rc = RLOCK_EINVAL;
-    }
     if (rc != 0)
         rlock__uri_clear(out);
     return rc;

@@ -248,6 +248,8 @@ expect_status 78 "a bad REDIS_URL"
 expect_text "$err" "REDIS_URL is not a valid URL" "bad REDIS_URL is explained"
 run info --url "rediss://127.0.0.1:$DEAD" n
 expect_status 69 "info, unreachable TLS server"
+run info --url "valkey://127.0.0.1:$PORT" n
+expect_status 0 "info over valkey://, Redisson's spelling of redis://"
 
 printf '{\n  "singleServerConfig": {\n    "adress": "redis://h"\n  }\n}\n' \
     >"$WORK/typo.json"

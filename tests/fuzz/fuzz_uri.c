@@ -8,14 +8,15 @@
  *   - it answers 0, RLOCK_EINVAL or RLOCK_ENOMEM, and on failure leaves
  *     nothing behind (every field zero);
  *   - a URI it accepts is printable ASCII and starts with one of its
- *     schemes; the result names exactly one of a host, a socket path and a
+ *     schemes (each redis one may be spelled valkey, 's' exactly for TLS); the result names exactly one of a host, a socket path and a
  *     master behind sentinels, a port in 1..65535 for a host and for each
  *     of 1..RLOCK__URI_SENTINELS_MAX sentinels, a socket path starting
  *     with '/', a database >= 0, no empty user, password or master name,
  *     no user without password;
  *   - round trip: the result written back as a canonical URI (host in
  *     brackets, explicit port and database, user, password and socket path
- *     percent-encoded) parses to exactly the same result;
+ *     percent-encoded, the scheme spelled redis) parses to exactly the same
+ *     result, so a valkey spelling means what its redis one does;
  *   - rlock__uri_clear() leaves the struct zeroed, and may run twice.
  *
  * A failed check calls abort(), which libFuzzer reports as a crash with the
@@ -102,6 +103,24 @@ static bool all_zero(const rlock__uri *u)
            u->seeds == NULL && u->nseeds == 0;
 }
 
+/* True when text starts with "redis" or "valkey", then 's' exactly when
+ * tls, then mode ("://", "+sentinel://", "+cluster://"), in any case. */
+static bool has_scheme(const char *text, bool tls, const char *mode)
+{
+    static const char *const families[] = {"redis", "valkey"};
+
+    for (size_t f = 0; f < 2; f++) {
+        size_t n = strlen(families[f]);
+        if (strncasecmp(text, families[f], n) != 0)
+            continue;
+        if (tls && text[n] != 's' && text[n] != 'S')
+            return false;
+        n += tls;
+        return strncasecmp(text + n, mode, strlen(mode)) == 0;
+    }
+    return false;
+}
+
 /* Checks the promises about an accepted URI's parts. */
 static void check_parts(const char *text, const rlock__uri *u)
 {
@@ -117,9 +136,7 @@ static void check_parts(const char *text, const rlock__uri *u)
     CHECK(u->user == NULL || u->password != NULL);
     CHECK((u->master == NULL) == (u->nsentinels == 0));
     if (u->master != NULL) {
-        CHECK(strncasecmp(text,
-                          u->tls ? "rediss+sentinel://" : "redis+sentinel://",
-                          u->tls ? 18 : 17) == 0);
+        CHECK(has_scheme(text, u->tls, "+sentinel://"));
         CHECK(u->master[0] != '\0');
         CHECK(u->nsentinels >= 1 &&
               u->nsentinels <= RLOCK__URI_SENTINELS_MAX);
@@ -130,9 +147,7 @@ static void check_parts(const char *text, const rlock__uri *u)
         }
         CHECK(u->port == 0);
     } else if (u->seeds != NULL) {
-        CHECK(strncasecmp(text,
-                          u->tls ? "rediss+cluster://" : "redis+cluster://",
-                          u->tls ? 17 : 16) == 0);
+        CHECK(has_scheme(text, u->tls, "+cluster://"));
         CHECK(u->nseeds >= 1 && u->nseeds <= RLOCK__URI_SEEDS_MAX);
         for (int i = 0; i < u->nseeds; i++) {
             CHECK(u->seeds[i].host != NULL);
@@ -141,9 +156,8 @@ static void check_parts(const char *text, const rlock__uri *u)
         }
         CHECK(u->db == 0);
     } else if (u->host != NULL) {
-        /* rediss:// is the TLS form of redis:// */
-        CHECK(strncasecmp(text, u->tls ? "rediss://" : "redis://",
-                          u->tls ? 9 : 8) == 0);
+        /* rediss:// is the TLS form of redis://, valkeys:// of valkey:// */
+        CHECK(has_scheme(text, u->tls, "://"));
         CHECK(u->host[0] != '\0');
         CHECK(u->port >= 1 && u->port <= 65535);
     } else {

@@ -7,6 +7,11 @@
  *   unix:///path/to/redis.sock[?db=N]
  *   redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/master[/db]
  *   rediss+sentinel://...   (the same, with TLS)
+ *   redis+cluster://[[user]:password@]host[:port][,host[:port]...][/]
+ *   rediss+cluster://...    (the same, with TLS)
+ *
+ * and every redis scheme spelled valkey (valkey://, valkeys+sentinel://,
+ * ...), which must parse exactly as its redis spelling does.
  *
  * Each accepted URI is one named test that checks every field of the result;
  * each refused URI is one named test that checks RLOCK_EINVAL and an output
@@ -226,6 +231,49 @@ static void test_cluster_seed_limit(void **state)
 }
 
 /* ------------------------------------------------------------------------ */
+/* valkey spellings                                                         */
+/* ------------------------------------------------------------------------ */
+
+static void assert_same_nodes(const rlock__uri_node *a, int na,
+                              const rlock__uri_node *b, int nb)
+{
+    assert_int_equal(na, nb);
+    for (int i = 0; i < na; i++) {
+        assert_field(a[i].host, b[i].host);
+        assert_int_equal(a[i].port, b[i].port);
+    }
+}
+
+/* state: {valkey spelling, redis spelling}; both parse to the same result */
+static void test_valkey_same_as_redis(void **state)
+{
+    const char **pair = *state;
+    rlock__uri v, r;
+
+    memset(&v, 0xa5, sizeof(v));
+    assert_int_equal(rlock__uri_parse(pair[0], &v), RLOCK_OK);
+    assert_int_equal(rlock__uri_parse(pair[1], &r), RLOCK_OK);
+    assert_field(v.host, r.host);
+    assert_int_equal(v.port, r.port);
+    assert_field(v.path, r.path);
+    assert_field(v.user, r.user);
+    assert_field(v.password, r.password);
+    assert_int_equal(v.db, r.db);
+    assert_int_equal(v.tls, r.tls);
+    assert_field(v.master, r.master);
+    assert_same_nodes(v.sentinels, v.nsentinels, r.sentinels, r.nsentinels);
+    assert_same_nodes(v.seeds, v.nseeds, r.seeds, r.nseeds);
+    rlock__uri_clear(&v);
+    rlock__uri_clear(&r);
+}
+
+/* clang-format off */
+#define VALKEY_SAME(name, valkey, redis)                                      \
+    {"valkey_same_as_redis_" name, test_valkey_same_as_redis, NULL, NULL,     \
+     (void *)(const char *[]){valkey, redis}}
+/* clang-format on */
+
+/* ------------------------------------------------------------------------ */
 /* Refused URIs                                                             */
 /* ------------------------------------------------------------------------ */
 
@@ -386,6 +434,29 @@ int main(void)
                        {"h"}, {6379}, NULL, NULL, false),
         cmocka_unit_test(test_cluster_seed_limit),
 
+        PARSES("valkey_scheme", "valkey://u:pw@h:6380/2", "h", 6380, NULL,
+               "u", "pw", 2),
+        PARSES_TLS("valkey_tls_scheme", "valkeys://h", "h", 6379, NULL, NULL,
+                   NULL, 0),
+        PARSES_TLS("valkey_tls_scheme_case_insensitively", "VALKEYS://h:1",
+                   "h", 1, NULL, NULL, NULL, 0),
+        PARSES_SENTINEL("valkey_tls", "valkeys+sentinel://h:7/m/1", "m", 1,
+                        {"h"}, {7}, NULL, NULL, 1, true),
+        PARSES_CLUSTER("valkey_tls", "valkeys+cluster://:pw@h:7", 1, {"h"},
+                       {7}, NULL, "pw", true),
+        VALKEY_SAME("plain", "valkey://u:pw@[::1]:7/3",
+                    "redis://u:pw@[::1]:7/3"),
+        VALKEY_SAME("tls", "valkeys://:pw@h/1", "rediss://:pw@h/1"),
+        VALKEY_SAME("sentinel", "valkey+sentinel://u:pw@a:1,b/my%20m/2",
+                    "redis+sentinel://u:pw@a:1,b/my%20m/2"),
+        VALKEY_SAME("sentinel_tls", "valkeys+sentinel://a,b:2/m",
+                    "rediss+sentinel://a,b:2/m"),
+        VALKEY_SAME("cluster", "valkey+cluster://u:pw@a:7000,b/",
+                    "redis+cluster://u:pw@a:7000,b/"),
+        VALKEY_SAME("cluster_tls", "valkeys+cluster://a,[::1]:7001",
+                    "rediss+cluster://a,[::1]:7001"),
+        VALKEY_SAME("mixed_case", "VaLkEyS+ClUsTeR://a", "rediss+cluster://a"),
+
         cmocka_unit_test(test_rejects_null_text),
         cmocka_unit_test(test_rejects_null_out),
         REJECTS("empty", ""),
@@ -411,6 +482,17 @@ int main(void)
         REJECTS("tls_file_query", "rediss://h?ca=/etc/ca.pem"),
         REJECTS("tls_bad_port", "rediss://h:0"),
         REJECTS("scheme_with_two_s", "redisss://h"),
+        REJECTS("valkey_scheme_with_two_s", "valkeyss://h"),
+        REJECTS("valkey_sentinel_with_two_s", "valkeyss+sentinel://h/m"),
+        REJECTS("valkey_misspelt", "valky://h"),
+        REJECTS("valkey_without_slashes", "valkey:h"),
+        REJECTS("valkey_both_families", "valkeyredis://h"),
+        REJECTS("valkey_unknown_mode", "valkey+tls://h"),
+        REJECTS("valkey_plural_mode", "valkey+sentinels://h/m"),
+        REJECTS("valkey_uds", "valkey+uds:///tmp/r.sock"),
+        REJECTS("valkey_tls_without_host", "valkeys://"),
+        REJECTS("valkey_sentinel_without_master", "valkey+sentinel://h"),
+        REJECTS("valkey_cluster_with_a_database", "valkeys+cluster://h/1"),
         REJECTS("unix_without_path", "unix://"),
         REJECTS("unix_root_only", "unix:///"),
         REJECTS("unix_relative_path", "unix://relative"),
