@@ -165,7 +165,10 @@ static bool url_names_db(const char *url)
         return strstr(url, "?db=") != NULL;
     const char *scheme_end = strstr(url, "://");
     const char *slash = scheme_end ? strchr(scheme_end + 3, '/') : NULL;
-    if (slash != NULL && strstr(url, "+sentinel://") != NULL)
+    /* schemes match whatever their case, as the URI parser's */
+    bool sentinel = scheme_end != NULL && scheme_end - url >= 9 &&
+                    strncasecmp(scheme_end - 9, "+sentinel", 9) == 0;
+    if (slash != NULL && sentinel)
         slash = strchr(slash + 1, '/'); /* past "/master" */
     return slash != NULL && slash[1] != '\0';
 }

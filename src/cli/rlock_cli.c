@@ -53,7 +53,8 @@ static const char global_help[] =
     "                     or a Redis Cluster: redis+cluster://[[user]:\n"
     "                     password@]host[:port][,host[:port]...]\n"
     "                     (rediss://, rediss+sentinel:// and\n"
-    "                     rediss+cluster:// for TLS)\n"
+    "                     rediss+cluster:// for TLS; valkey for redis\n"
+    "                     in any of them, as valkey://)\n"
     "  --config FILE      a Redisson JSON config file (singleServerConfig,\n"
     "                     sentinelServersConfig or clusterServersConfig,\n"
     "                     lockWatchdogTimeout; see docs/redisson-config.md)\n"
@@ -268,7 +269,8 @@ int cli_make_config(const cli_common *cm, rlock_config **out)
                       "redis[s]://[[user]:password@]host[:port][/db], "
                       "unix:///path/to/redis.sock[?db=N] or "
                       "redis[s]+sentinel://[[user]:password@]host[:port]"
-                      "[,host[:port]...]/name[/db]",
+                      "[,host[:port]...]/name[/db] (or redis[s]+cluster://"
+                      "..., and valkey for redis in any of them)",
                       source);
             return CLI_CONFIG;
         }

@@ -178,6 +178,29 @@ static void test_server_text_of_a_sentinel_url(void **state)
     rlock_config_free(cfg);
 }
 
+/* A sentinel URL's scheme in capitals, or spelled valkey, is a sentinel
+ * URL still: its master's name is not read as a database, which would
+ * replace the configured one with 0. */
+static void test_a_capital_sentinel_scheme_keeps_the_database(void **state)
+{
+    rlock_config *cfg = NULL;
+    rlock_admin_server s;
+    (void)state;
+    assert_int_equal(rlock_config_new(&cfg), RLOCK_OK);
+    assert_int_equal(rlock_config_set_database(cfg, 2), RLOCK_OK);
+    assert_int_equal(
+        rlock_admin_config_set_url(cfg, "REDIS+SENTINEL://a/m", true),
+        RLOCK_OK);
+    assert_int_equal(rlock_admin_server_of(cfg, &s), RLOCK_OK);
+    assert_int_equal(s.database, 2);
+    assert_int_equal(
+        rlock_admin_config_set_url(cfg, "valkey+sentinel://a/m", true),
+        RLOCK_OK);
+    assert_int_equal(rlock_admin_server_of(cfg, &s), RLOCK_OK);
+    assert_int_equal(s.database, 2);
+    rlock_config_free(cfg);
+}
+
 static void test_server_of_a_config_without_one_is_einval(void **state)
 {
     rlock_config *cfg = NULL;
@@ -501,6 +524,7 @@ int main(void)
         cmocka_unit_test(test_names_of_an_empty_or_missing_name_are_einval),
         cmocka_unit_test(test_server_text_leaves_out_the_credentials),
         cmocka_unit_test(test_server_text_of_a_sentinel_url),
+        cmocka_unit_test(test_a_capital_sentinel_scheme_keeps_the_database),
         cmocka_unit_test(test_server_of_a_config_without_one_is_einval),
         cmocka_unit_test(test_url_beats_the_configs_password_and_database),
         cmocka_unit_test(test_url_without_a_database_keeps_the_configs),
