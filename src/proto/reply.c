@@ -97,15 +97,35 @@ int rlock__reply_acquire(const struct redisReply *r, int64_t *ttl,
     return 0;
 }
 
+/* Whether r is a WRONGTYPE error from a script's redis.call(): bare from
+ * 7.0 on, wrapped by Redis 6.2 as "ERR Error running script (call to
+ * f_<sha>): @user_script:<line>: WRONGTYPE ...". */
+static bool is_script_wrongtype(const struct redisReply *r)
+{
+    const char *at;
+
+    if (starts_with(r, "WRONGTYPE"))
+        return true;
+    if (!starts_with(r, "ERR Error running script (call to f_"))
+        return false;
+    at = strstr(r->str, "): @user_script:");
+    if (at == NULL)
+        return false;
+    at += strlen("): @user_script:");
+    at += strspn(at, "0123456789");
+    return strncmp(at, ": WRONGTYPE ", strlen(": WRONGTYPE ")) == 0;
+}
+
 /* Decodes an unlock reply into RLOCK__UNLOCK_*, or a negative code: 3 is
  * our scripts' "released, but the PUBLISH was refused", 5 "released, and
  * a subscriber heard the message" (someone waits), and a WRONGTYPE
- * error means the key was overwritten with something that is not a lock
- * (every other error reply means the release did not run). */
+ * error (is_script_wrongtype) means the key was overwritten with something
+ * that is not a lock (every other error reply means the release did not
+ * run). */
 int rlock__reply_unlock(const struct redisReply *r)
 {
     int err = rlock__reply_error_code(r);
-    if (err == RLOCK_ESERVER && starts_with(r, "WRONGTYPE"))
+    if (err == RLOCK_ESERVER && is_script_wrongtype(r))
         return RLOCK__UNLOCK_NOT_A_LOCK;
     if (err != 0)
         return err;

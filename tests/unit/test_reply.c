@@ -445,6 +445,33 @@ static void test_unlock_wrongtype_is_not_a_lock(void **state)
     rb_free(r);
 }
 
+/* Redis 6.2 wraps a script's WRONGTYPE in its own error text */
+static void test_unlock_wrongtype_wrapped_by_6_2_is_not_a_lock(void **state)
+{
+    redisReply *r = rb_err("ERR Error running script (call to "
+                           "f_f08c4502460cd51df7ed74b0b4424c8b73ccc8dc): "
+                           "@user_script:21: WRONGTYPE Operation against a "
+                           "key holding the wrong kind of value");
+
+    (void)state;
+    assert_int_equal(rlock__reply_unlock(r), RLOCK__UNLOCK_NOT_A_LOCK);
+    rb_free(r);
+}
+
+/* ... but only there: another script error that names WRONGTYPE later in
+ * its text is a plain server error */
+static void test_unlock_other_script_error_is_eserver(void **state)
+{
+    redisReply *r = rb_err("ERR Error running script (call to f_0123): "
+                           "@user_script:3: user_script:3: Script attempted "
+                           "to access nonexistent global variable "
+                           "'WRONGTYPE'");
+
+    (void)state;
+    assert_int_equal(rlock__reply_unlock(r), RLOCK_ESERVER);
+    rb_free(r);
+}
+
 static void test_unlock_oom_is_eserver(void **state)
 {
     redisReply *r = rb_err("OOM command not allowed when used memory > "
@@ -1014,6 +1041,8 @@ int main(void)
         cmocka_unit_test(test_unlock_string_is_eproto),
         cmocka_unit_test(test_unlock_null_reply_is_econn),
         cmocka_unit_test(test_unlock_wrongtype_is_not_a_lock),
+        cmocka_unit_test(test_unlock_wrongtype_wrapped_by_6_2_is_not_a_lock),
+        cmocka_unit_test(test_unlock_other_script_error_is_eserver),
         cmocka_unit_test(test_unlock_oom_is_eserver),
         cmocka_unit_test(test_unlock_three_is_released_unannounced),
         cmocka_unit_test(test_unlock_wrongpass_is_eauth),
