@@ -118,6 +118,7 @@ static long long exists_on(int i, const char *key)
 
 static void test_every_master_serves_its_locks_over_tls(void **state)
 {
+    RT_SKIP_WITHOUT_TLS();
     (void)state;
     rlock_client *c = connect_tls(0);
     lt_lock_on_every_master(&cluster, c, "tls-routed");
@@ -131,6 +132,7 @@ static void test_every_master_serves_its_locks_over_tls(void **state)
  * (re-checks 30 s apart, so only the unlock message can wake it soon). */
 static void test_a_waiter_is_woken_over_tls(void **state)
 {
+    RT_SKIP_WITHOUT_TLS();
     (void)state;
     const char *name = "tls-waited";
     const char *channel = "redisson_lock__channel:{tls-waited}";
@@ -151,6 +153,7 @@ static void test_a_waiter_is_woken_over_tls(void **state)
  * replica: its MOVED must name the new master's TLS port. */
 static void test_a_failover_is_followed_over_tls(void **state)
 {
+    RT_SKIP_WITHOUT_TLS();
     (void)state;
     const char *name = "tls-failover";
     rlock_client *c = connect_tls(0);
@@ -181,6 +184,8 @@ static int group_setup(void **state)
     (void)state;
     if (rt_tls_make(&files) != 0)
         return -1;
+    if (!rt_server_has_tls())
+        return 0; /* each test skips */
     const char *const *server = rt_tls_server_args(&files, 0);
     int n = 0;
     while (server[n] != NULL && n < 15) {

@@ -338,7 +338,13 @@ static void test_noscript_loads_the_script_and_sends_it_again(void **state)
     char *stats = rt_cmd_str(&server, "INFO commandstats");
     assert_non_null(stats);
     assert_null(strstr(stats, "cmdstat_eval:"));
-    assert_non_null(strstr(stats, "cmdstat_script|load:calls=1,"));
+    /* before 7.0, subcommands share their command's line: the load and
+     * the SCRIPT EXISTS above */
+    if (rt_server_version() != 0 && rt_server_version() < 70000 &&
+        !rt_server_is_valkey())
+        assert_non_null(strstr(stats, "cmdstat_script:calls=2,"));
+    else
+        assert_non_null(strstr(stats, "cmdstat_script|load:calls=1,"));
     free(stats);
     fixture_stop(&f);
     free(sha);
@@ -397,6 +403,7 @@ static void test_a_refused_credential_retires_the_link_after_its_replies(
 /* A connection whose options carry a TLS context talks TLS. */
 static void test_a_tls_connection_round_trips(void **state)
 {
+    RT_SKIP_WITHOUT_TLS();
     (void)state;
     rlock__tls_settings ts = {0};
     ts.ca_file = tls_files.ca_crt;
@@ -426,6 +433,8 @@ static int group_setup(void **state)
     (void)state;
     if (rt_redis_start(&server) != 0 || rt_tls_make(&tls_files) != 0)
         return -1;
+    if (!rt_server_has_tls())
+        return 0; /* the TLS test skips */
     return rt_redis_start_tls(&tls_server, rt_tls_server_args(&tls_files, 0),
                               NULL);
 }

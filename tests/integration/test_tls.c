@@ -56,6 +56,8 @@ static int group_setup(void **state)
     rt_require_redis();
     if (rt_tls_make(&files) != 0)
         return -1;
+    if (!rt_server_has_tls())
+        return 0; /* the tests that need a server skip */
     if (rt_redis_start_tls(&server, rt_tls_server_args(&files, 0), NULL) != 0)
         return -1;
     /* the second server needs its own argument array: the fixture's is
@@ -208,6 +210,7 @@ static void assert_starts_with(const char *text, const char *prefix)
 
 static void test_server_verified_by_ca_file_answers_ping(void **state)
 {
+    RT_SKIP_WITHOUT_TLS();
     (void)state;
     rlock__tls_settings s = trusting_ca();
     conn c;
@@ -218,6 +221,7 @@ static void test_server_verified_by_ca_file_answers_ping(void **state)
 
 static void test_host_name_is_checked_against_the_dns_names(void **state)
 {
+    RT_SKIP_WITHOUT_TLS();
     (void)state;
     rlock__tls_settings s = trusting_ca();
     conn c;
@@ -228,6 +232,7 @@ static void test_host_name_is_checked_against_the_dns_names(void **state)
 
 static void test_server_verified_by_ca_directory_answers_ping(void **state)
 {
+    RT_SKIP_WITHOUT_TLS();
     (void)state;
     rlock__tls_settings s = {.ca_dir = files.ca_dir};
     conn c;
@@ -238,6 +243,7 @@ static void test_server_verified_by_ca_directory_answers_ping(void **state)
 
 static void test_mutual_tls_with_client_certificate_answers_ping(void **state)
 {
+    RT_SKIP_WITHOUT_TLS();
     (void)state;
     rlock__tls_settings s = trusting_ca();
     s.cert_file = files.client_crt;
@@ -253,6 +259,7 @@ static void test_mutual_tls_with_client_certificate_answers_ping(void **state)
  * and its key. */
 static void test_mutual_tls_with_certificate_and_key_in_one_file(void **st)
 {
+    RT_SKIP_WITHOUT_TLS();
     (void)st;
     rlock__tls_settings s = trusting_ca();
     s.cert_file = files.client_pem;
@@ -290,6 +297,7 @@ static int read_once(conn *c)
  * by peer"), which is all a real client can learn then. */
 static void test_mutual_tls_without_client_certificate_is_refused(void **st)
 {
+    RT_SKIP_WITHOUT_TLS();
     (void)st;
     rlock__tls_settings s = trusting_ca();
     conn c;
@@ -303,6 +311,7 @@ static void test_mutual_tls_without_client_certificate_is_refused(void **st)
 
 static void test_untrusted_ca_fails_naming_the_wrong_ca(void **state)
 {
+    RT_SKIP_WITHOUT_TLS();
     (void)state;
     rlock__tls_settings s = trusting_ca();
     s.ca_file = files.other_ca_crt;
@@ -315,6 +324,7 @@ static void test_untrusted_ca_fails_naming_the_wrong_ca(void **state)
 
 static void test_other_server_name_fails_as_hostname_mismatch(void **state)
 {
+    RT_SKIP_WITHOUT_TLS();
     (void)state;
     rlock__tls_settings s = trusting_ca();
     s.server_name = "redis.example.com";
@@ -330,6 +340,7 @@ static void test_other_server_name_fails_as_hostname_mismatch(void **state)
  * its DNS names. */
 static void test_other_ip_address_fails_as_hostname_mismatch(void **state)
 {
+    RT_SKIP_WITHOUT_TLS();
     (void)state;
     rlock__tls_settings s = trusting_ca();
     s.server_name = "127.0.0.2";
@@ -346,6 +357,7 @@ static void test_other_ip_address_fails_as_hostname_mismatch(void **state)
 
 static void test_verify_none_accepts_an_untrusted_server(void **state)
 {
+    RT_SKIP_WITHOUT_TLS();
     (void)state;
     rlock__tls_settings s = {.ca_file = files.other_ca_crt,
                              .verify = RLOCK__TLS_VERIFY_NONE};
@@ -357,6 +369,7 @@ static void test_verify_none_accepts_an_untrusted_server(void **state)
 
 static void test_verify_ca_only_accepts_another_name(void **state)
 {
+    RT_SKIP_WITHOUT_TLS();
     (void)state;
     rlock__tls_settings s = trusting_ca();
     s.verify = RLOCK__TLS_VERIFY_CA_ONLY;
@@ -369,6 +382,7 @@ static void test_verify_ca_only_accepts_another_name(void **state)
 
 static void test_verify_ca_only_still_refuses_an_untrusted_ca(void **state)
 {
+    RT_SKIP_WITHOUT_TLS();
     (void)state;
     rlock__tls_settings s = {.ca_file = files.other_ca_crt,
                              .verify = RLOCK__TLS_VERIFY_CA_ONLY};
@@ -510,6 +524,7 @@ static void *wait_for_lock(void *arg)
  * plain port shows what the lock wrote. */
 static void test_client_locks_over_tls_verified_by_its_ca(void **state)
 {
+    RT_SKIP_WITHOUT_TLS();
     (void)state;
     rlock_config *cfg = config_trusting(files.ca_crt);
     rlock_client *c = NULL;
@@ -545,6 +560,7 @@ static void test_client_locks_over_tls_verified_by_its_ca(void **state)
 static void test_client_with_a_certificate_locks_over_mutual_tls(
     void **state)
 {
+    RT_SKIP_WITHOUT_TLS();
     (void)state;
     rlock_config *cfg = config_trusting(files.ca_crt);
     assert_int_equal(rlock_config_set_tls_client_cert(cfg, files.client_crt,
@@ -568,6 +584,7 @@ static void test_client_with_a_certificate_locks_over_mutual_tls(
 static void test_client_trusting_another_ca_fails_to_connect_with_etls(
     void **state)
 {
+    RT_SKIP_WITHOUT_TLS();
     (void)state;
     rlock_config *cfg = config_trusting(files.other_ca_crt);
     rlock_client *c = (rlock_client *)&c; /* must become NULL */
@@ -581,6 +598,7 @@ static void test_client_trusting_another_ca_fails_to_connect_with_etls(
 static void test_client_without_a_required_certificate_fails_with_etls(
     void **state)
 {
+    RT_SKIP_WITHOUT_TLS();
     (void)state;
     rlock_config *cfg = config_trusting(files.ca_crt);
     rlock_client *c = (rlock_client *)&c;
@@ -594,6 +612,7 @@ static void test_client_without_a_required_certificate_fails_with_etls(
 static void test_client_with_an_unreadable_ca_file_fails_with_etls(
     void **state)
 {
+    RT_SKIP_WITHOUT_TLS();
     (void)state;
     char missing[RT_TLS_PATH + 16];
     snprintf(missing, sizeof(missing), "%s/missing.crt", files.dir);

@@ -10,6 +10,11 @@
  * Replicas sync diskless with no delay (repl-diskless-sync-delay 0; the
  * default waits 5 s for more replicas).
  *
+ * Servers older than 7.0 (Redis 6.2) have no cluster-port, no bus port in
+ * MEET, no ADDSLOTSRANGE and no CLUSTER SHARDS: there the bus is port +
+ * 10000 (a node whose bus port is taken fails to start and is retried on
+ * other ports), the slots go by ADDSLOTS and "settled" leaves SHARDS out.
+ *
  * "Settled" is judged from each node's CLUSTER NODES text, reduced to what
  * must agree (ids, roles, masters, slot ranges; not pings, epochs or the
  * migration markers a node shows of itself), and from the replicas' INFO:
@@ -202,6 +207,16 @@ static int index_of_id(const rt_cluster *c, const char *id)
 /* Settled                                                                  */
 /* ------------------------------------------------------------------------ */
 
+/* Whether the server has Redis 7.0's cluster commands and settings
+ * (cluster-port, MEET's bus port, ADDSLOTSRANGE, SHARDS): any Valkey, Redis
+ * from 7.0, and a server whose version cannot be read. */
+static bool has_7_0(void)
+{
+    int v = rt_server_version();
+
+    return v == 0 || v >= 70000 || rt_server_is_valkey();
+}
+
 /* Whether the text reply of cmd on r contains needle. */
 static bool says(rt_redis *r, const char *cmd, const char *needle)
 {
@@ -237,10 +252,11 @@ static int count_online(const redisReply *r)
  * SLOTS lists a replica beside the master of every range. */
 static bool lists_everyone(rt_redis *r)
 {
-    redisReply *shards = rt_cmd(r, "CLUSTER SHARDS");
+    redisReply *shards = has_7_0() ? rt_cmd(r, "CLUSTER SHARDS") : NULL;
     redisReply *slots = rt_cmd(r, "CLUSTER SLOTS");
-    bool ok = count_online(shards) == RT_CLUSTER_NODES && slots != NULL &&
-              slots->type == REDIS_REPLY_ARRAY && slots->elements > 0;
+    bool ok = (!has_7_0() || count_online(shards) == RT_CLUSTER_NODES) &&
+              slots != NULL && slots->type == REDIS_REPLY_ARRAY &&
+              slots->elements > 0;
 
     for (size_t i = 0; ok && i < slots->elements; i++)
         ok = slots->element[i]->type == REDIS_REPLY_ARRAY &&
@@ -417,7 +433,7 @@ static int start_node(rt_cluster *c, int i)
 {
     for (int attempt = 0; attempt < 5; attempt++) {
         const char **a = c->args[i];
-        int n = 0, bus = rt_free_port();
+        int n = 0, bus = has_7_0() ? rt_free_port() : 0;
 
         if (bus < 0)
             return -1;
@@ -426,8 +442,10 @@ static int start_node(rt_cluster *c, int i)
         a[n++] = "yes";
         a[n++] = "--cluster-config-file";
         a[n++] = "nodes.conf";
-        a[n++] = "--cluster-port";
-        a[n++] = c->bus_port[i];
+        if (has_7_0()) {
+            a[n++] = "--cluster-port";
+            a[n++] = c->bus_port[i];
+        }
         a[n++] = "--cluster-node-timeout";
         a[n++] = NODE_TIMEOUT_MS;
         a[n++] = "--repl-diskless-sync";
@@ -443,8 +461,12 @@ static int start_node(rt_cluster *c, int i)
             a[n++] = "yes";
         }
         a[n] = NULL;
-        if (rt_redis_start_tls(&c->node[i], c->tls_args, c->args[i]) == 0)
+        if (rt_redis_start_tls(&c->node[i], c->tls_args, c->args[i]) == 0) {
+            if (!has_7_0())
+                snprintf(c->bus_port[i], sizeof(c->bus_port[i]), "%d",
+                         c->node[i].port + 10000);
             return 0;
+        }
     }
     return -1;
 }
@@ -470,6 +492,34 @@ static int wait_knows(rt_cluster *c, int i, const char *id, int timeout_ms)
     }
 }
 
+/* CLUSTER ADDSLOTSRANGE first last on r, or before 7.0 ADDSLOTS with each
+ * slot named. */
+static redisReply *add_slots(rt_redis *r, int first, int last)
+{
+    static char words[16384][6];
+    static const char *argv[2 + 16384];
+    int argc = 0;
+
+    if (has_7_0())
+        return rt_cmd(r, "CLUSTER ADDSLOTSRANGE %d %d", first, last);
+    argv[argc++] = "CLUSTER";
+    argv[argc++] = "ADDSLOTS";
+    for (int s = first; s <= last; s++) {
+        snprintf(words[s], sizeof(words[s]), "%d", s);
+        argv[argc++] = words[s];
+    }
+    return rt_cmd_argv(r, argc, argv);
+}
+
+/* CLUSTER MEET on r of node j of c (with its bus port from 7.0 on). */
+static redisReply *meet(rt_redis *r, rt_cluster *c, int j)
+{
+    if (!has_7_0())
+        return rt_cmd(r, "CLUSTER MEET 127.0.0.1 %d", c->node[j].port);
+    return rt_cmd(r, "CLUSTER MEET 127.0.0.1 %d %s", c->node[j].port,
+                  c->bus_port[j]);
+}
+
 /* Everything after the nodes are up: ids, epochs, slots, meetings and
  * replicas. Returns 0 or -1. */
 static int form(rt_cluster *c)
@@ -492,9 +542,8 @@ static int form(rt_cluster *c)
             return -1;
     }
     for (int m = 0; m < RT_CLUSTER_MASTERS; m++) {
-        if (ok(rt_cmd(&c->node[m], "CLUSTER ADDSLOTSRANGE %d %d", range[m][0],
-                      range[m][1]),
-               m, "ADDSLOTSRANGE") != 0)
+        if (ok(add_slots(&c->node[m], range[m][0], range[m][1]), m,
+               "ADDSLOTSRANGE") != 0)
             return -1;
     }
     /* node 0 meets everyone; a replica meets its master too, so that it
@@ -502,12 +551,8 @@ static int form(rt_cluster *c)
     for (int i = 1; i < RT_CLUSTER_NODES; i++) {
         int m = i >= RT_CLUSTER_MASTERS ? i - RT_CLUSTER_MASTERS : 0;
 
-        if (ok(rt_cmd(&c->node[0], "CLUSTER MEET 127.0.0.1 %d %s",
-                      c->node[i].port, c->bus_port[i]),
-               0, "MEET") != 0 ||
-            (m > 0 && ok(rt_cmd(&c->node[i], "CLUSTER MEET 127.0.0.1 %d %s",
-                                c->node[m].port, c->bus_port[m]),
-                         i, "MEET") != 0))
+        if (ok(meet(&c->node[0], c, i), 0, "MEET") != 0 ||
+            (m > 0 && ok(meet(&c->node[i], c, m), i, "MEET") != 0))
             return -1;
     }
     for (int m = 0; m < RT_CLUSTER_MASTERS; m++) {

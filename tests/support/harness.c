@@ -117,6 +117,91 @@ static int find_redis_server(char *out, size_t outlen)
     return -1;
 }
 
+/* The server binary's facts (rt_server_*), found once. */
+static struct {
+    pthread_once_t once;
+    int found;
+    char path[512];
+    int version;
+    int valkey;
+    int tls;
+} probed = {PTHREAD_ONCE_INIT, 0, "", 0, 0, 0};
+
+/* Runs the server binary with args (a shell fragment) and copies what it
+ * prints (stdout and stderr, at most len - 1 bytes) to out. */
+static void server_output(const char *args, char *out, size_t len)
+{
+    char cmd[700];
+    size_t n = 0, got;
+    FILE *p;
+
+    out[0] = '\0';
+    if (strchr(probed.path, '\'') != NULL ||
+        snprintf(cmd, sizeof(cmd), "timeout 10 '%s' %s 2>&1 </dev/null",
+                 probed.path,
+                 args) >= (int)sizeof(cmd))
+        return;
+    p = popen(cmd, "r");
+    if (p == NULL)
+        return;
+    while (n + 1 < len && (got = fread(out + n, 1, len - 1 - n, p)) > 0)
+        n += got;
+    out[n] = '\0';
+    while (fread(cmd, 1, sizeof(cmd), p) > 0)
+        ; /* let it finish writing */
+    pclose(p);
+}
+
+static void server_probe(void)
+{
+    char out[4096];
+    const char *v;
+    int major = 0, minor = 0, patch = 0;
+
+    probed.found = find_redis_server(probed.path, sizeof(probed.path)) == 0;
+    if (!probed.found)
+        return;
+    server_output("--version", out, sizeof(out));
+    probed.valkey = strstr(out, "Valkey") != NULL;
+    v = strstr(out, "v=");
+    if (v != NULL && sscanf(v, "v=%d.%d.%d", &major, &minor, &patch) >= 2)
+        probed.version = major * 10000 + minor * 100 + patch;
+    /* Without TLS, Redis stops at the option ("Bad directive") and Valkey
+     * (TLS as a module it has not loaded) when it sets the listener up;
+     * with TLS, loading the missing certificate stops it before any
+     * port is bound. */
+    server_output("--port 0 --tls-port 1 --tls-cert-file /nonexistent/c "
+                  "--tls-key-file /nonexistent/k --save ''",
+                  out, sizeof(out));
+    probed.tls = out[0] != '\0' && strstr(out, "Bad directive") == NULL &&
+                 strstr(out, "Failed finding TLS support") == NULL &&
+                 strstr(out, "connection type tls") == NULL;
+}
+
+const char *rt_server_path(void)
+{
+    pthread_once(&probed.once, server_probe);
+    return probed.found ? probed.path : NULL;
+}
+
+int rt_server_version(void)
+{
+    pthread_once(&probed.once, server_probe);
+    return probed.version;
+}
+
+int rt_server_is_valkey(void)
+{
+    pthread_once(&probed.once, server_probe);
+    return probed.valkey;
+}
+
+int rt_server_has_tls(void)
+{
+    pthread_once(&probed.once, server_probe);
+    return probed.tls;
+}
+
 int rt_scaled(int n, int light)
 {
     const char *env = getenv("RLOCK_TEST_LIGHT");
@@ -779,6 +864,18 @@ redisReply *rt_cmd(rt_redis *r, const char *fmt, ...)
     va_start(ap, fmt);
     reply = vcmd(r, fmt, ap);
     va_end(ap);
+    return reply;
+}
+
+redisReply *rt_cmd_argv(rt_redis *r, int argc, const char **argv)
+{
+    redisContext *c = connect_to(r, RT_IO_TIMEOUT_MS);
+    redisReply *reply;
+
+    if (c == NULL)
+        return NULL;
+    reply = redisCommandArgv(c, argc, argv, NULL);
+    redisFree(c);
     return reply;
 }
 

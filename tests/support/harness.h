@@ -16,6 +16,7 @@
  * Environment:
  *   RLOCK_TEST_REQUIRE_REDIS=1   rt_require_redis() fails instead of skipping
  *   RLOCK_TEST_REDIS_SERVER=path redis-server binary to use instead of PATH
+ *                                (also valkey-server; docs/servers.md)
  *   RLOCK_TEST_KEEP_DIRS=1       keep each server's temp dir (and redis.log)
  *   RLOCK_TEST_LIGHT=1           rt_scaled() cuts repetitions (the valgrind
  *                                pass, where each costs 20-50 times more,
@@ -104,6 +105,9 @@ void rt_redis_resume(rt_redis *r);
  * freeReplyObject().  Returns NULL if the server could not be reached. */
 redisReply *rt_cmd(rt_redis *r, const char *fmt, ...);
 
+/* As rt_cmd(), with the command's words in argv (for long commands). */
+redisReply *rt_cmd_argv(rt_redis *r, int argc, const char **argv);
+
 /* Integer reply of the command, or RT_CMD_ERROR on any other outcome. */
 #define RT_CMD_ERROR (-99999LL)
 long long rt_cmd_int(rt_redis *r, const char *fmt, ...);
@@ -164,6 +168,20 @@ void rt_sleep_ms(int64_t ms);
 /* Returns 0 if redis-server can be run.  Otherwise exits: with status 1 and an
  * error if RLOCK_TEST_REQUIRE_REDIS=1, else with 77 (CTest "skipped"). */
 int rt_require_redis(void);
+
+/* What the harness knows of the server binary it runs (RLOCK_TEST_REDIS_SERVER,
+ * else redis-server on PATH; a sentinel is the same binary with --sentinel),
+ * asked once per process. rt_server_path: its path, or NULL when there is
+ * none. rt_server_version: major * 10000 + minor * 100 + patch from its
+ * --version line (60205 for "v=6.2.5"), or 0 when that cannot be read.
+ * rt_server_is_valkey: 1 when --version says "Valkey". rt_server_has_tls:
+ * 1 when it can serve TLS, 0 when it cannot (Redis built without TLS stops
+ * at "Bad directive", Valkey without its TLS module at "Failed finding TLS
+ * support") or cannot be run. */
+const char *rt_server_path(void);
+int rt_server_version(void);
+int rt_server_is_valkey(void);
+int rt_server_has_tls(void);
 
 /* Returns n, or light under RLOCK_TEST_LIGHT=1: for tests that repeat a
  * race many times to catch it, where a slow checker such as valgrind needs

