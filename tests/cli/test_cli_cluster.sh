@@ -27,17 +27,43 @@ cli_begin test_cli_cluster
 
 # ----------------------------------------------------------------- cluster
 
-# six free loopback ports: three nodes and their cluster buses
-read -r -a PORTS < <(python3 - <<'PY'
-import socket
-socks = [socket.socket() for _ in range(6)]
-for s in socks:
-    s.bind(("127.0.0.1", 0))
-print(*[s.getsockname()[1] for s in socks])
+# six free loopback ports: three nodes and their cluster buses (before 7.0,
+# a bus is its node's port + 10000: ports whose bus is free too)
+if redis_has_7_0; then
+    bus_offset=0
+else
+    bus_offset=10000
+fi
+read -r -a PORTS < <(python3 - "$bus_offset" <<'PY'
+import random, socket, sys
+offset = int(sys.argv[1])
+if offset == 0:
+    socks = [socket.socket() for _ in range(6)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    print(*[s.getsockname()[1] for s in socks])
+    sys.exit(0)
+ports = []
+while len(ports) < 3:
+    p = random.randrange(20000, 65535 - offset)
+    try:
+        for q in (p, p + offset):
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", q))
+    except OSError:
+        continue
+    if p not in ports:
+        ports.append(p)
+print(*ports, *[p + offset for p in ports])
 PY
 )
 P=("${PORTS[0]}" "${PORTS[1]}" "${PORTS[2]}")
 BUS=("${PORTS[3]}" "${PORTS[4]}" "${PORTS[5]}")
+if redis_has_7_0; then
+    BUS_ARGS=(--cluster-port)
+else
+    BUS_ARGS=()
+fi
 RANGES=("0 5460" "5461 10922" "10923 16383")
 
 rcli() {
@@ -48,9 +74,11 @@ rcli() {
 
 for i in 0 1 2; do
     mkdir -p "$WORK/node$i"
-    redis-server --port "${P[$i]}" --bind 127.0.0.1 --save "" \
+    bus=()
+    [ ${#BUS_ARGS[@]} -gt 0 ] && bus=(--cluster-port "${BUS[$i]}")
+    "$REDIS_SERVER" --port "${P[$i]}" --bind 127.0.0.1 --save "" \
         --appendonly no --dir "$WORK/node$i" --cluster-enabled yes \
-        --cluster-config-file nodes.conf --cluster-port "${BUS[$i]}" \
+        --cluster-config-file nodes.conf "${bus[@]}" \
         --cluster-node-timeout 3000 >"$WORK/node$i/log" 2>&1 &
     REDIS_PIDS+=($!)
 done
@@ -63,11 +91,21 @@ for i in 0 1 2; do
 done
 for i in 0 1 2; do
     rcli "$i" cluster set-config-epoch $((i + 1)) >/dev/null
-    # shellcheck disable=SC2086 # two numbers
-    rcli "$i" cluster addslotsrange ${RANGES[$i]} >/dev/null
+    if [ ${#BUS_ARGS[@]} -gt 0 ]; then
+        # shellcheck disable=SC2086 # two numbers
+        rcli "$i" cluster addslotsrange ${RANGES[$i]} >/dev/null
+    else
+        # shellcheck disable=SC2046,SC2086 # every slot, one word each
+        rcli "$i" cluster addslots $(seq ${RANGES[$i]}) >/dev/null
+    fi
 done
-rcli 0 cluster meet 127.0.0.1 "${P[1]}" "${BUS[1]}" >/dev/null
-rcli 0 cluster meet 127.0.0.1 "${P[2]}" "${BUS[2]}" >/dev/null
+for i in 1 2; do
+    if [ ${#BUS_ARGS[@]} -gt 0 ]; then
+        rcli 0 cluster meet 127.0.0.1 "${P[$i]}" "${BUS[$i]}" >/dev/null
+    else
+        rcli 0 cluster meet 127.0.0.1 "${P[$i]}" >/dev/null
+    fi
+done
 
 cluster_ok() {
     local i

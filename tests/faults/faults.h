@@ -93,8 +93,11 @@ static inline int ft_client_ids(rt_redis *r, const char *type, long long *ids,
         char buf[1024];
 
         snprintf(buf, sizeof(buf), "%.*s", (int)len, line);
+        /* not this CLIENT LIST's own connection (closed on return): Redis
+         * 6.2 names its command "client", without the subcommand */
         if (strncmp(buf, "id=", 3) == 0 &&
-            strstr(buf, " cmd=client|list ") == NULL && n < max)
+            strstr(buf, " cmd=client|list ") == NULL &&
+            strstr(buf, " cmd=client ") == NULL && n < max)
             ids[n++] = atoll(buf + 3);
         line = end != NULL ? end + 1 : NULL;
     }

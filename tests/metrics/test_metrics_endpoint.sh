@@ -8,7 +8,10 @@
 set -u
 SERVER=${1:?usage: test_metrics_endpoint.sh PATH/TO/async_server}
 HERE=$(cd "$(dirname "$0")" && pwd)
-command -v redis-server >/dev/null || { echo "no redis-server: skipped"; exit 77; }
+# the server the C tests' harness runs: $RLOCK_TEST_REDIS_SERVER (also a
+# valkey-server; docs/servers.md), else redis-server from PATH
+REDIS_SERVER=${RLOCK_TEST_REDIS_SERVER:-redis-server}
+command -v "$REDIS_SERVER" >/dev/null || { echo "no $REDIS_SERVER: skipped"; exit 77; }
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/rlock-metrics.XXXXXX")
 PIDS=()
@@ -28,7 +31,7 @@ for s in socks:
 print(*[s.getsockname()[1] for s in socks])
 PY
 )
-redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no \
+"$REDIS_SERVER" --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no \
     --dir "$WORK" >"$WORK/redis.log" 2>&1 &
 PIDS+=($!)
 for _ in $(seq 100); do
