@@ -123,12 +123,14 @@ static int warnings_about(log_record *lr, const char *word, const char **which)
 }
 
 /* Makes user (on, password PASSWORD) with the given ACL rules (separated
- * by spaces), replacing any earlier one of that name. */
+ * by spaces), replacing any earlier one of that name. With no channel at
+ * first on every server: Redis 6.2's reset grants every channel
+ * (acl-pubsub-default allchannels there), so resetchannels is spelled out. */
 static void make_user(rt_redis *r, const char *user, const char *rules)
 {
-    const char *argv[64] = {"ACL", "SETUSER", user, "reset", "on",
-                            ">" PASSWORD};
-    int argc = 6;
+    const char *argv[64] = {"ACL", "SETUSER", user, "reset", "resetchannels",
+                            "on", ">" PASSWORD};
+    int argc = 7;
     char copy[1024];
 
     snprintf(copy, sizeof(copy), "%s", rules);
@@ -147,6 +149,20 @@ static void make_user(rt_redis *r, const char *user, const char *rules)
     freeReplyObject(rep);
     redisFree(ctx);
 }
+
+/* The connect-time check asks ACL DRYRUN, which came with Redis 7.0: on
+ * Redis 6.2 the refusal is found by waiting instead (as for a user who may
+ * not ask; test_refused_subscribe_is_warned_once), so the tests of the
+ * check itself skip there, saying why. */
+#define SKIP_WITHOUT_ACL_DRYRUN()                                            \
+    do {                                                                     \
+        if (rt_server_version() != 0 && rt_server_version() < 70000 &&       \
+            !rt_server_is_valkey()) {                                        \
+            print_message("skipped: the server (%d) has no ACL DRYRUN\n",    \
+                          rt_server_version());                              \
+            skip();                                                          \
+        }                                                                    \
+    } while (0)
 
 /* Connects as user with the given re-check interval, logging into lr. */
 static rlock_client *connect_as(rt_redis *r, const char *user,
@@ -347,6 +363,7 @@ static void test_refused_subscribe_is_warned_once(void **state)
  * try what it would be refused. */
 static void test_connect_names_refused_channels_once(void **state)
 {
+    SKIP_WITHOUT_ACL_DRYRUN();
     lt_fixture *f = *state;
     log_record lr = {.mu = PTHREAD_MUTEX_INITIALIZER};
     char name[128];
@@ -378,6 +395,7 @@ static void test_connect_names_refused_channels_once(void **state)
 
 static void test_connect_warns_of_refused_publish(void **state)
 {
+    SKIP_WITHOUT_ACL_DRYRUN();
     lt_fixture *f = *state;
     log_record lr = {.mu = PTHREAD_MUTEX_INITIALIZER};
     const char *warning = NULL;
@@ -613,17 +631,16 @@ static bool spin_until_unsubscribed(rlock *l)
     return !subscribed;
 }
 
-/* A Lua script that keeps the server busy for BUSY_US: commands sent
- * meanwhile wait, unanswered, until it ends. */
-#define BUSY_US "50000"
-#define BUSY_SCRIPT                                                          \
-    "local s = redis.call('TIME') while true do local n = redis.call('TIME') " \
-    "if (n[1] - s[1]) * 1000000 + (n[2] - s[2]) > " BUSY_US               \
-    " then return 1 end end"
+/* How long CLIENT PAUSE ... ALL holds every command back, so that those
+ * sent meanwhile wait, unanswered, until it ends. (Not a busy script: on
+ * Valkey 9 TIME stands still inside a script, so a script waiting on it
+ * runs until the busy-script threshold, 5 s, and the SUBSCRIBE sent
+ * meanwhile is answered BUSY.) */
+#define BUSY_MS "50"
 #define REJOIN_ROUNDS 20
 
 /* One lock's last waiter leaves and a new first waiter comes while the
- * server, kept busy by a script, has not answered the UNSUBSCRIBE that the
+ * server, its clients paused, has not answered the UNSUBSCRIBE that the
  * leave sent: the SUBSCRIBE goes out without waiting for it (the link
  * matches each answer to its command), and every subscription is confirmed
  * and still carries unlock messages. */
@@ -648,16 +665,22 @@ static void test_channel_rejoined_before_its_unsubscribe_is_answered(
     for (int i = 0; i < REJOIN_ROUNDS; i++) {
         int done = 0;
         redisReply *rep = NULL;
-        assert_int_equal(redisAppendCommand(busy, "EVAL %s 0", BUSY_SCRIPT),
-                         REDIS_OK);
+        /* the PING is answered once the pause is over */
+        assert_int_equal(
+            redisAppendCommand(busy, "CLIENT PAUSE %s ALL", BUSY_MS),
+            REDIS_OK);
+        assert_int_equal(redisAppendCommand(busy, "PING"), REDIS_OK);
         while (!done)
             assert_int_equal(redisBufferWrite(busy, &done), REDIS_OK);
-        rt_sleep_ms(5); /* the script runs */
+        rt_sleep_ms(5); /* the pause begins */
         set_waiters(l, &w, 0);
         assert_true(spin_until_unsubscribed(l));
         set_waiters(l, &w, 1);
         assert_int_equal(redisGetReply(busy, (void **)&rep), REDIS_OK);
-        assert_int_equal(rep->type, REDIS_REPLY_INTEGER);
+        assert_int_equal(rep->type, REDIS_REPLY_STATUS);
+        freeReplyObject(rep);
+        assert_int_equal(redisGetReply(busy, (void **)&rep), REDIS_OK);
+        assert_int_equal(rep->type, REDIS_REPLY_STATUS);
         freeReplyObject(rep);
         assert_true(wait_entry_subscribed(l));
     }
