@@ -48,7 +48,8 @@ redis_has_tls() {
     out=$(timeout 10 "$REDIS_SERVER" --port 0 --tls-port 1 \
         --tls-cert-file /nonexistent/c --tls-key-file /nonexistent/k \
         --save "" 2>&1 </dev/null)
-    [ -n "$out" ] && ! grep -q "Bad directive\|Failed finding TLS support\|connection type tls" <<<"$out"
+    [ -n "$out" ] && ! grep -q \
+        "Bad directive\|Failed finding TLS support\|connection type tls" <<<"$out"
 }
 
 # redis_has_7_0: the server has Redis 7.0's cluster settings and commands

@@ -273,6 +273,7 @@ static void expect_unlock_message(redisContext *watcher, const char *kind,
 
 static void test_an_unlock_is_an_spublish_on_the_slot_s_master(void **state)
 {
+    RT_SKIP_BEFORE_7_0("sharded pub/sub");
     (void)state;
     const char *name = "sharded-told";
     int owner = rt_cluster_owner(&cluster, slot_of(name));
@@ -328,6 +329,7 @@ static void peer_unlock_wakes(rlock_client *c, const char *name,
 
 static void test_a_waiter_wakes_on_a_peer_s_spublish(void **state)
 {
+    RT_SKIP_BEFORE_7_0("sharded pub/sub");
     (void)state;
     peer_unlock_wakes(client, "peer-spublish", "SPUBLISH", -1);
 }
@@ -353,6 +355,7 @@ static rlock_client *connect_in_mode_both(int64_t recheck_ms)
 
 static void test_in_mode_both_a_waiter_wakes_on_a_plain_publish(void **state)
 {
+    RT_SKIP_BEFORE_7_0("sharded pub/sub");
     (void)state;
     rlock_client *both = connect_in_mode_both(0);
     const char *name = "peer-publish";
@@ -373,6 +376,7 @@ static void test_in_mode_both_a_waiter_wakes_on_a_plain_publish(void **state)
  * unlock and a read-write lock's write unlock (three of the scripts). */
 static void test_in_mode_both_an_unlock_publishes_both_ways(void **state)
 {
+    RT_SKIP_BEFORE_7_0("sharded pub/sub");
     (void)state;
     rlock_client *both = connect_in_mode_both(0);
 
@@ -432,6 +436,7 @@ static long long queue_length(const char *name)
  * at its re-check (30 s here, past its wait). */
 static void test_in_mode_both_the_waiter_behind_the_head_is_told(void **state)
 {
+    RT_SKIP_BEFORE_7_0("sharded pub/sub");
     (void)state;
     rlock_client *both = connect_in_mode_both(30000);
     const char *name = "both-queue";

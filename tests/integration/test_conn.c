@@ -340,8 +340,7 @@ static void test_noscript_loads_the_script_and_sends_it_again(void **state)
     assert_null(strstr(stats, "cmdstat_eval:"));
     /* before 7.0, subcommands share their command's line: the load and
      * the SCRIPT EXISTS above */
-    if (rt_server_version() != 0 && rt_server_version() < 70000 &&
-        !rt_server_is_valkey())
+    if (!rt_server_has_7_0())
         assert_non_null(strstr(stats, "cmdstat_script:calls=2,"));
     else
         assert_non_null(strstr(stats, "cmdstat_script|load:calls=1,"));

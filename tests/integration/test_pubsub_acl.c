@@ -156,8 +156,7 @@ static void make_user(rt_redis *r, const char *user, const char *rules)
  * check itself skip there, saying why. */
 #define SKIP_WITHOUT_ACL_DRYRUN()                                            \
     do {                                                                     \
-        if (rt_server_version() != 0 && rt_server_version() < 70000 &&       \
-            !rt_server_is_valkey()) {                                        \
+        if (!rt_server_has_7_0()) {                                          \
             print_message("skipped: the server (%d) has no ACL DRYRUN\n",    \
                           rt_server_version());                              \
             skip();                                                          \

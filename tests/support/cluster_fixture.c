@@ -207,16 +207,6 @@ static int index_of_id(const rt_cluster *c, const char *id)
 /* Settled                                                                  */
 /* ------------------------------------------------------------------------ */
 
-/* Whether the server has Redis 7.0's cluster commands and settings
- * (cluster-port, MEET's bus port, ADDSLOTSRANGE, SHARDS): any Valkey, Redis
- * from 7.0, and a server whose version cannot be read. */
-static bool has_7_0(void)
-{
-    int v = rt_server_version();
-
-    return v == 0 || v >= 70000 || rt_server_is_valkey();
-}
-
 /* Whether the text reply of cmd on r contains needle. */
 static bool says(rt_redis *r, const char *cmd, const char *needle)
 {
@@ -252,9 +242,11 @@ static int count_online(const redisReply *r)
  * SLOTS lists a replica beside the master of every range. */
 static bool lists_everyone(rt_redis *r)
 {
-    redisReply *shards = has_7_0() ? rt_cmd(r, "CLUSTER SHARDS") : NULL;
+    redisReply *shards =
+        rt_server_has_7_0() ? rt_cmd(r, "CLUSTER SHARDS") : NULL;
     redisReply *slots = rt_cmd(r, "CLUSTER SLOTS");
-    bool ok = (!has_7_0() || count_online(shards) == RT_CLUSTER_NODES) &&
+    bool ok = (!rt_server_has_7_0() ||
+               count_online(shards) == RT_CLUSTER_NODES) &&
               slots != NULL && slots->type == REDIS_REPLY_ARRAY &&
               slots->elements > 0;
 
@@ -433,7 +425,7 @@ static int start_node(rt_cluster *c, int i)
 {
     for (int attempt = 0; attempt < 5; attempt++) {
         const char **a = c->args[i];
-        int n = 0, bus = has_7_0() ? rt_free_port() : 0;
+        int n = 0, bus = rt_server_has_7_0() ? rt_free_port() : 0;
 
         if (bus < 0)
             return -1;
@@ -442,7 +434,7 @@ static int start_node(rt_cluster *c, int i)
         a[n++] = "yes";
         a[n++] = "--cluster-config-file";
         a[n++] = "nodes.conf";
-        if (has_7_0()) {
+        if (rt_server_has_7_0()) {
             a[n++] = "--cluster-port";
             a[n++] = c->bus_port[i];
         }
@@ -462,7 +454,7 @@ static int start_node(rt_cluster *c, int i)
         }
         a[n] = NULL;
         if (rt_redis_start_tls(&c->node[i], c->tls_args, c->args[i]) == 0) {
-            if (!has_7_0())
+            if (!rt_server_has_7_0())
                 snprintf(c->bus_port[i], sizeof(c->bus_port[i]), "%d",
                          c->node[i].port + 10000);
             return 0;
@@ -500,7 +492,7 @@ static redisReply *add_slots(rt_redis *r, int first, int last)
     static const char *argv[2 + 16384];
     int argc = 0;
 
-    if (has_7_0())
+    if (rt_server_has_7_0())
         return rt_cmd(r, "CLUSTER ADDSLOTSRANGE %d %d", first, last);
     argv[argc++] = "CLUSTER";
     argv[argc++] = "ADDSLOTS";
@@ -514,7 +506,7 @@ static redisReply *add_slots(rt_redis *r, int first, int last)
 /* CLUSTER MEET on r of node j of c (with its bus port from 7.0 on). */
 static redisReply *meet(rt_redis *r, rt_cluster *c, int j)
 {
-    if (!has_7_0())
+    if (!rt_server_has_7_0())
         return rt_cmd(r, "CLUSTER MEET 127.0.0.1 %d", c->node[j].port);
     return rt_cmd(r, "CLUSTER MEET 127.0.0.1 %d %s", c->node[j].port,
                   c->bus_port[j]);

@@ -190,6 +190,12 @@ int rt_server_version(void)
     return probed.version;
 }
 
+int rt_server_has_7_0(void)
+{
+    pthread_once(&probed.once, server_probe);
+    return probed.version == 0 || probed.version >= 70000 || probed.valkey;
+}
+
 int rt_server_is_valkey(void)
 {
     pthread_once(&probed.once, server_probe);

@@ -180,6 +180,23 @@ int rt_require_redis(void);
  * support") or cannot be run. */
 const char *rt_server_path(void);
 int rt_server_version(void);
+/* 1 when the server has what Redis 7.0 brought (ACL DRYRUN, sharded
+ * pub/sub, cluster-port, ADDSLOTSRANGE, CLUSTER SHARDS, subcommand
+ * statistics): any Valkey, Redis from 7.0, or a version that cannot be
+ * read; 0 for Redis 6.2 (docs/servers.md). */
+int rt_server_has_7_0(void);
+
+/* In a cmocka test (after <cmocka.h>): on a server without Redis 7.0's
+ * additions (rt_server_has_7_0), prints that what (e.g. "sharded pub/sub")
+ * came with 7.0 and skips the test. */
+#define RT_SKIP_BEFORE_7_0(what)                                               \
+    do {                                                                       \
+        if (!rt_server_has_7_0()) {                                            \
+            print_message("skipped: %s came with Redis 7.0; the server is "    \
+                          "%d\n", what, rt_server_version());                 \
+            skip();                                                            \
+        }                                                                      \
+    } while (0)
 int rt_server_is_valkey(void);
 int rt_server_has_tls(void);
 

