@@ -24,6 +24,12 @@ case "$RLOCK" in /*) ;; *) RLOCK="$PWD/$RLOCK" ;; esac
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cli_begin test_cli_cluster
+# watch's cluster checks are of sharded pub/sub (SSUBSCRIBE, SHARDNUMSUB)
+if ! redis_has_7_0; then
+    echo "test_cli_cluster: skipped: sharded pub/sub came with Redis 7.0;" \
+        "$REDIS_SERVER is older" >&2
+    exit 77
+fi
 
 # ----------------------------------------------------------------- cluster
 
