@@ -115,7 +115,7 @@ void rlock__acl_report(rlock_client *c, const rlock__acl *found)
     if (found->unasked)
         rlock__log_later(c, RLOCK_LOG_DEBUG,
                          "ACL: the server did not answer ACL DRYRUN (%s): "
-                         "user %s's PUBLISH and SUBSCRIBE rights on lock "
+                         "user %s's rights to publish and listen on lock "
                          "channels not checked",
                          found->unasked_why, user);
     if (found->no_publish) {
