@@ -257,7 +257,9 @@ static int serve_all_slots(void)
     ok = r != NULL && r->type == REDIS_REPLY_STATUS;
     if (r != NULL)
         freeReplyObject(r);
-    for (int i = 0; ok && i < 100; i++) {
+    /* a master just given its slots waits about 2 s before it says ok
+     * (Redis's writable delay), more on a loaded machine: up to 30 s */
+    for (int i = 0; ok && i < 600; i++) {
         char *info = rt_cmd_str(&node, "CLUSTER INFO");
         int up = info != NULL && strstr(info, "cluster_state:ok") != NULL;
         free(info);
