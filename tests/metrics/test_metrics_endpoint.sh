@@ -34,18 +34,32 @@ PY
 "$REDIS_SERVER" --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no \
     --dir "$WORK" >"$WORK/redis.log" 2>&1 &
 PIDS+=($!)
-for _ in $(seq 100); do
-    redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break
+# generous waits: a loaded machine (the sanitizer passes) can take seconds
+# to start a server
+up=0
+for _ in $(seq 600); do
+    redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && { up=1; break; }
     sleep 0.05
 done
+if [ "$up" != 1 ]; then
+    echo "test_metrics_endpoint: $REDIS_SERVER did not answer within 30 s"
+    cat "$WORK/redis.log"
+    exit 1
+fi
 
 "$SERVER" "redis://127.0.0.1:$REDIS_PORT" "$APP_PORT" "$METRICS_PORT" \
     >"$WORK/server.out" 2>&1 &
 PIDS+=($!)
-for _ in $(seq 100); do
-    grep -q listening "$WORK/server.out" && break
+up=0
+for _ in $(seq 600); do
+    grep -q listening "$WORK/server.out" && { up=1; break; }
     sleep 0.05
 done
+if [ "$up" != 1 ]; then
+    echo "test_metrics_endpoint: async_server not listening within 30 s"
+    cat "$WORK/server.out"
+    exit 1
+fi
 
 # five requests for two accounts; each answer means one lock taken
 answers=$(python3 - "$APP_PORT" <<'PY'
