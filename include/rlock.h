@@ -240,8 +240,9 @@ RLOCK_API int rlock_config_set_cluster_scan_interval(rlock_config *cfg,
  * Default off (Redisson's is on): WAIT is no consistency guarantee (an
  * acknowledged write can still be lost in a failover), so it buys little
  * for its latency; a fenced lock (rlock_fenced_get) is what keeps a stale
- * holder out. Returns 0 or RLOCK_EINVAL (the config unchanged).
- * Thread-safety: as rlock_config_new(). */
+ * holder out. No WAITAOF (AOF fsyncs) is ever asked for: Redisson's locks
+ * ask for plain WAIT only (docs/wait.md). Returns 0 or RLOCK_EINVAL (the
+ * config unchanged). Thread-safety: as rlock_config_new(). */
 RLOCK_API int rlock_config_set_sync_replicas(rlock_config *cfg, int on,
                                              int64_t timeout_ms);
 
