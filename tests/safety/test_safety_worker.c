@@ -16,16 +16,14 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <jansson.h>
-
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
+#include "worker_testing.h"
 
 #ifndef SAFETY_WORKER_PATH
 #define SAFETY_WORKER_PATH "safety_worker"
@@ -34,37 +32,12 @@
 #define NODES 5   /* Redlock's servers; node 0 serves the other kinds */
 #define THREADS 3 /* actors per run */
 #define OPS 12    /* acquires per actor */
-#define NAMES 2
-#define MAX_VALUES 100000 /* the longest run's writes on one lock */
 
 static rt_redis store;
 static rt_redis nodes[NODES];
 static char dir[] = "/tmp/rlock-safety-XXXXXX";
 
 /* ------------------------------------------------------------ running */
-
-/* Runs safety_worker with args (NULL-terminated) and returns its exit
- * status, or -1. */
-static int run_worker(const char *const *args)
-{
-    pid_t pid = fork();
-    if (pid == 0) {
-        execv(SAFETY_WORKER_PATH, (char *const *)args);
-        _exit(127);
-    }
-    int status;
-    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
-        return -1;
-    return WEXITSTATUS(status);
-}
-
-/* Empties the store, so that counters count one run's writes. */
-static void empty_store(void)
-{
-    redisReply *r = rt_cmd(&store, "FLUSHALL");
-    assert_non_null(r);
-    freeReplyObject(r);
-}
 
 /* A fresh history path for process. */
 static void history_path(char *buf, size_t n, const char *process)
@@ -74,18 +47,18 @@ static void history_path(char *buf, size_t n, const char *process)
 }
 
 /* Runs one worker of kind (extra: more options, NULL-terminated) on an
- * empty store and asserts that it exits 0. */
-static void run_kind(const char *process, const char *kind,
-                     const char *const *extra, char *hist, size_t n)
+ * empty store, asserts that it exits 0, and checks its history. */
+static const wt_summary *run_kind(const char *process, const char *kind,
+                                  const char *const *extra)
 {
-    char ops[16], threads[16], names[16];
+    char hist[256], ops[16], threads[16], names[16];
     const char *args[64];
     int i = 0;
-    history_path(hist, n, process);
-    empty_store();
+    history_path(hist, sizeof(hist), process);
+    wt_empty_store(&store);
     snprintf(ops, sizeof(ops), "%d", OPS);
     snprintf(threads, sizeof(threads), "%d", THREADS);
-    snprintf(names, sizeof(names), "%d", NAMES);
+    snprintf(names, sizeof(names), "%d", WT_NAMES);
     args[i++] = SAFETY_WORKER_PATH;
     int uris = strcmp(kind, "redlock") == 0 ? NODES : 1;
     for (int k = 0; k < uris; k++) {
@@ -104,146 +77,9 @@ static void run_kind(const char *process, const char *kind,
     for (; extra != NULL && *extra != NULL; extra++)
         args[i++] = *extra;
     args[i] = NULL;
-    assert_int_equal(run_worker(args), 0);
-}
-
-/* ------------------------------------------------------------ checking */
-
-/* What a run's history showed. */
-typedef struct run_summary {
-    int lines, acquires, writes_ok, lost;
-    char open_id[THREADS][64]; /* the invoke awaiting its completion */
-    char open_op[THREADS][16];
-    int64_t open_mono[THREADS];
-    int64_t token[THREADS];    /* fenced: the actor's hold's token */
-    int64_t read_value[THREADS];
-    /* per lock name: acknowledged write values seen */
-    int seen[NAMES][MAX_VALUES + 2];
-    int writes[NAMES];
-} run_summary;
-
-static const char *str_field(json_t *o, const char *name)
-{
-    const char *s = json_string_value(json_object_get(o, name));
-    if (s == NULL)
-        fail_msg("line without string field %s", name);
-    return s;
-}
-
-static int64_t int_field(json_t *o, const char *name)
-{
-    json_t *v = json_object_get(o, name);
-    if (!json_is_integer(v))
-        fail_msg("line without integer field %s", name);
-    return json_integer_value(v);
-}
-
-static int lock_index(const char *lock, const char *kind)
-{
-    char prefix[64];
-    snprintf(prefix, sizeof(prefix), "safety:%s:", kind);
-    assert_memory_equal(lock, prefix, strlen(prefix));
-    int i = atoi(lock + strlen(prefix));
-    assert_true(i >= 0 && i < NAMES);
-    return i;
-}
-
-/* Checks one line against the format and the actor's sequence. */
-static void check_line(json_t *o, const char *process, const char *kind,
-                       run_summary *s)
-{
-    const char *id = str_field(o, "id"), *type = str_field(o, "type");
-    const char *op = str_field(o, "op");
-    assert_string_equal(str_field(o, "proc"), process);
-    assert_string_equal(str_field(o, "kind"), kind);
-    assert_non_null(strchr(str_field(o, "owner"), ':'));
-    int64_t thread = int_field(o, "thread"), mono = int_field(o, "mono_ns");
-    assert_true(thread >= 0 && thread < THREADS);
-    assert_true(mono > 0 && int_field(o, "wall_ms") > 0);
-    char prefix[64];
-    snprintf(prefix, sizeof(prefix), "%s-%d-", process, (int)thread);
-    assert_memory_equal(id, prefix, strlen(prefix));
-    const char *mode = str_field(o, "mode");
-    assert_true(strcmp(mode, "x") == 0 || strcmp(mode, "r") == 0);
-    int li = lock_index(str_field(o, "lock"), kind);
-    int t = (int)thread;
-
-    if (strcmp(op, "lost") == 0) {
-        s->lost++;
-        return;
-    }
-    if (strcmp(type, "invoke") == 0) {
-        assert_string_equal(s->open_id[t], ""); /* one call at a time */
-        snprintf(s->open_id[t], sizeof(s->open_id[t]), "%s", id);
-        snprintf(s->open_op[t], sizeof(s->open_op[t]), "%s", op);
-        s->open_mono[t] = mono;
-        if (strcmp(op, "acquire") == 0)
-            s->acquires++;
-        return;
-    }
-    /* a completion: of the actor's open invoke, and with no fault, ok */
-    assert_string_equal(id, s->open_id[t]);
-    assert_string_equal(op, s->open_op[t]);
-    assert_true(mono >= s->open_mono[t]);
-    s->open_id[t][0] = '\0';
-    if (strcmp(type, "ok") != 0)
-        fail_msg("%s %s: %s (%s)", id, op, type,
-                 json_string_value(json_object_get(o, "err")));
-    int fenced = strcmp(kind, "fenced") == 0;
-    if (strcmp(op, "acquire") == 0 && fenced) {
-        s->token[t] = int_field(o, "token");
-        assert_true(s->token[t] > 0);
-    } else if (strcmp(op, "read") == 0) {
-        s->read_value[t] = int_field(o, "value");
-    } else if (strcmp(op, "write") == 0) {
-        assert_string_equal(mode, "x");
-        int64_t v = int_field(o, "value");
-        assert_int_equal(v, s->read_value[t] + 1);
-        assert_true(v >= 1 && v <= MAX_VALUES);
-        assert_int_equal(s->seen[li][v], 0); /* no two holders wrote v */
-        s->seen[li][v] = 1;
-        s->writes[li]++;
-        s->writes_ok++;
-    }
-    if (fenced && strcmp(op, "release") != 0 && strcmp(op, "acquire") != 0)
-        assert_int_equal(int_field(o, "token"), s->token[t]);
-}
-
-/* Reads the history at path and checks it all; the store's counters must
- * equal the acknowledged writes. Returns what it saw (static storage,
- * valid until the next call). */
-static const run_summary *check_history(const char *path, const char *process,
-                                        const char *kind)
-{
-    static run_summary summary;
-    run_summary *s = &summary;
-    memset(s, 0, sizeof(*s));
-    FILE *f = fopen(path, "r");
-    assert_non_null(f);
-    char line[2048];
-    while (fgets(line, sizeof(line), f) != NULL) {
-        assert_non_null(strchr(line, '\n')); /* whole lines */
-        json_error_t err;
-        json_t *o = json_loads(line, 0, &err);
-        if (o == NULL)
-            fail_msg("%s: not JSON: %s", path, line);
-        check_line(o, process, kind, s);
-        json_decref(o);
-        s->lines++;
-    }
-    fclose(f);
-    for (int t = 0; t < THREADS; t++)
-        assert_string_equal(s->open_id[t], ""); /* every call completed */
-    assert_int_equal(s->lost, 0);
-    for (int i = 0; i < NAMES; i++) {
-        char key[96];
-        snprintf(key, sizeof(key), "safety:counter:safety:%s:%d", kind, i);
-        char *v = rt_cmd_str(&store, "GET %s", key);
-        long long counter = v != NULL ? atoll(v) : 0;
-        free(v);
-        assert_int_equal(counter, s->writes[i]);
-    }
-    return s;
+    assert_int_equal(wt_wait(wt_spawn(args)), 0);
+    const char *paths[] = {hist}, *procs[] = {process};
+    return wt_check_histories(1, paths, procs, kind, &store);
 }
 
 /* ---------------------------------------------------------------- tests */
@@ -251,9 +87,7 @@ static const run_summary *check_history(const char *path, const char *process,
 static void test_lock_run_is_well_formed_and_counts_every_write(void **st)
 {
     (void)st;
-    char hist[256];
-    run_kind("lock1", "lock", NULL, hist, sizeof(hist));
-    const run_summary *s = check_history(hist, "lock1", "lock");
+    const wt_summary *s = run_kind("lock1", "lock", NULL);
     assert_int_equal(s->acquires, THREADS * OPS);
     assert_int_equal(s->writes_ok, THREADS * OPS);
 }
@@ -261,18 +95,14 @@ static void test_lock_run_is_well_formed_and_counts_every_write(void **st)
 static void test_fair_run_is_well_formed_and_counts_every_write(void **st)
 {
     (void)st;
-    char hist[256];
-    run_kind("fair1", "fair", NULL, hist, sizeof(hist));
-    const run_summary *s = check_history(hist, "fair1", "fair");
+    const wt_summary *s = run_kind("fair1", "fair", NULL);
     assert_int_equal(s->writes_ok, THREADS * OPS);
 }
 
 static void test_rw_run_writes_only_in_write_mode(void **st)
 {
     (void)st;
-    char hist[256];
-    run_kind("rw1", "rw", NULL, hist, sizeof(hist));
-    const run_summary *s = check_history(hist, "rw1", "rw");
+    const wt_summary *s = run_kind("rw1", "rw", NULL);
     /* one in three a write, on average: some of each, seed 42 */
     assert_true(s->writes_ok > 0 && s->writes_ok < THREADS * OPS);
 }
@@ -280,12 +110,10 @@ static void test_rw_run_writes_only_in_write_mode(void **st)
 static void test_fenced_run_carries_its_tokens_to_the_store(void **st)
 {
     (void)st;
-    char hist[256];
-    run_kind("fenced1", "fenced", NULL, hist, sizeof(hist));
-    const run_summary *s = check_history(hist, "fenced1", "fenced");
+    const wt_summary *s = run_kind("fenced1", "fenced", NULL);
     assert_int_equal(s->writes_ok, THREADS * OPS);
     /* the fencing store saw the last token drawn on each name */
-    for (int i = 0; i < NAMES; i++) {
+    for (int i = 0; i < WT_NAMES; i++) {
         char *token = rt_cmd_str(&nodes[0],
                                  "GET redisson_lock_token:{safety:fenced:%d}",
                                  i);
@@ -301,19 +129,15 @@ static void test_fenced_run_carries_its_tokens_to_the_store(void **st)
 static void test_redlock_run_is_well_formed_and_counts_every_write(void **st)
 {
     (void)st;
-    char hist[256];
-    run_kind("red1", "redlock", NULL, hist, sizeof(hist));
-    const run_summary *s = check_history(hist, "red1", "redlock");
+    const wt_summary *s = run_kind("red1", "redlock", NULL);
     assert_int_equal(s->writes_ok, THREADS * OPS);
 }
 
 static void test_async_run_is_well_formed_and_counts_every_write(void **st)
 {
     (void)st;
-    char hist[256];
     const char *extra[] = {"--async", NULL};
-    run_kind("async1", "fair", extra, hist, sizeof(hist));
-    const run_summary *s = check_history(hist, "async1", "fair");
+    const wt_summary *s = run_kind("async1", "fair", extra);
     assert_int_equal(s->writes_ok, THREADS * OPS);
 }
 
@@ -362,7 +186,7 @@ static void test_sigterm_stops_after_the_call_under_way(void **st)
     (void)st;
     char hist[256];
     history_path(hist, sizeof(hist), "term1");
-    empty_store();
+    wt_empty_store(&store);
     const char *args[] = {SAFETY_WORKER_PATH, "--uri", nodes[0].url,
                           "--store", store.url, "--process", "term1",
                           "--kind", "lock", "--threads", "3", "--names", "2",
@@ -370,20 +194,14 @@ static void test_sigterm_stops_after_the_call_under_way(void **st)
                           "--wait-ms", "30000",
                           "--history", hist, NULL};
     int64_t start = rt_now_ms();
-    pid_t pid = fork();
-    if (pid == 0) {
-        execv(SAFETY_WORKER_PATH, (char *const *)args);
-        _exit(127);
-    }
+    pid_t pid = wt_spawn(args);
     assert_true(pid > 0);
     rt_sleep_ms(700);
     kill(pid, SIGTERM);
-    int status;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    assert_true(WIFEXITED(status));
-    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_int_equal(wt_wait(pid), 0);
     assert_true(rt_now_ms() - start < 30000); /* not the 60 s */
-    const run_summary *s = check_history(hist, "term1", "lock");
+    const char *paths[] = {hist}, *procs[] = {"term1"};
+    const wt_summary *s = wt_check_histories(1, paths, procs, "lock", &store);
     assert_true(s->acquires > 0);
 }
 
@@ -393,17 +211,17 @@ static void test_bad_arguments_exit_2(void **st)
     const char *no_store[] = {SAFETY_WORKER_PATH, "--uri", nodes[0].url,
                               "--process", "x", "--kind", "lock",
                               "--history", "/dev/null", NULL};
-    assert_int_equal(run_worker(no_store), 2);
+    assert_int_equal(wt_wait(wt_spawn(no_store)), 2);
     const char *bad_kind[] = {SAFETY_WORKER_PATH, "--uri", nodes[0].url,
                               "--store", store.url, "--process", "x",
                               "--kind", "spin", "--history", "/dev/null",
                               NULL};
-    assert_int_equal(run_worker(bad_kind), 2);
+    assert_int_equal(wt_wait(wt_spawn(bad_kind)), 2);
     const char *async_fenced[] = {SAFETY_WORKER_PATH, "--uri", nodes[0].url,
                                   "--store", store.url, "--process", "x",
                                   "--kind", "fenced", "--async", "--history",
                                   "/dev/null", NULL};
-    assert_int_equal(run_worker(async_fenced), 2);
+    assert_int_equal(wt_wait(wt_spawn(async_fenced)), 2);
 }
 
 /* ---------------------------------------------------------------- setup */
