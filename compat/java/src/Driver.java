@@ -4,6 +4,11 @@
  *
  *     java -cp build/V/classes:build/V/lib/* Driver MODE ADDRESSES [key=value...]
  *
+ * or, as the safety harness's Java worker (SafetyWorker.java, its options
+ * the same as tests/safety/worker.c's):
+ *
+ *     java -cp build/V/classes:build/V/lib/* Driver safety OPTIONS...
+ *
  * MODE and ADDRESSES: "single redis://host:port"; "sentinel MASTER@a,b,..."
  * (Redisson's sentinel config, compat/test_java_sentinel.c); "cluster
  * redis://host:port,redis://host:port,..." (clusterServersConfig with these
@@ -310,7 +315,8 @@ public final class Driver {
         }
     }
 
-    private static Config config(String mode, String addresses, Map<String, String> opt) {
+    /* Also SafetyWorker's (its --uri, made into MODE and ADDRESSES). */
+    static Config config(String mode, String addresses, Map<String, String> opt) {
         Config c = new Config();
         c.setLockWatchdogTimeout(Long.parseLong(opt.getOrDefault("watchdog", "30000")));
         // A small JVM starts faster and leaves the 2-core machine to the test.
@@ -360,6 +366,10 @@ public final class Driver {
     }
 
     public static void main(String[] args) throws Exception {
+        if (args.length > 0 && args[0].equals("safety")) {
+            SafetyWorker.main(java.util.Arrays.copyOfRange(args, 1, args.length));
+            return;
+        }
         if (args.length < 2) {
             emit("error", null, "error", "usage: Driver MODE ADDRESSES [key=value...]");
             System.exit(2);
