@@ -161,8 +161,8 @@ final class SafetyWorker {
         String mode = m.group(2) == null ? "single" : m.group(2).substring(1).toLowerCase();
         switch (mode) {
         case "single":
-            if (hosts.size() != 1)
-                usage("--uri: one host");
+            if (hosts.size() != 1 || m.group(5) != null)
+                usage("--uri: one host, and no /db");
             return new String[] {"single", hosts.get(0)};
         case "sentinel":
             if (m.group(5) == null)
