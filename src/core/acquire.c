@@ -314,7 +314,7 @@ static rlock__step try_once(rlock__acquire *a)
  * to try at once (Redisson's RLock barges, and its waiters then wait for
  * seconds under contention):
  * - behind local waiters already waiting (subscribed), it waits for a
- *   wake-up like them;
+ *   wake-up like them, or until the lease their last try was told of ends;
  * - other processes cannot be seen waiting, so when this client released
  *   the lock moments ago and its own attempts found it taken within the
  *   last second, it gives them RLOCK__YIELD_MS (or until the next message).
@@ -327,8 +327,15 @@ static int64_t first_wait_ms(const rlock__acquire *a, int64_t now)
     rlock__entry_look(a->entry, a->owner, &v);
     if (v.holds)
         return 0;
-    if (v.queue)
-        return client_of(a)->cfg.recheck_interval_ms;
+    if (v.queue) {
+        /* not past the lease the last try was told: with no unlock
+         * message (the holder's lease ran out), the waiters try again
+         * then, and so does this one */
+        int64_t wait = client_of(a)->cfg.recheck_interval_ms;
+        if (v.free_by_ms > 0)
+            wait = min64(wait, v.free_by_ms > now ? v.free_by_ms - now : 1);
+        return wait;
+    }
     if (v.released_at_ms > 0 &&
         now - v.released_at_ms < RLOCK__YIELD_AFTER_RELEASE_MS &&
         v.contended_at_ms > 0 &&
@@ -421,7 +428,7 @@ static rlock__step busy(rlock__acquire *a)
             a->spin_multiplier, &a->seed);
         return wait_for(a, A_PAUSING, RLOCK__WAIT_NONE, now + pause);
     }
-    rlock__entry_note_contended(e);
+    rlock__entry_note_contended(e, a->ttl_ms);
     if (queued_kind(a) && !a->in_turn) {
         /* the one-key try found it taken: join the queue at once */
         if (a->wait_ms == 0)

@@ -110,12 +110,14 @@ typedef struct rlock__entry_view {
     bool holds;              /* owner holds it (a reentry) */
     bool queue;              /* local waiters wait, subscribed */
     int64_t contended_at_ms; /* an attempt last found it taken (0: never) */
+    int64_t free_by_ms;      /* when the holder it found loses its lease, by
+                                the TTL it was told (0: not known) */
     int64_t released_at_ms;  /* this client last released it (0: never) */
 } rlock__entry_view;
 
 void rlock__entry_look(rlock__entry *e, uint64_t owner,
                        rlock__entry_view *out);
-void rlock__entry_note_contended(rlock__entry *e);
+void rlock__entry_note_contended(rlock__entry *e, int64_t ttl_ms);
 void rlock__entry_note_released(rlock__entry *e);
 
 /* --------------------------------------------------- entry_waiters.c */

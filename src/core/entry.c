@@ -203,16 +203,20 @@ void rlock__entry_look(rlock__entry *pub, uint64_t owner,
     out->holds = h != NULL && !h->lost;
     out->queue = e->nwaiters > 0 && e->subscribed;
     out->contended_at_ms = e->contended_at_ms;
+    out->free_by_ms = e->free_by_ms;
     out->released_at_ms = e->released_at_ms;
     pthread_mutex_unlock(&e->mu);
 }
 
-/* Notes that an attempt found e held by someone else. */
-void rlock__entry_note_contended(rlock__entry *pub)
+/* Notes that e is contended: an attempt found it held by someone else for
+ * ttl_ms more, or (ttl_ms < 0) a release was heard by a waiter, after which
+ * when it is free again is not known. */
+void rlock__entry_note_contended(rlock__entry *pub, int64_t ttl_ms)
 {
     entry *e = entry_of(pub);
     pthread_mutex_lock(&e->mu);
     e->contended_at_ms = rlock__now_ms();
+    e->free_by_ms = ttl_ms >= 0 ? e->contended_at_ms + ttl_ms : 0;
     pthread_mutex_unlock(&e->mu);
 }
 

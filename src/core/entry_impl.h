@@ -40,6 +40,7 @@ typedef struct entry {
     rlock__waiter *head, *tail; /* waiting acquires, in turn */
     int nwaiters;
     int64_t contended_at_ms; /* an attempt last found it taken */
+    int64_t free_by_ms;      /* when that holder's lease ends (0: not known) */
     int64_t released_at_ms;  /* this client last released it */
     bool subscribed; /* the channel subscription is confirmed */
     bool unheard;    /* its channel's SUBSCRIBE was refused: waiters

@@ -209,7 +209,7 @@ static rlock__step release_reply(void *op, rlock__req *r, int status)
         return (rlock__step){.kind = RLOCK__STEP_NONE};
     int rc = status == 0 ? (int)r->value : status;
     if (status == 0 && r->heard) /* someone waits: see acquire.c */
-        rlock__entry_note_contended(rel->entry);
+        rlock__entry_note_contended(rel->entry, -1);
     if (status != 0 && r->tryagain && !rel->one_key) {
         rel->one_key = true; /* its slot migrates */
         return send_attempt(rel);

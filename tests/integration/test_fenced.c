@@ -34,6 +34,11 @@
 /* The stale-holder test: A's lease, and how long A "pauses". */
 #define SHORT_LEASE_MS 300
 #define PAUSE_MS       700
+/* The lease-runs-out test: a re-check interval far above the lease, so a
+ * waiter that sleeps until it misses its chance by seconds. */
+#define LONG_RECHECK_MS 10000
+#define HELD_LEASE_MS   600
+#define FIRST_WAIT_MS   200
 
 /* ------------------------------------------------------------- helpers */
 
@@ -272,6 +277,55 @@ static void test_stale_holder_has_lower_token_than_next_holder(void **state)
     rlock_client_free(b);
 }
 
+/* A new acquire that finds local waiters waiting first waits with them for
+ * an unlock message; when none comes because the holder's lease runs out,
+ * it tries when that lease ends (which the waiters' try was told), not a
+ * re-check interval later. */
+static void test_a_new_waiter_behind_waiters_tries_when_the_lease_ends(
+    void **state)
+{
+    lt_fixture *f = *state;
+    char name[128];
+    rlock_client *holder = lt_connect(f->redis.url, NULL, 0);
+    rlock_client *c = lt_connect(f->redis.url,
+                                 rlock_config_set_recheck_interval,
+                                 LONG_RECHECK_MS);
+    rlock *held, *first, *second;
+    lt_waiter w = {0};
+    int64_t token = 0;
+
+    LT_TEST_NAME(name);
+    held = fenced_lock(holder, name);
+    first = fenced_lock(c, name);
+    second = fenced_lock(c, name);
+    int64_t taken_at = rt_now_ms();
+    assert_int_equal(rlock_fenced_trylock(held, 0, HELD_LEASE_MS, &token),
+                     RLOCK_OK);
+    /* a waiter that gives up before the lease ends, so no unlock message
+     * and no try of its own comes after it */
+    w.l = first;
+    w.wait_ms = FIRST_WAIT_MS;
+    w.lease_ms = RLOCK_LEASE_WATCHDOG;
+    lt_waiter_start(&w);
+    rt_sleep_ms(FIRST_WAIT_MS / 2);
+    assert_int_equal(rlock_trylock(second, 5 * HELD_LEASE_MS, 5000),
+                     RLOCK_OK);
+    int64_t got_after = rt_now_ms() - taken_at;
+    lt_waiter_join(&w);
+    print_message("the lease ended after %d ms; the second waiter got the "
+                  "lock after %lld ms\n",
+                  HELD_LEASE_MS, (long long)got_after);
+    assert_int_equal(w.rc, RLOCK_ETIMEDOUT);
+    assert_true(got_after >= HELD_LEASE_MS - 50);
+    assert_true(got_after < 5 * HELD_LEASE_MS);
+    assert_int_equal(rlock_unlock(second), RLOCK_OK);
+    rlock_free(held);
+    rlock_free(first);
+    rlock_free(second);
+    rlock_client_free(c);
+    rlock_client_free(holder);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -279,6 +333,8 @@ int main(void)
         cmocka_unit_test(test_token_reports_last_token_drawn),
         cmocka_unit_test(test_plain_lock_calls_advance_the_token),
         cmocka_unit_test(test_stale_holder_has_lower_token_than_next_holder),
+        cmocka_unit_test(
+            test_a_new_waiter_behind_waiters_tries_when_the_lease_ends),
     };
 
     rt_require_redis();
