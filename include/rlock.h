@@ -1057,6 +1057,97 @@ RLOCK_API int rlock_multi_trylock(rlock_multi *m, int64_t wait_ms,
  * long as it released a majority (else RLOCK_ELOST or the error). */
 RLOCK_API int rlock_multi_unlock(rlock_multi *m);
 
+/* ------------------------------------------------------------ semaphores */
+
+/* A distributed counting semaphore, Redis state and messages exactly
+ * Redisson's RSemaphore: the key `name` holds the permits available (a
+ * plain integer), and every call that frees permits publishes the new
+ * count on "redisson_sc:{name}", which wakes as many waiters, in this
+ * client and in Java Redisson clients alike, as the count can serve
+ * (docs/synchronizers.md). Permits have no owner: any thread or process
+ * may release them, and a process that dies holding some leaks them (use
+ * a permit-expirable semaphore where that matters). Non-fair, as
+ * Redisson's. */
+typedef struct rlock_semaphore rlock_semaphore;
+
+/* Makes a handle to the semaphore named name (1 to RLOCK_NAME_MAX bytes,
+ * no NUL). Cheap: no Redis traffic; a new semaphore has no permits until
+ * rlock_semaphore_try_set_permits() or rlock_semaphore_add_permits().
+ * Returns 0, RLOCK_EINVAL (NULL argument, bad name, or in a cluster a name
+ * whose keys would span slots), RLOCK_ENOMEM, RLOCK_EFORKED or
+ * RLOCK_ECLOSED.
+ * Ownership: the caller frees it with rlock_semaphore_free(), before or
+ * after the client (after it, every call answers RLOCK_ECLOSED).
+ * Thread-safety: any thread.
+ * Redisson: RedissonClient.getSemaphore(name). */
+RLOCK_API int rlock_semaphore_get(rlock_client *c, const char *name,
+                                  rlock_semaphore **out);
+
+/* Frees a handle; NULL is ignored. Permits taken through it stay taken.
+ * Thread-safety: any thread, once no other thread uses the handle. */
+RLOCK_API void rlock_semaphore_free(rlock_semaphore *s);
+
+/* Returns the semaphore's name. Ownership: owned by the handle. */
+RLOCK_API const char *rlock_semaphore_name(const rlock_semaphore *s);
+
+/* Sets the permits to `permits` (>= 0) if the semaphore has none set yet
+ * (its key does not exist), waking waiters; ttl_ms > 0 makes the key
+ * expire after that many ms (0: never). Returns 1 (set), 0 (already set:
+ * nothing changed) or a negative RLOCK_E* code (RLOCK_EINVAL for a
+ * negative count or TTL).
+ * Thread-safety: any thread; blocks for one round trip.
+ * Redisson: RSemaphore.trySetPermits(permits[, timeToLive]). */
+RLOCK_API int rlock_semaphore_try_set_permits(rlock_semaphore *s,
+                                              int permits, int64_t ttl_ms);
+
+/* Takes `permits` (> 0) permits, waiting up to wait_ms for them (0: one
+ * try; RLOCK_WAIT_FOREVER: no limit). A waiter sleeps until a release
+ * message says enough may be there, re-checking every recheck interval
+ * (rlock_config_set_recheck_interval) in case one was lost. The budget
+ * holds when Redis is down: no reconnect or resend outlasts wait_ms, and a
+ * reply sent by then is awaited at most one command timeout longer.
+ * Returns 0 (taken), RLOCK_ETIMEDOUT (not enough permits within wait_ms),
+ * RLOCK_EINVAL, RLOCK_EDEADLK (from an rlock callback), or a connection
+ * error (RLOCK_ECONN, ...): then the try's reply was lost and the permits
+ * may have been taken, as with Redisson, which never retries this script.
+ * Thread-safety: any thread; blocks.
+ * Redisson: RSemaphore.acquire(permits), tryAcquire(permits, waitTime). */
+RLOCK_API int rlock_semaphore_acquire(rlock_semaphore *s, int permits,
+                                      int64_t wait_ms);
+
+/* Gives `permits` (> 0) permits back (any caller may, taken or not),
+ * publishing the new count. rlock_semaphore_release_if_exists() does so
+ * only when the semaphore's key exists. Return 0 (release) or 1 / 0
+ * (release_if_exists: released, or no such semaphore), or a negative
+ * RLOCK_E* code.
+ * Thread-safety: any thread; blocks for one round trip.
+ * Redisson: RSemaphore.release(permits), releaseIfExists(permits). */
+RLOCK_API int rlock_semaphore_release(rlock_semaphore *s, int permits);
+RLOCK_API int rlock_semaphore_release_if_exists(rlock_semaphore *s,
+                                                int permits);
+
+/* Reads the permits available into *out (0 when the semaphore does not
+ * exist). Returns 0 or a negative RLOCK_E* code.
+ * Thread-safety: any thread; blocks for one round trip.
+ * Redisson: RSemaphore.availablePermits(). */
+RLOCK_API int rlock_semaphore_available(rlock_semaphore *s, int64_t *out);
+
+/* Takes every available permit; *out (may be NULL) gets how many there
+ * were. As Redisson's, the key is rewritten, so a TTL set by
+ * rlock_semaphore_try_set_permits() is gone. Returns 0 or a negative code.
+ * Thread-safety: any thread; blocks for one round trip.
+ * Redisson: RSemaphore.drainPermits(). */
+RLOCK_API int rlock_semaphore_drain(rlock_semaphore *s, int64_t *out);
+
+/* Adds `permits` (negative: takes them away, possibly below 0) and
+ * publishes the new count; creates the semaphore at 0 first if needed and,
+ * as Redisson's, drops its TTL. *out (may be NULL) gets the new count.
+ * Returns 0 or a negative code.
+ * Thread-safety: any thread; blocks for one round trip.
+ * Redisson: RSemaphore.addPermits(permits). */
+RLOCK_API int rlock_semaphore_add_permits(rlock_semaphore *s, int permits,
+                                          int64_t *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -46,6 +46,9 @@ int rlock__sync_call(rlock__req *r, int64_t timeout_ms);
 int rlock__sync_command(rlock_client *c, const rlock__script *script,
                         rlock__reply_kind kind, int numkeys, int argc,
                         const char *const *argv, int64_t *value, bool *nil);
+/* Runs a core machine (class cls, state op) from its first step st to its
+ * end on the calling thread; returns its status (lock_sync.c). */
+int rlock__sync_run(const rlock__op_class *cls, void *op, rlock__step st);
 
 /* For multi.c (lock_sync.c, lock.c). rlock__trylock_ex() is rlock_trylock()
  * that also returns a fenced lock's token (token may be NULL) and, when

@@ -84,7 +84,7 @@ int rlock__sync_command(rlock_client *c, const rlock__script *script,
 
 /* Runs a machine from its first step st until it is done, on this
  * thread. Returns its status. */
-static int run(const rlock__op_class *cls, void *op, rlock__step st)
+int rlock__sync_run(const rlock__op_class *cls, void *op, rlock__step st)
 {
     for (;;) {
         switch (st.kind) {
@@ -138,7 +138,7 @@ int rlock__trylock_ex(rlock *l, int64_t wait_ms, int64_t lease_ms,
     a.spin_initial_ms = l->spin_initial_ms;
     a.spin_max_ms = l->spin_max_ms;
     a.spin_multiplier = l->spin_multiplier;
-    rc = run(&rlock__acquire_class, &a, rlock__acquire_start(&a));
+    rc = rlock__sync_run(&rlock__acquire_class, &a, rlock__acquire_start(&a));
     if (rc == 0 && token != NULL)
         *token = a.token;
     rlock__acquire_clear(&a);
@@ -164,7 +164,8 @@ int rlock_unlock(rlock *l)
         return RLOCK_EDEADLK;
     rlock__release rel;
     rlock__release_init(&rel, l->entry, rlock__thread_id());
-    rc = run(&rlock__release_class, &rel, rlock__release_start(&rel));
+    rc = rlock__sync_run(&rlock__release_class, &rel,
+                         rlock__release_start(&rel));
     rlock__release_clear(&rel);
     return rc;
 }

@@ -147,6 +147,9 @@ struct rlock__waiter {
      * wait is over (the wake-up it waited for is consumed by then) */
     pthread_cond_t *cv;
     void (*kick)(rlock__waiter *w);
+    /* a semaphore waiter's permits wanted (0 for a lock's): a permit
+     * count's message wakes only waiters whose wants it covers */
+    int need;
 };
 
 bool rlock__waiter_enter(rlock__entry *e, rlock__waiter *w,
@@ -167,6 +170,7 @@ void rlock__entry_set_subscribed(rlock__entry *e, bool subscribed,
                                  bool wake_all);
 void rlock__entry_set_unheard(rlock__entry *e);
 bool rlock__entry_wake(rlock__entry *e, bool all);
+bool rlock__entry_wake_permits(rlock__entry *e, int64_t permits);
 
 /* ----------------------------------------------------------- hold.c */
 
@@ -469,5 +473,31 @@ int rlock__threads_init(rlock_client *c);
 void rlock__threads_close(rlock_client *c);
 void rlock__threads_destroy(rlock_client *c);
 int rlock__thread_watch(rlock_client *c);
+
+/* ------------------------------------------------------- semaphore.c */
+
+/* One semaphore acquire: try for permits; when too few are there, wait
+ * on the channel (subscription, then permit messages or the re-check) and
+ * try again until the deadline. rlock__sem_acquire_start sets it up; the
+ * fields are the machine's. */
+typedef struct rlock__sem_acquire {
+    rlock__entry *entry; /* borrowed: the caller keeps a reference */
+    int permits;
+    int64_t wait_ms; /* as given: may be RLOCK_WAIT_FOREVER */
+    int64_t deadline_ms;
+    int state;
+    rlock__waiter waiter;
+    void (*kick)(rlock__waiter *w); /* an async driver's wake-up */
+    bool entered;
+    bool canceled;
+} rlock__sem_acquire;
+
+extern const rlock__op_class rlock__sem_acquire_class;
+
+rlock__step rlock__sem_acquire_start(rlock__sem_acquire *a, rlock__entry *e,
+                                     int permits, int64_t wait_ms);
+void rlock__sem_acquire_clear(rlock__sem_acquire *a);
+void rlock__sem_describe(rlock__sem_desc *d, const rlock__entry *e);
+rlock__req *rlock__sem_req(rlock_client *c, rlock__spec *s, int *rc);
 
 #endif

@@ -405,3 +405,35 @@ bool rlock__entry_wake(rlock__entry *pub, bool all)
     return woke;
 }
 
+/* A semaphore's channel said that permits are available now: wakes, in
+ * turn, waiters whose wants those permits cover, as many as could succeed
+ * (Redisson wakes min(waiters, permits), whatever each wants), preferring
+ * those asleep. Returns false when it woke nobody. I/O thread. */
+bool rlock__entry_wake_permits(rlock__entry *pub, int64_t permits)
+{
+    entry *e = entry_of(pub);
+    bool kick_due = false, woke = false;
+    pthread_mutex_lock(&e->mu);
+    for (int pass = 0; pass < e->nwaiters && permits > 0; pass++) {
+        rlock__waiter *pick = NULL;
+        for (rlock__waiter *w = e->head; w != NULL; w = w->next) {
+            int64_t need = w->need > 0 ? w->need : 1;
+            if (w->permit || need > permits)
+                continue;
+            if (pick == NULL || (w->want == RLOCK__WAIT_PERMIT &&
+                                 pick->want != RLOCK__WAIT_PERMIT))
+                pick = w;
+        }
+        if (pick == NULL)
+            break;
+        permits -= pick->need > 0 ? pick->need : 1;
+        pick->permit = true;
+        unlink_waiter(e, pick);
+        append_waiter(e, pick);
+        wake_waiter(e, pick, &kick_due);
+        woke = true;
+    }
+    pthread_mutex_unlock(&e->mu);
+    deliver(e, kick_due);
+    return woke;
+}

@@ -191,8 +191,29 @@ static channel *find_channel(rlock__pubsub *ps, const rlock__push *p)
     return ch;
 }
 
+/* A message on a semaphore's channel: the permits there are now, which
+ * wake as many of its waiters as they can serve (entry_waiters.c). */
+static void on_permits(channel *ch, const rlock__push *p)
+{
+    int64_t permits;
+    if (!rlock__sem_message_permits(p->payload, p->payload_len, &permits))
+        return; /* not a count: Redisson drops it too */
+    rlock__stats *stats = ch->ps->client->stats;
+    rlock__stats_count(stats, RLOCK__STAT_UNLOCK_MESSAGES);
+    bool woke = false;
+    for (int i = 0; i < ch->nentries && permits > 0; i++)
+        woke = rlock__entry_wake_permits(ch->entries[i], permits) || woke;
+    if (!woke)
+        rlock__stats_count(stats, RLOCK__STAT_UNLOCK_MESSAGES_UNUSED);
+}
+
 static void on_message(channel *ch, const rlock__push *p)
 {
+    if (ch->state == CH_SUBSCRIBED && ch->nentries > 0 &&
+        RLOCK__KIND_IS_SEMAPHORE(ch->entries[0]->kind)) {
+        on_permits(ch, p);
+        return;
+    }
     if (ch->state != CH_SUBSCRIBED || p->payload_len != 1)
         return;
     bool all = p->payload[0] == '1';

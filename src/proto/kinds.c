@@ -79,6 +79,9 @@ int rlock__kind_make_names(int kind, const char *name, const char *waiter,
         aux[0] = rlock__prefixed_name("redisson_rlock_queue", n);
         aux[1] = rlock__prefixed_name("redisson_rlock_timeout", n);
         return *channel && aux[0] && aux[1] ? RLOCK_OK : RLOCK_ENOMEM;
+    case RLOCK__KIND_SEMAPHORE:
+    case RLOCK__KIND_PERMIT_SEMAPHORE:
+        return rlock__sem_make_names(kind, n, channel, aux);
     default: /* spin: a spin waiter never joins its channel */
         *channel = rlock__channel_name(n);
         return *channel ? RLOCK_OK : RLOCK_ENOMEM;

@@ -282,4 +282,35 @@ int rlock__kind_give_up(rlock__spec *s, const rlock__lock_desc *d,
 int rlock__kind_is_locked(rlock__spec *s, const rlock__lock_desc *d);
 void rlock__spec_clear(rlock__spec *s);
 
+/* ------------------------------------------------------------ semaphore.c */
+
+/* The semaphore kinds: entries of their own (core/semaphore.c), never
+ * locks; their waiters are woken by permit counts, not unlock messages. */
+#define RLOCK__KIND_SEMAPHORE 110
+#define RLOCK__KIND_PERMIT_SEMAPHORE 111
+#define RLOCK__KIND_IS_SEMAPHORE(k)                                        \
+    ((k) == RLOCK__KIND_SEMAPHORE || (k) == RLOCK__KIND_PERMIT_SEMAPHORE)
+
+/* One semaphore as its scripts see it (pointers borrowed). */
+typedef struct rlock__sem_desc {
+    const char *name;
+    const char *channel;
+    const char *publish; /* as rlock__lock_desc's; NULL: "PUBLISH" */
+} rlock__sem_desc;
+
+int rlock__sem_make_names(int kind, const char *name, char **channel,
+                          char *aux[2]);
+int rlock__sem_try_acquire(rlock__spec *s, const rlock__sem_desc *d,
+                           int permits);
+int rlock__sem_release(rlock__spec *s, const rlock__sem_desc *d, int permits,
+                       bool if_exists);
+int rlock__sem_set_permits(rlock__spec *s, const rlock__sem_desc *d,
+                           int permits, int64_t ttl_ms);
+int rlock__sem_add_permits(rlock__spec *s, const rlock__sem_desc *d,
+                           int permits);
+int rlock__sem_drain(rlock__spec *s, const rlock__sem_desc *d);
+int rlock__sem_available(rlock__spec *s, const rlock__sem_desc *d);
+bool rlock__sem_message_permits(const char *payload, size_t len,
+                                int64_t *out);
+
 #endif

@@ -38,6 +38,12 @@ extern const rlock__script rlock__script_write_acquire;
 extern const rlock__script rlock__script_write_release;
 extern const rlock__script rlock__script_rw_force_release;
 extern const rlock__script rlock__script_rw_is_locked;
+/* semaphores (proto/semaphore.c) */
+extern const rlock__script rlock__script_semaphore_try_acquire;
+extern const rlock__script rlock__script_semaphore_release;
+extern const rlock__script rlock__script_semaphore_set_permits;
+extern const rlock__script rlock__script_semaphore_add_permits;
+extern const rlock__script rlock__script_semaphore_drain;
 
 /* Every script above (proto/kinds.c). */
 extern const rlock__script *const rlock__all_scripts[];

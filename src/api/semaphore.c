@@ -1,0 +1,182 @@
+/*
+ * api/semaphore.c: the public semaphore calls (rlock.h, "semaphores"):
+ * thin drivers of core/semaphore.c. A semaphore handle wraps a lock handle
+ * of the internal kind RLOCK__KIND_SEMAPHORE (lock.c), so it shares its
+ * entry, its closing when the client is freed and its checks; the calls
+ * that are one script run it with the command timeout on the calling
+ * thread, and the acquire runs its machine with the blocking driver
+ * (lock_sync.c).
+ */
+#include "api/api.h"
+
+#include <stdlib.h>
+
+struct rlock_semaphore {
+    rlock *handle; /* of kind RLOCK__KIND_SEMAPHORE */
+};
+
+int rlock_semaphore_get(rlock_client *c, const char *name,
+                        rlock_semaphore **out)
+{
+    if (out != NULL)
+        *out = NULL;
+    if (out == NULL)
+        return RLOCK_EINVAL;
+    rlock_semaphore *s = rlock__calloc(1, sizeof(*s));
+    if (s == NULL)
+        return c == NULL || name == NULL ? RLOCK_EINVAL : RLOCK_ENOMEM;
+    int rc = rlock__handle_new(c, RLOCK__KIND_SEMAPHORE, name, &s->handle);
+    if (rc != 0) {
+        free(s);
+        return rc;
+    }
+    *out = s;
+    return RLOCK_OK;
+}
+
+void rlock_semaphore_free(rlock_semaphore *s)
+{
+    if (s == NULL)
+        return;
+    rlock__handle_free(s->handle);
+    free(s);
+}
+
+const char *rlock_semaphore_name(const rlock_semaphore *s)
+{
+    return s != NULL ? s->handle->name : NULL;
+}
+
+/* Whether s may make a blocking call now: 0, or why not. */
+static int sem_check(const rlock_semaphore *s)
+{
+    if (s == NULL)
+        return RLOCK_EINVAL;
+    int rc = rlock__handle_check(s->handle);
+    if (rc != 0)
+        return rc;
+    if (rlock__loop_on_thread(s->handle->client->loop))
+        return RLOCK_EDEADLK;
+    return RLOCK_OK;
+}
+
+/* Runs the call a proto function laid out in spec (returning rc) with one
+ * round trip; *value gets its integer reply (nil: 0). Returns 0 or a
+ * negative code. */
+static int sem_call(rlock_semaphore *s, rlock__spec *spec, int rc,
+                    int64_t *value)
+{
+    if (rc == 0)
+        rc = sem_check(s);
+    if (rc != 0) {
+        rlock__spec_clear(spec);
+        return rc;
+    }
+    rlock_client *c = s->handle->client;
+    rlock__req *r = rlock__sem_req(c, spec, &rc);
+    if (r == NULL)
+        return rc;
+    rc = rlock__sync_call(r, c->cfg.command_timeout_ms);
+    if (rc == 0 && value != NULL)
+        *value = r->nil ? 0 : r->value;
+    rlock__req_unref(r);
+    return rc;
+}
+
+/* The semaphore's names for proto's calls (s checked by the caller's
+ * sem_call before anything is sent; a NULL or closed s gets an empty
+ * description, which builds a call that is never sent). */
+static void sem_desc(const rlock_semaphore *s, rlock__sem_desc *d)
+{
+    *d = (rlock__sem_desc){0};
+    if (s != NULL && s->handle->entry != NULL)
+        rlock__sem_describe(d, s->handle->entry);
+}
+
+int rlock_semaphore_try_set_permits(rlock_semaphore *s, int permits,
+                                    int64_t ttl_ms)
+{
+    rlock__sem_desc d;
+    rlock__spec spec = {0};
+    sem_desc(s, &d);
+    int64_t set = 0;
+    int rc = sem_call(s, &spec,
+                      rlock__sem_set_permits(&spec, &d, permits, ttl_ms),
+                      &set);
+    return rc != 0 ? rc : set == 1;
+}
+
+int rlock_semaphore_acquire(rlock_semaphore *s, int permits, int64_t wait_ms)
+{
+    int rc = sem_check(s);
+    if (rc != 0)
+        return rc;
+    if (permits <= 0 || (wait_ms < 0 && wait_ms != RLOCK_WAIT_FOREVER))
+        return RLOCK_EINVAL;
+    rlock__sem_acquire a;
+    rlock__step first =
+        rlock__sem_acquire_start(&a, s->handle->entry, permits, wait_ms);
+    rc = rlock__sync_run(&rlock__sem_acquire_class, &a, first);
+    rlock__sem_acquire_clear(&a);
+    return rc;
+}
+
+/* release and release_if_exists: 1 released, 0 not there. */
+static int sem_release(rlock_semaphore *s, int permits, bool if_exists)
+{
+    rlock__sem_desc d;
+    rlock__spec spec = {0};
+    sem_desc(s, &d);
+    int64_t released = 0;
+    int rc = sem_call(s, &spec,
+                      rlock__sem_release(&spec, &d, permits, if_exists),
+                      &released);
+    return rc != 0 ? rc : released == 1;
+}
+
+int rlock_semaphore_release(rlock_semaphore *s, int permits)
+{
+    int rc = sem_release(s, permits, false);
+    return rc < 0 ? rc : RLOCK_OK;
+}
+
+int rlock_semaphore_release_if_exists(rlock_semaphore *s, int permits)
+{
+    return sem_release(s, permits, true);
+}
+
+int rlock_semaphore_available(rlock_semaphore *s, int64_t *out)
+{
+    if (out == NULL)
+        return RLOCK_EINVAL;
+    rlock__sem_desc d;
+    rlock__spec spec = {0};
+    sem_desc(s, &d);
+    return sem_call(s, &spec, rlock__sem_available(&spec, &d), out);
+}
+
+int rlock_semaphore_drain(rlock_semaphore *s, int64_t *out)
+{
+    rlock__sem_desc d;
+    rlock__spec spec = {0};
+    sem_desc(s, &d);
+    int64_t was = 0;
+    int rc = sem_call(s, &spec, rlock__sem_drain(&spec, &d), &was);
+    if (rc == 0 && out != NULL)
+        *out = was;
+    return rc;
+}
+
+int rlock_semaphore_add_permits(rlock_semaphore *s, int permits,
+                                int64_t *out)
+{
+    rlock__sem_desc d;
+    rlock__spec spec = {0};
+    sem_desc(s, &d);
+    int64_t now = 0;
+    int rc = sem_call(s, &spec, rlock__sem_add_permits(&spec, &d, permits),
+                      &now);
+    if (rc == 0 && out != NULL)
+        *out = now;
+    return rc;
+}
