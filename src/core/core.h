@@ -130,7 +130,7 @@ enum {
 };
 
 /* One local acquire waiting for an entry: a blocked thread or an async
- * call. Its caller embeds it and sets nothing: the fields are
+ * call. Its caller embeds it and sets nothing but need: the fields are
  * entry_waiters.c's. Waiters are woken in turn (FIFO, each woken one going
  * to the back), one per "0" message and all for "1", so neither blocking
  * nor async waiters starve the others. A wake-up that comes while a waiter
@@ -147,8 +147,9 @@ struct rlock__waiter {
      * wait is over (the wake-up it waited for is consumed by then) */
     pthread_cond_t *cv;
     void (*kick)(rlock__waiter *w);
-    /* a semaphore waiter's permits wanted (0 for a lock's): a permit
-     * count's message wakes only waiters whose wants it covers */
+    /* a semaphore waiter's permits wanted (0 for a lock's), set by its
+     * caller before rlock__waiter_enter: a permit count's message wakes
+     * only waiters whose wants it covers */
     int need;
 };
 

@@ -167,7 +167,8 @@ static void give_all(entry *e, bool *kick_due)
 }
 
 /* Counts w among e's waiters, joining the channel if it is the first.
- * kick: how to wake an async waiter (NULL for a blocked thread). Returns
+ * kick: how to wake an async waiter (NULL for a blocked thread); w->need
+ * is the only field the caller sets (0 for a lock's waiter). Returns
  * true when w came back to e while it lingered in its channel, subscribed:
  * e has heard every message since its last waiter left (one that came
  * meanwhile is w's wake-up now). Else whatever e's subscription flag says
@@ -178,9 +179,11 @@ bool rlock__waiter_enter(rlock__entry *pub, rlock__waiter *w,
                          void (*kick)(rlock__waiter *w))
 {
     entry *e = entry_of(pub);
+    int need = w->need; /* the caller's, set before it enters */
     memset(w, 0, sizeof(*w));
     w->entry = pub;
     w->kick = kick;
+    w->need = need;
     pthread_mutex_lock(&e->mu);
     append_waiter(e, w);
     bool first = e->nwaiters++ == 0;

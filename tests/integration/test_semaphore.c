@@ -65,6 +65,31 @@ static long long permits_in_redis(rt_redis *r, const char *name)
     return n;
 }
 
+/* Script calls the server has run since its last CONFIG RESETSTAT
+ * (EVAL and EVALSHA): counts the tries waiters make. */
+static long long script_calls(rt_redis *r)
+{
+    redisReply *rep = rt_cmd(r, "INFO commandstats");
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_STRING);
+    long long total = 0;
+    const char *names[] = {"cmdstat_eval:calls=", "cmdstat_evalsha:calls="};
+    for (int i = 0; i < 2; i++) {
+        const char *at = strstr(rep->str, names[i]);
+        if (at != NULL)
+            total += atoll(at + strlen(names[i]));
+    }
+    freeReplyObject(rep);
+    return total;
+}
+
+static void reset_stats(rt_redis *r)
+{
+    char *ok = rt_cmd_str(r, "CONFIG RESETSTAT");
+    assert_non_null(ok);
+    free(ok);
+}
+
 /* A thread blocked in rlock_semaphore_acquire(). */
 typedef struct waiter {
     pthread_t thread;
@@ -363,6 +388,7 @@ static void test_one_permit_wakes_one_of_two_waiters(void **state)
     waiter_start(&b, s2, 1, RLOCK_WAIT_FOREVER);
     await_subscribed(&f->redis, name, 1); /* one subscription per client */
     rt_sleep_ms(100); /* both asleep */
+    reset_stats(&f->redis);
     assert_int_equal(rlock_semaphore_release(s, 1), RLOCK_OK);
     int64_t until = rt_now_ms() + HANG_MS;
     while (!atomic_load(&a.done) && !atomic_load(&b.done) &&
@@ -373,6 +399,8 @@ static void test_one_permit_wakes_one_of_two_waiters(void **state)
     assert_true(atomic_load(&first->done));
     assert_int_equal(atomic_load(&first->rc), RLOCK_OK);
     assert_false(waiter_await(second, QUIET_MS));
+    /* the release and one try: the permit woke nobody else */
+    assert_int_equal(script_calls(&f->redis), 2);
     assert_int_equal(rlock_semaphore_release(s, 1), RLOCK_OK);
     waiter_join(second);
     assert_int_equal(atomic_load(&second->rc), RLOCK_OK);
@@ -395,8 +423,12 @@ static void test_waiter_for_two_sleeps_through_one_permit(void **state)
 
     waiter_start(&w, s2, 2, RLOCK_WAIT_FOREVER);
     await_subscribed(&f->redis, name, 1);
+    rt_sleep_ms(50); /* past its try after the subscription */
+    reset_stats(&f->redis);
     assert_int_equal(rlock_semaphore_release(s, 1), RLOCK_OK);
     assert_false(waiter_await(&w, QUIET_MS));
+    /* the release alone: one permit does not wake a waiter for two */
+    assert_int_equal(script_calls(&f->redis), 1);
     assert_int_equal(permits_in_redis(&f->redis, name), 1);
     assert_int_equal(rlock_semaphore_release(s, 1), RLOCK_OK);
     waiter_join(&w);
