@@ -44,6 +44,18 @@
  *         ITER times: lock, GET COUNTER, sleep 1 ms, SET +1, RPUSH COUNTER:log j,
  *         unlock, sleep THINK_MS                         iterations, ms
  *
+ * KIND sem is an RSemaphore (getSemaphore(NAME)), with its own ops:
+ *
+ *     setpermits N [TTL_MS]       trySetPermits          set
+ *     acquire N WAIT_MS           tryAcquire(N, WAIT_MS) acquired, waited_ms
+ *                                 (acquire(N) for WAIT_MS -1)
+ *     release N                   release(N)             t0
+ *     available                   availablePermits()     permits
+ *     semcontend COUNTER ITER PERMITS
+ *         ITER times: acquire(1), INCR COUNTER (an RAtomicLong), and when
+ *         it exceeds PERMITS RPUSH COUNTER:over j; sleep 1 ms, DECR
+ *         COUNTER, release(1)                            iterations, ms
+ *
  * token is the fenced lock's, null for other kinds; field is the hash field
  * Redisson writes for this thread, "<client id>:<thread id>". Every answer
  * is one JSON
@@ -68,8 +80,10 @@ import java.util.concurrent.TimeUnit;
 import org.redisson.Redisson;
 import org.redisson.RedissonMultiLock;
 import org.redisson.RedissonRedLock;
+import org.redisson.api.RAtomicLong;
 import org.redisson.api.RBucket;
 import org.redisson.api.RLock;
+import org.redisson.api.RSemaphore;
 import org.redisson.api.RedissonClient;
 import org.redisson.client.codec.StringCodec;
 import org.redisson.config.BaseConfig;
@@ -201,6 +215,10 @@ public final class Driver {
         try {
             String kind = a[2];
             String name = a[3];
+            if (kind.equals("sem")) {
+                runSemaphore(tid, op, client.getSemaphore(name), a);
+                return;
+            }
             RLock lock = lockOf(kind, name);
             switch (op) {
             case "lock": {
@@ -251,6 +269,73 @@ public final class Driver {
         } catch (Throwable e) {
             emit("error", tid, "op", op, "error", describe(e));
         }
+    }
+
+    // -------------------------------------------------------- semaphores
+
+    private void runSemaphore(String tid, String op, RSemaphore sem, String[] a)
+        throws Exception {
+        switch (op) {
+        case "setpermits": {
+            int permits = Integer.parseInt(a[4]);
+            long ttl = longArg(a, 5, 0);
+            boolean set = ttl > 0
+                ? (Boolean) RSemaphore.class
+                      .getMethod("trySetPermits", int.class, java.time.Duration.class)
+                      .invoke(sem, permits, java.time.Duration.ofMillis(ttl))
+                : sem.trySetPermits(permits);
+            emit("setpermits", tid, "set", set);
+            break;
+        }
+        case "acquire": {
+            int permits = Integer.parseInt(a[4]);
+            long waitMs = longArg(a, 5, 0);
+            long start = System.nanoTime();
+            boolean got = true;
+            if (waitMs < 0)
+                sem.acquire(permits);
+            else
+                got = sem.tryAcquire(permits, waitMs, TimeUnit.MILLISECONDS);
+            emit("acquire", tid, "acquired", got, "waited_ms",
+                 (System.nanoTime() - start) / 1000000);
+            break;
+        }
+        case "release": {
+            long t0 = System.currentTimeMillis();
+            sem.release(Integer.parseInt(a[4]));
+            emit("release", tid, "t0", t0);
+            break;
+        }
+        case "available":
+            emit("available", tid, "permits", sem.availablePermits());
+            break;
+        case "semcontend":
+            semContend(tid, sem, a[4], Long.parseLong(a[5]), Long.parseLong(a[6]));
+            break;
+        default:
+            throw new IllegalArgumentException("unknown op " + op);
+        }
+    }
+
+    /* The exclusion loop of the semaphore tests: the counter says how many
+     * hold a permit at once, across every process that runs it. */
+    private void semContend(String tid, RSemaphore sem, String counter, long iterations,
+                            long permits) throws InterruptedException {
+        RAtomicLong inside = client.getAtomicLong(counter);
+        long start = System.nanoTime();
+        for (long i = 0; i < iterations; i++) {
+            sem.acquire(1);
+            try {
+                if (inside.incrementAndGet() > permits)
+                    client.<String>getList(counter + ":over", StringCodec.INSTANCE).add("j");
+                Thread.sleep(1);
+                inside.decrementAndGet();
+            } finally {
+                sem.release(1);
+            }
+        }
+        emit("semcontend", tid, "iterations", iterations, "ms",
+             (System.nanoTime() - start) / 1000000);
     }
 
     /* The counter loop of the mutual-exclusion test: GET and SET are two
