@@ -1148,6 +1148,91 @@ RLOCK_API int rlock_semaphore_drain(rlock_semaphore *s, int64_t *out);
 RLOCK_API int rlock_semaphore_add_permits(rlock_semaphore *s, int permits,
                                           int64_t *out);
 
+/* ------------------------------------------- permit-expirable semaphores */
+
+/* A semaphore whose permits each have an id and an optional lease, Redis
+ * state and messages exactly Redisson's RPermitExpirableSemaphore: the
+ * count in key `name`, the leases in the sorted set "{name}:timeout" (id
+ * bytes -> lease end in ms since the epoch), wake-ups on
+ * "redisson_sc:{name}". Any process may release a permit by its id, and a
+ * permit whose lease ended is given back by the next call of any client
+ * on the semaphore (acquire, available, lease update), so a crashed
+ * worker cannot leak it.
+ *
+ * Clocks: as Redisson's, every call computes lease ends and decides what
+ * has ended with the calling process's wall clock, not Redis's. A client
+ * whose clock runs S ms ahead of the others reclaims their permits S ms
+ * before their leases end (two holders at once for up to S ms), and its
+ * own permits live S ms longer in the others' eyes; one S ms behind does
+ * the reverse. Keep the fleet's clocks in sync (NTP) well within the
+ * leases (docs/synchronizers.md). */
+typedef struct rlock_permit_semaphore rlock_permit_semaphore;
+
+/* A permit id: 32 hex digits (Redisson's form) and a NUL. */
+#define RLOCK_PERMIT_ID_SIZE 33
+/* No lease: the permit is held until released by id. */
+#define RLOCK_PERMIT_LEASE_NONE (-1)
+
+/* Makes a handle; as rlock_semaphore_get() (same codes, ownership and
+ * thread-safety; free it with rlock_permit_semaphore_free()).
+ * Redisson: RedissonClient.getPermitExpirableSemaphore(name). */
+RLOCK_API int rlock_permit_semaphore_get(rlock_client *c, const char *name,
+                                         rlock_permit_semaphore **out);
+/* Frees a handle; NULL is ignored. Permits taken stay taken. */
+RLOCK_API void rlock_permit_semaphore_free(rlock_permit_semaphore *s);
+
+/* Sets the permits if none are set yet: as
+ * rlock_semaphore_try_set_permits() without a TTL. Returns 1, 0 or a
+ * negative code. Redisson: RPermitExpirableSemaphore.trySetPermits. */
+RLOCK_API int rlock_permit_semaphore_try_set_permits(
+    rlock_permit_semaphore *s, int permits);
+
+/* Takes one permit, waiting up to wait_ms (0: one try; RLOCK_WAIT_FOREVER:
+ * no limit), with a lease of lease_ms (> 0) or RLOCK_PERMIT_LEASE_NONE, and
+ * writes its id (NUL-terminated) into id. The wait is woken by release
+ * messages and, when every permit is leased, by the earliest lease's end;
+ * the budget holds when Redis is down (as rlock_semaphore_acquire()).
+ * Returns 0, RLOCK_ETIMEDOUT, RLOCK_EINVAL, RLOCK_EDEADLK, or a connection
+ * error (the permit may then have been taken: its lease frees it).
+ * Ownership: id is the caller's buffer of RLOCK_PERMIT_ID_SIZE bytes.
+ * Thread-safety: any thread; blocks.
+ * Redisson: RPermitExpirableSemaphore.tryAcquire(waitTime, leaseTime, unit),
+ * acquire(leaseTime, unit). */
+RLOCK_API int rlock_permit_semaphore_acquire(rlock_permit_semaphore *s,
+                                             int64_t wait_ms,
+                                             int64_t lease_ms,
+                                             char id[RLOCK_PERMIT_ID_SIZE]);
+
+/* Gives back the permit id (taken by any process, in any case of hex).
+ * Returns 1 (released), 0 (no such permit, or its lease had ended: then it
+ * is given back all the same, as Redisson's), or a negative code
+ * (RLOCK_EINVAL for an id that is not 32 hex digits).
+ * Thread-safety: any thread; blocks for one round trip.
+ * Redisson: RPermitExpirableSemaphore.tryRelease(permitId). */
+RLOCK_API int rlock_permit_semaphore_release(rlock_permit_semaphore *s,
+                                             const char *id);
+
+/* Gives the permit id a new lease of lease_ms from now (or
+ * RLOCK_PERMIT_LEASE_NONE). Returns 1 (done), 0 (no such permit: released
+ * or its lease ended) or a negative code.
+ * Thread-safety: any thread; blocks for one round trip.
+ * Redisson: RPermitExpirableSemaphore.updateLeaseTime(permitId, lease, unit). */
+RLOCK_API int rlock_permit_semaphore_update_lease(rlock_permit_semaphore *s,
+                                                  const char *id,
+                                                  int64_t lease_ms);
+
+/* Reads the permits available into *out, first giving back those whose
+ * lease ended. Returns 0 or a negative code.
+ * Redisson: RPermitExpirableSemaphore.availablePermits(). */
+RLOCK_API int rlock_permit_semaphore_available(rlock_permit_semaphore *s,
+                                               int64_t *out);
+
+/* Adds permits (negative: takes them away); *out (may be NULL) gets the
+ * new count. Returns 0 or a negative code.
+ * Redisson: RPermitExpirableSemaphore.addPermits(permits). */
+RLOCK_API int rlock_permit_semaphore_add_permits(rlock_permit_semaphore *s,
+                                                 int permits, int64_t *out);
+
 #ifdef __cplusplus
 }
 #endif

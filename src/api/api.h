@@ -93,4 +93,12 @@ int rlock__cluster_find_seed(rlock_client *c, struct rlock__link_opts *o,
                              struct rlock__slot_table **out);
 int rlock__cluster_attach(rlock_client *c, const struct rlock__slot_table *t);
 
+/* Semaphore handles (semaphore.c; permit_semaphore.c uses them too): each
+ * wraps a lock handle of an RLOCK__KIND_*SEMAPHORE kind. */
+int rlock__sem_check(const rlock *h);
+void rlock__sem_handle_desc(const rlock *h, rlock__sem_desc *d);
+int rlock__sem_call(rlock *h, rlock__spec *spec, int rc, int64_t *value);
+int rlock__sem_acquire_on(rlock *h, int permits, int64_t wait_ms,
+                          int64_t lease_ms, char *id);
+
 #endif

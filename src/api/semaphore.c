@@ -5,11 +5,13 @@
  * entry, its closing when the client is freed and its checks; the calls
  * that are one script run it with the command timeout on the calling
  * thread, and the acquire runs its machine with the blocking driver
- * (lock_sync.c).
+ * (lock_sync.c). The helpers named rlock__sem_* here serve
+ * permit_semaphore.c too, whose handles wrap a lock handle the same way.
  */
 #include "api/api.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 struct rlock_semaphore {
     rlock *handle; /* of kind RLOCK__KIND_SEMAPHORE */
@@ -47,32 +49,42 @@ const char *rlock_semaphore_name(const rlock_semaphore *s)
     return s != NULL ? s->handle->name : NULL;
 }
 
-/* Whether s may make a blocking call now: 0, or why not. */
-static int sem_check(const rlock_semaphore *s)
+/* Whether the semaphore handle h (NULL: none) may make a blocking call
+ * now: 0, or why not. */
+int rlock__sem_check(const rlock *h)
 {
-    if (s == NULL)
+    if (h == NULL)
         return RLOCK_EINVAL;
-    int rc = rlock__handle_check(s->handle);
+    int rc = rlock__handle_check(h);
     if (rc != 0)
         return rc;
-    if (rlock__loop_on_thread(s->handle->client->loop))
+    if (rlock__loop_on_thread(h->client->loop))
         return RLOCK_EDEADLK;
     return RLOCK_OK;
 }
 
-/* Runs the call a proto function laid out in spec (returning rc) with one
- * round trip; *value gets its integer reply (nil: 0). Returns 0 or a
- * negative code. */
-static int sem_call(rlock_semaphore *s, rlock__spec *spec, int rc,
-                    int64_t *value)
+/* The names of the semaphore handle h for proto's calls (h checked by
+ * rlock__sem_call before anything is sent: a NULL or closed h gets an
+ * empty description, which builds a call that is never sent). */
+void rlock__sem_handle_desc(const rlock *h, rlock__sem_desc *d)
+{
+    *d = (rlock__sem_desc){0};
+    if (h != NULL && h->entry != NULL)
+        rlock__sem_describe(d, h->entry);
+}
+
+/* Runs on h the call a proto function laid out in spec (returning rc)
+ * with one round trip; *value gets its integer reply (nil: 0). Returns 0
+ * or a negative code. */
+int rlock__sem_call(rlock *h, rlock__spec *spec, int rc, int64_t *value)
 {
     if (rc == 0)
-        rc = sem_check(s);
+        rc = rlock__sem_check(h);
     if (rc != 0) {
         rlock__spec_clear(spec);
         return rc;
     }
-    rlock_client *c = s->handle->client;
+    rlock_client *c = h->client;
     rlock__req *r = rlock__sem_req(c, spec, &rc);
     if (r == NULL)
         return rc;
@@ -83,14 +95,20 @@ static int sem_call(rlock_semaphore *s, rlock__spec *spec, int rc,
     return rc;
 }
 
-/* The semaphore's names for proto's calls (s checked by the caller's
- * sem_call before anything is sent; a NULL or closed s gets an empty
- * description, which builds a call that is never sent). */
+static rlock *handle_of(const rlock_semaphore *s)
+{
+    return s != NULL ? s->handle : NULL;
+}
+
 static void sem_desc(const rlock_semaphore *s, rlock__sem_desc *d)
 {
-    *d = (rlock__sem_desc){0};
-    if (s != NULL && s->handle->entry != NULL)
-        rlock__sem_describe(d, s->handle->entry);
+    rlock__sem_handle_desc(handle_of(s), d);
+}
+
+static int sem_call(rlock_semaphore *s, rlock__spec *spec, int rc,
+                    int64_t *value)
+{
+    return rlock__sem_call(handle_of(s), spec, rc, value);
 }
 
 int rlock_semaphore_try_set_permits(rlock_semaphore *s, int permits,
@@ -106,19 +124,29 @@ int rlock_semaphore_try_set_permits(rlock_semaphore *s, int permits,
     return rc != 0 ? rc : set == 1;
 }
 
-int rlock_semaphore_acquire(rlock_semaphore *s, int permits, int64_t wait_ms)
+/* Runs the acquire of permits (lease_ms for a permit-expirable one) on
+ * the semaphore handle h; id (may be NULL) gets the new permit's id. */
+int rlock__sem_acquire_on(rlock *h, int permits, int64_t wait_ms,
+                          int64_t lease_ms, char *id)
 {
-    int rc = sem_check(s);
+    int rc = rlock__sem_check(h);
     if (rc != 0)
         return rc;
     if (permits <= 0 || (wait_ms < 0 && wait_ms != RLOCK_WAIT_FOREVER))
         return RLOCK_EINVAL;
     rlock__sem_acquire a;
     rlock__step first =
-        rlock__sem_acquire_start(&a, s->handle->entry, permits, wait_ms);
+        rlock__sem_acquire_start(&a, h->entry, permits, wait_ms, lease_ms);
     rc = rlock__sync_run(&rlock__sem_acquire_class, &a, first);
+    if (rc == 0 && id != NULL)
+        memcpy(id, a.id, sizeof(a.id));
     rlock__sem_acquire_clear(&a);
     return rc;
+}
+
+int rlock_semaphore_acquire(rlock_semaphore *s, int permits, int64_t wait_ms)
+{
+    return rlock__sem_acquire_on(handle_of(s), permits, wait_ms, 0, NULL);
 }
 
 /* release and release_if_exists: 1 released, 0 not there. */

@@ -491,12 +491,18 @@ typedef struct rlock__sem_acquire {
     void (*kick)(rlock__waiter *w); /* an async driver's wake-up */
     bool entered;
     bool canceled;
+    /* permit-expirable: the lease asked for, the new permit's id (hex),
+     * and the earliest lease end the last try told (wall ms; 0: none) */
+    int64_t lease_ms;
+    char id[RLOCK__PERMIT_ID_LEN + 1];
+    int64_t lease_end_ms;
 } rlock__sem_acquire;
 
 extern const rlock__op_class rlock__sem_acquire_class;
 
 rlock__step rlock__sem_acquire_start(rlock__sem_acquire *a, rlock__entry *e,
-                                     int permits, int64_t wait_ms);
+                                     int permits, int64_t wait_ms,
+                                     int64_t lease_ms);
 void rlock__sem_acquire_clear(rlock__sem_acquire *a);
 void rlock__sem_describe(rlock__sem_desc *d, const rlock__entry *e);
 rlock__req *rlock__sem_req(rlock_client *c, rlock__spec *s, int *rc);

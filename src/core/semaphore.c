@@ -18,6 +18,12 @@
  * so no connect, back-off or resend of the transport outlasts it, and its
  * reply is awaited for at most one command timeout past it.
  *
+ * A permit-expirable semaphore's acquire takes one permit under a new id
+ * (16 random bytes, as Redisson's) with a lease end by this process's wall
+ * clock; its try also gives back every lease that clock says has ended,
+ * and when no permit is free it tells the earliest lease end, which bounds
+ * the next sleep too (as Redisson's waiter does).
+ *
  * A try whose reply was lost (its connection dropped, or no answer in
  * time) may have taken the permits: as Redisson's tryAcquire, which
  * Redisson never retries (syncedEvalNoRetry), it ends the acquire with
@@ -49,6 +55,7 @@ void rlock__sem_describe(rlock__sem_desc *d, const rlock__entry *e)
 {
     d->name = e->name;
     d->channel = e->channel;
+    d->timeouts = e->aux[0];
     d->publish = e->client->publish;
 }
 
@@ -91,12 +98,20 @@ static int64_t sem_round_trip_ms(const rlock__sem_acquire *a)
     return t;
 }
 
+static bool expirable(const rlock__sem_acquire *a)
+{
+    return a->entry->kind == RLOCK__KIND_PERMIT_SEMAPHORE;
+}
+
 static rlock__step sem_try(rlock__sem_acquire *a)
 {
     rlock__sem_desc d;
     rlock__spec spec;
     rlock__sem_describe(&d, a->entry);
-    int rc = rlock__sem_try_acquire(&spec, &d, a->permits);
+    int rc = expirable(a) ? rlock__permit_acquire(&spec, &d, a->id,
+                                                  rlock__wall_ms(),
+                                                  a->lease_ms)
+                          : rlock__sem_try_acquire(&spec, &d, a->permits);
     rlock__req *r = rlock__sem_req(sem_client(a), &spec, &rc);
     if (r == NULL)
         return sem_done(a, rc);
@@ -132,8 +147,13 @@ static rlock__step sem_busy(rlock__sem_acquire *a)
         return sem_wait(a, S_SUBSCRIBING, RLOCK__WAIT_SUBSCRIBED,
                         now + SEM_SUBSCRIBE_WAIT_MS);
     }
-    return sem_wait(a, S_WAITING, RLOCK__WAIT_PERMIT,
-                    now + sem_client(a)->cfg.recheck_interval_ms);
+    int64_t until = now + sem_client(a)->cfg.recheck_interval_ms;
+    if (a->lease_end_ms > 0) {
+        /* a lease ends then, by this process's clock: try again then */
+        int64_t left = a->lease_end_ms - rlock__wall_ms();
+        until = sem_min64(until, now + (left > 0 ? left : 1));
+    }
+    return sem_wait(a, S_WAITING, RLOCK__WAIT_PERMIT, until);
 }
 
 /* The permits a cancelled acquire took go back, with a message for the
@@ -143,7 +163,9 @@ static rlock__step sem_give_back(rlock__sem_acquire *a)
     rlock__sem_desc d;
     rlock__spec spec;
     rlock__sem_describe(&d, a->entry);
-    int rc = rlock__sem_release(&spec, &d, a->permits, false);
+    int rc = expirable(a)
+                 ? rlock__permit_release(&spec, &d, a->id, rlock__wall_ms())
+                 : rlock__sem_release(&spec, &d, a->permits, false);
     rlock__req *r = rlock__sem_req(sem_client(a), &spec, &rc);
     if (r == NULL)
         return sem_done(a, RLOCK_ECANCELED);
@@ -161,7 +183,12 @@ static rlock__step sem_reply(void *op, rlock__req *r, int status)
         return sem_done(a, RLOCK_ECANCELED);
     if (a->state != S_TRYING)
         return (rlock__step){.kind = RLOCK__STEP_NONE};
-    bool taken = status == 0 && !r->nil && r->value == 1;
+    /* a permit-expirable try answers 0 when taken, else the earliest lease
+     * end (or -1: none) */
+    bool taken = status == 0 && !r->nil &&
+                 r->value == (expirable(a) ? 0 : 1);
+    if (status == 0 && expirable(a))
+        a->lease_end_ms = r->value > 0 ? r->value : 0;
     if (taken && a->canceled)
         return sem_give_back(a);
     if (a->canceled)
@@ -205,15 +232,25 @@ const rlock__op_class rlock__sem_acquire_class = {sem_reply, sem_wake,
                                                   sem_cancel};
 
 /* Sets a up to take permits of e (the caller keeps e referenced while a
- * lives) within wait_ms (RLOCK_WAIT_FOREVER: no limit), and returns its
- * first step: a try. */
+ * lives) within wait_ms (RLOCK_WAIT_FOREVER: no limit), for a
+ * permit-expirable semaphore one permit under a new id with lease_ms
+ * (RLOCK_LEASE_NONE: none), and returns its first step: a try. */
 rlock__step rlock__sem_acquire_start(rlock__sem_acquire *a, rlock__entry *e,
-                                     int permits, int64_t wait_ms)
+                                     int permits, int64_t wait_ms,
+                                     int64_t lease_ms)
 {
     *a = (rlock__sem_acquire){.entry = e,
                               .permits = permits,
                               .wait_ms = wait_ms,
+                              .lease_ms = lease_ms,
                               .deadline_ms = INT64_MAX};
+    if (expirable(a)) {
+        unsigned char raw[RLOCK__PERMIT_ID_LEN / 2];
+        if (rlock__random_bytes(raw, sizeof(raw)) != 0)
+            return sem_done(a, RLOCK_ENOMEM);
+        rlock__hex(a->id, raw, sizeof(raw));
+        a->permits = 1;
+    }
     int64_t now = rlock__now_ms();
     if (wait_ms != RLOCK_WAIT_FOREVER && wait_ms <= INT64_MAX - now)
         a->deadline_ms = now + wait_ms;

@@ -295,8 +295,15 @@ void rlock__spec_clear(rlock__spec *s);
 typedef struct rlock__sem_desc {
     const char *name;
     const char *channel;
-    const char *publish; /* as rlock__lock_desc's; NULL: "PUBLISH" */
+    const char *timeouts; /* permit-expirable: the leases' sorted set */
+    const char *publish;  /* as rlock__lock_desc's; NULL: "PUBLISH" */
 } rlock__sem_desc;
+
+/* A permit id: 16 random bytes, shown as 32 hex digits (Redisson's
+ * ServiceManager.generateId); the sorted set holds the bytes. */
+#define RLOCK__PERMIT_ID_LEN 32
+/* Redisson's lease end for a permit without a lease (nonExpirableTimeout). */
+#define RLOCK__PERMIT_NO_LEASE 922337203685477LL
 
 int rlock__sem_make_names(int kind, const char *name, char **channel,
                           char *aux[2]);
@@ -312,5 +319,17 @@ int rlock__sem_drain(rlock__spec *s, const rlock__sem_desc *d);
 int rlock__sem_available(rlock__spec *s, const rlock__sem_desc *d);
 bool rlock__sem_message_permits(const char *payload, size_t len,
                                 int64_t *out);
+bool rlock__permit_id_valid(const char *id);
+int rlock__permit_acquire(rlock__spec *s, const rlock__sem_desc *d,
+                          const char *id, int64_t now_ms, int64_t lease_ms);
+int rlock__permit_release(rlock__spec *s, const rlock__sem_desc *d,
+                          const char *id, int64_t now_ms);
+int rlock__permit_update_lease(rlock__spec *s, const rlock__sem_desc *d,
+                               const char *id, int64_t now_ms,
+                               int64_t lease_ms);
+int rlock__permit_available(rlock__spec *s, const rlock__sem_desc *d,
+                            int64_t now_ms);
+int rlock__permit_add_permits(rlock__spec *s, const rlock__sem_desc *d,
+                              int permits);
 
 #endif

@@ -44,6 +44,11 @@ extern const rlock__script rlock__script_semaphore_release;
 extern const rlock__script rlock__script_semaphore_set_permits;
 extern const rlock__script rlock__script_semaphore_add_permits;
 extern const rlock__script rlock__script_semaphore_drain;
+extern const rlock__script rlock__script_permit_acquire;
+extern const rlock__script rlock__script_permit_release;
+extern const rlock__script rlock__script_permit_update_lease;
+extern const rlock__script rlock__script_permit_available;
+extern const rlock__script rlock__script_permit_add_permits;
 
 /* Every script above (proto/kinds.c). */
 extern const rlock__script *const rlock__all_scripts[];

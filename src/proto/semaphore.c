@@ -17,15 +17,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Makes the channel of the semaphore kind on name (no extra keys). Returns
- * 0 or RLOCK_ENOMEM. */
+/* Makes the channel of the semaphore kind on name, and for a
+ * permit-expirable one its leases' key "{N}:timeout" (suffix(N, "timeout")
+ * of the facts sheet, 1.2) in aux[0]. Returns 0 or RLOCK_ENOMEM. */
 int rlock__sem_make_names(int kind, const char *name, char **channel,
                           char *aux[2])
 {
-    (void)kind;
-    (void)aux;
     *channel = rlock__prefixed_name("redisson_sc", name);
-    return *channel != NULL ? RLOCK_OK : RLOCK_ENOMEM;
+    if (*channel == NULL)
+        return RLOCK_ENOMEM;
+    if (kind != RLOCK__KIND_PERMIT_SEMAPHORE)
+        return RLOCK_OK;
+    char *prefix = rlock__key_prefix(name);
+    if (prefix == NULL)
+        return RLOCK_ENOMEM;
+    size_t len = strlen(prefix) + sizeof(":timeout");
+    aux[0] = rlock__malloc(len);
+    if (aux[0] != NULL)
+        snprintf(aux[0], len, "%s:timeout", prefix);
+    free(prefix);
+    return aux[0] != NULL ? RLOCK_OK : RLOCK_ENOMEM;
 }
 
 /* Sets s up for script with reply kind reply and numkeys keys; its
@@ -136,4 +147,92 @@ bool rlock__sem_message_permits(const char *payload, size_t len,
     }
     *out = neg ? -v : v;
     return true;
+}
+
+/* ------------------------------------------------ permit-expirable */
+
+/* The lease end of a permit taken at now_ms for lease_ms (RLOCK_LEASE_NONE:
+ * Redisson's "no lease" score). */
+static int64_t lease_end(int64_t now_ms, int64_t lease_ms)
+{
+    return lease_ms < 0 ? RLOCK__PERMIT_NO_LEASE : now_ms + lease_ms;
+}
+
+/* Whether id is a permit id: RLOCK__PERMIT_ID_LEN lowercase or uppercase
+ * hex digits. */
+bool rlock__permit_id_valid(const char *id)
+{
+    if (id == NULL)
+        return false;
+    for (int i = 0; i < RLOCK__PERMIT_ID_LEN; i++) {
+        char ch = id[i];
+        bool hex = (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') ||
+                   (ch >= 'A' && ch <= 'F');
+        if (!hex)
+            return false;
+    }
+    return id[RLOCK__PERMIT_ID_LEN] == '\0';
+}
+
+/* tryAcquire(1, lease): one permit under id (hex) whose lease ends
+ * lease_ms after now_ms (the caller's wall clock); reply 0 (taken), the
+ * earliest lease end when a lease will free one, -1 when none will. */
+int rlock__permit_acquire(rlock__spec *s, const rlock__sem_desc *d,
+                          const char *id, int64_t now_ms, int64_t lease_ms)
+{
+    if (!rlock__permit_id_valid(id))
+        return RLOCK_EINVAL;
+    sem_spec(s, &rlock__script_permit_acquire, RLOCK__REPLY_INTEGER, 3);
+    RLOCK__SPEC_SET(s, d->name, d->timeouts, d->channel, "1",
+                    sem_num(s, 0, lease_end(now_ms, lease_ms)),
+                    sem_num(s, 1, now_ms),
+                    sem_num(s, 2, RLOCK__PERMIT_NO_LEASE), sem_publish(d), id);
+    return RLOCK_OK;
+}
+
+/* tryRelease(id): reply 1 (released) or 0 (no such id, or its lease had
+ * ended by now_ms: given back all the same). */
+int rlock__permit_release(rlock__spec *s, const rlock__sem_desc *d,
+                          const char *id, int64_t now_ms)
+{
+    if (!rlock__permit_id_valid(id))
+        return RLOCK_EINVAL;
+    sem_spec(s, &rlock__script_permit_release, RLOCK__REPLY_INTEGER, 3);
+    RLOCK__SPEC_SET(s, d->name, d->channel, d->timeouts, id,
+                    sem_num(s, 0, now_ms), sem_publish(d));
+    return RLOCK_OK;
+}
+
+/* updateLeaseTime(id, lease): reply 1 (updated) or 0 (no such id). */
+int rlock__permit_update_lease(rlock__spec *s, const rlock__sem_desc *d,
+                               const char *id, int64_t now_ms,
+                               int64_t lease_ms)
+{
+    if (!rlock__permit_id_valid(id))
+        return RLOCK_EINVAL;
+    sem_spec(s, &rlock__script_permit_update_lease, RLOCK__REPLY_INTEGER, 3);
+    RLOCK__SPEC_SET(s, d->name, d->timeouts, d->channel, id,
+                    sem_num(s, 0, lease_end(now_ms, lease_ms)),
+                    sem_num(s, 1, now_ms), sem_publish(d));
+    return RLOCK_OK;
+}
+
+/* availablePermits(), reclaiming leases ended by now_ms: reply the count. */
+int rlock__permit_available(rlock__spec *s, const rlock__sem_desc *d,
+                            int64_t now_ms)
+{
+    sem_spec(s, &rlock__script_permit_available, RLOCK__REPLY_INTEGER, 3);
+    RLOCK__SPEC_SET(s, d->name, d->timeouts, d->channel,
+                    sem_num(s, 0, now_ms), sem_publish(d));
+    return RLOCK_OK;
+}
+
+/* addPermits(permits): reply the new count. */
+int rlock__permit_add_permits(rlock__spec *s, const rlock__sem_desc *d,
+                              int permits)
+{
+    sem_spec(s, &rlock__script_permit_add_permits, RLOCK__REPLY_INTEGER, 2);
+    RLOCK__SPEC_SET(s, d->name, d->channel, sem_num(s, 0, permits),
+                    sem_publish(d));
+    return RLOCK_OK;
 }
