@@ -4,7 +4,10 @@
  * sees the permits the other sets, takes and gives back; each side's
  * release wakes the other's waiter by its message (re-checks are 60 s
  * here, CT_RECHECK_MS), and under contention from both at once no more
- * hold permits than there are.
+ * hold permits than there are. The permit-expirable semaphore (KIND
+ * "psem"): a permit taken on one side is released by id on the other,
+ * a lease that ended on one side is reclaimed by a call of the other, and
+ * a release by id wakes the other side's waiter.
  *
  * Built for the newest version of compat/java/versions.txt (the semaphore
  * is the same in every version there). One JVM serves every test.
@@ -340,6 +343,187 @@ static void test_never_more_holders_than_permits_across_c_and_java(
     rlock_client_free(c2);
 }
 
+/* ------------------------------------------------- expirable permits */
+
+static rlock_permit_semaphore *psem_of(rlock_client *c, const char *name)
+{
+    rlock_permit_semaphore *s = NULL;
+    assert_int_equal(rlock_permit_semaphore_get(c, name, &s), RLOCK_OK);
+    return s;
+}
+
+/* The Java thread tid's permit, taken without a wait; its id copied into
+ * id (which must have room for RLOCK_PERMIT_ID_SIZE bytes). */
+static void java_permit(sem_fixture *f, const char *name, const char *lease,
+                        char *id)
+{
+    char args[64];
+    snprintf(args, sizeof(args), "0 %s", lease);
+    json_t *ev = jt_java_do(f->java, "p", "acquire", "psem", name, args,
+                            JT_PEER_MS);
+    const char *got = json_string_value(json_object_get(ev, "id"));
+    assert_non_null(got);
+    assert_int_equal(strlen(got), RLOCK_PERMIT_ID_SIZE - 1);
+    memcpy(id, got, RLOCK_PERMIT_ID_SIZE);
+    json_decref(ev);
+}
+
+static long long java_available(sem_fixture *f, const char *name)
+{
+    json_t *ev = jt_java_do(f->java, "p", "available", "psem", name, NULL,
+                            JT_PEER_MS);
+    long long n = np_int(ev, "permits");
+    json_decref(ev);
+    return n;
+}
+
+static void test_java_releases_a_c_permit_by_id(void **state)
+{
+    sem_fixture *f = *state;
+    const char *name = SUITE ":psem_c_to_java";
+    rlock_permit_semaphore *s = psem_of(f->c, name);
+    char id[RLOCK_PERMIT_ID_SIZE];
+
+    assert_int_equal(rlock_permit_semaphore_try_set_permits(s, 1), 1);
+    assert_int_equal(
+        rlock_permit_semaphore_acquire(s, 0, RLOCK_PERMIT_LEASE_NONE, id), 0);
+    assert_int_equal(java_available(f, name), 0);
+    json_t *ev = jt_java_do(f->java, "p", "release", "psem", name, id,
+                            JT_PEER_MS);
+    assert_true(np_bool(ev, "released"));
+    json_decref(ev);
+    assert_int_equal(get_int(&f->redis, name), 1);
+    assert_int_equal(rlock_permit_semaphore_release(s, id), 0);
+    rlock_permit_semaphore_free(s);
+}
+
+static void test_c_releases_a_java_permit_by_id(void **state)
+{
+    sem_fixture *f = *state;
+    const char *name = SUITE ":psem_java_to_c";
+    rlock_permit_semaphore *s = psem_of(f->c, name);
+    char id[RLOCK_PERMIT_ID_SIZE];
+    int64_t n = -1;
+
+    assert_int_equal(rlock_permit_semaphore_try_set_permits(s, 1), 1);
+    java_permit(f, name, "30000", id);
+    assert_int_equal(rlock_permit_semaphore_available(s, &n), 0);
+    assert_int_equal(n, 0);
+    assert_int_equal(rlock_permit_semaphore_release(s, id), 1);
+    assert_int_equal(java_available(f, name), 1);
+    assert_int_equal(rt_cmd_int(&f->redis, "ZCARD {%s}:timeout", name), 0);
+    rlock_permit_semaphore_free(s);
+}
+
+static void test_each_side_reclaims_the_others_ended_lease(void **state)
+{
+    sem_fixture *f = *state;
+    const char *name = SUITE ":psem_reclaim";
+    rlock_permit_semaphore *s = psem_of(f->c, name);
+    char id[RLOCK_PERMIT_ID_SIZE];
+    int64_t n = -1;
+
+    assert_int_equal(rlock_permit_semaphore_try_set_permits(s, 1), 1);
+    java_permit(f, name, "100", id);
+    rt_sleep_ms(200);
+    assert_int_equal(rlock_permit_semaphore_available(s, &n), 0);
+    assert_int_equal(n, 1); /* C gave Java's ended lease back */
+
+    assert_int_equal(rlock_permit_semaphore_acquire(s, 0, 100, id), 0);
+    rt_sleep_ms(200);
+    assert_int_equal(java_available(f, name), 1); /* and Java C's */
+    rlock_permit_semaphore_free(s);
+}
+
+static void test_java_permit_waiter_is_woken_by_c_release(void **state)
+{
+    sem_fixture *f = *state;
+    long long lat[WAKE_ROUNDS];
+
+    for (int i = 0; i < WAKE_ROUNDS; i++) {
+        char name[128], channel[160], id[RLOCK_PERMIT_ID_SIZE];
+        snprintf(name, sizeof(name), SUITE ":psem_woken:%d", i);
+        channel_of(channel, sizeof(channel), name);
+        rlock_permit_semaphore *s = psem_of(f->c, name);
+        assert_int_equal(rlock_permit_semaphore_try_set_permits(s, 1), 1);
+        assert_int_equal(rlock_permit_semaphore_acquire(
+                             s, 0, RLOCK_PERMIT_LEASE_NONE, id),
+                         0);
+        jp_send(f->java, "w acquire psem %s 20000 30000", name);
+        ct_wait_numsub(&f->redis, channel, 1, JT_PEER_MS);
+        int64_t t0 = ct_wall_ms();
+        assert_int_equal(rlock_permit_semaphore_release(s, id), 1);
+        json_t *ev = jp_expect(f->java, "w", "acquire", CT_WAKE_BOUND_MS);
+        assert_non_null(json_string_value(json_object_get(ev, "id")));
+        lat[i] = np_int(ev, "t") - t0;
+        json_decref(ev);
+        assert_true(lat[i] < CT_WAKE_BOUND_MS);
+        rlock_permit_semaphore_free(s);
+    }
+    jt_report_latencies(VERSION, "C release by id -> Java permit waiter", lat,
+                        WAKE_ROUNDS);
+    assert_true(least(lat, WAKE_ROUNDS) < SEM_FAST_MS);
+}
+
+/* A C thread blocked in rlock_permit_semaphore_acquire(). */
+typedef struct psem_waiter {
+    pthread_t thread;
+    rlock_permit_semaphore *sem;
+    char id[RLOCK_PERMIT_ID_SIZE];
+    atomic_int done;
+    atomic_int rc;
+    _Atomic int64_t done_wall_ms;
+} psem_waiter;
+
+static void *psem_waiter_main(void *p)
+{
+    psem_waiter *w = p;
+    int rc = rlock_permit_semaphore_acquire(w->sem, RLOCK_WAIT_FOREVER,
+                                            30000, w->id);
+    atomic_store(&w->done_wall_ms, ct_wall_ms());
+    atomic_store(&w->rc, rc);
+    atomic_store(&w->done, 1);
+    return NULL;
+}
+
+static void test_c_permit_waiter_is_woken_by_java_release(void **state)
+{
+    sem_fixture *f = *state;
+    long long lat[WAKE_ROUNDS];
+
+    for (int i = 0; i < WAKE_ROUNDS; i++) {
+        char name[128], channel[160], id[RLOCK_PERMIT_ID_SIZE];
+        static psem_waiter w;
+        snprintf(name, sizeof(name), SUITE ":psem_c_woken:%d", i);
+        channel_of(channel, sizeof(channel), name);
+        rlock_permit_semaphore *s = psem_of(f->c, name);
+        assert_int_equal(rlock_permit_semaphore_try_set_permits(s, 1), 1);
+        java_permit(f, name, "-1", id);
+        memset(&w, 0, sizeof(w));
+        w.sem = s;
+        assert_int_equal(
+            pthread_create(&w.thread, NULL, psem_waiter_main, &w), 0);
+        ct_wait_numsub(&f->redis, channel, 1, 5000);
+        json_t *ev = jt_java_do(f->java, "p", "release", "psem", name, id,
+                                JT_PEER_MS);
+        assert_true(np_bool(ev, "released"));
+        int64_t t0 = np_int(ev, "t0");
+        json_decref(ev);
+        int64_t until = rt_now_ms() + CT_WAKE_BOUND_MS;
+        while (!atomic_load(&w.done) && rt_now_ms() < until)
+            rt_sleep_ms(1);
+        assert_true(atomic_load(&w.done));
+        pthread_join(w.thread, NULL);
+        assert_int_equal(atomic_load(&w.rc), RLOCK_OK);
+        lat[i] = atomic_load(&w.done_wall_ms) - t0;
+        assert_true(lat[i] < CT_WAKE_BOUND_MS);
+        rlock_permit_semaphore_free(s);
+    }
+    jt_report_latencies(VERSION, "Java release by id -> C permit waiter",
+                        lat, WAKE_ROUNDS);
+    assert_true(least(lat, WAKE_ROUNDS) < SEM_FAST_MS);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -354,6 +538,16 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             test_never_more_holders_than_permits_across_c_and_java, setup,
             teardown),
+        cmocka_unit_test_setup_teardown(test_java_releases_a_c_permit_by_id,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_c_releases_a_java_permit_by_id,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_each_side_reclaims_the_others_ended_lease, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_java_permit_waiter_is_woken_by_c_release, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_c_permit_waiter_is_woken_by_java_release, setup, teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -56,6 +56,14 @@
  *         it exceeds PERMITS RPUSH COUNTER:over j; sleep 1 ms, DECR
  *         COUNTER, release(1)                            iterations, ms
  *
+ * KIND psem is an RPermitExpirableSemaphore (getPermitExpirableSemaphore):
+ *
+ *     setpermits N                trySetPermits          set
+ *     acquire WAIT_MS LEASE_MS    tryAcquire(wait, lease) id (null: none),
+ *                                 (LEASE_MS -1: no lease) waited_ms
+ *     release ID                  tryRelease(ID)         released, t0
+ *     available                   availablePermits()     permits
+ *
  * token is the fenced lock's, null for other kinds; field is the hash field
  * Redisson writes for this thread, "<client id>:<thread id>". Every answer
  * is one JSON
@@ -83,6 +91,7 @@ import org.redisson.RedissonRedLock;
 import org.redisson.api.RAtomicLong;
 import org.redisson.api.RBucket;
 import org.redisson.api.RLock;
+import org.redisson.api.RPermitExpirableSemaphore;
 import org.redisson.api.RSemaphore;
 import org.redisson.api.RedissonClient;
 import org.redisson.client.codec.StringCodec;
@@ -219,6 +228,10 @@ public final class Driver {
                 runSemaphore(tid, op, client.getSemaphore(name), a);
                 return;
             }
+            if (kind.equals("psem")) {
+                runPermits(tid, op, client.getPermitExpirableSemaphore(name), a);
+                return;
+            }
             RLock lock = lockOf(kind, name);
             switch (op) {
             case "lock": {
@@ -311,6 +324,34 @@ public final class Driver {
             break;
         case "semcontend":
             semContend(tid, sem, a[4], Long.parseLong(a[5]), Long.parseLong(a[6]));
+            break;
+        default:
+            throw new IllegalArgumentException("unknown op " + op);
+        }
+    }
+
+    private void runPermits(String tid, String op, RPermitExpirableSemaphore sem,
+                            String[] a) throws Exception {
+        switch (op) {
+        case "setpermits":
+            emit("setpermits", tid, "set", sem.trySetPermits(Integer.parseInt(a[4])));
+            break;
+        case "acquire": {
+            long waitMs = Long.parseLong(a[4]);
+            long lease = Long.parseLong(a[5]);
+            long start = System.nanoTime();
+            String id = sem.tryAcquire(waitMs, lease, TimeUnit.MILLISECONDS);
+            emit("acquire", tid, "id", id, "waited_ms",
+                 (System.nanoTime() - start) / 1000000);
+            break;
+        }
+        case "release": {
+            long t0 = System.currentTimeMillis();
+            emit("release", tid, "released", sem.tryRelease(a[4]), "t0", t0);
+            break;
+        }
+        case "available":
+            emit("available", tid, "permits", sem.availablePermits());
             break;
         default:
             throw new IllegalArgumentException("unknown op " + op);
