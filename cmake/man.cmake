@@ -43,6 +43,8 @@ set(RLOCK_MAN_PAGES
     rlock_client_stats.3
     rlock_strerror.3
     rlock.hpp.3
+    rlock_semaphore_get.3
+    rlock_permit_semaphore_get.3
 )
 
 set(RLOCK_MAN_BUILT OFF)
