@@ -1064,7 +1064,7 @@ RLOCK_API int rlock_multi_unlock(rlock_multi *m);
  * plain integer), and every call that frees permits publishes the new
  * count on "redisson_sc:{name}", which wakes as many waiters, in this
  * client and in Java Redisson clients alike, as the count can serve
- * (docs/synchronizers.md). Permits have no owner: any thread or process
+ * (docs/semaphores.md). Permits have no owner: any thread or process
  * may release them, and a process that dies holding some leaks them (use
  * a permit-expirable semaphore where that matters). Non-fair, as
  * Redisson's. */
@@ -1165,7 +1165,7 @@ RLOCK_API int rlock_semaphore_add_permits(rlock_semaphore *s, int permits,
  * before their leases end (two holders at once for up to S ms), and its
  * own permits live S ms longer in the others' eyes; one S ms behind does
  * the reverse. Keep the fleet's clocks in sync (NTP) well within the
- * leases (docs/synchronizers.md). */
+ * leases (docs/semaphores.md). */
 typedef struct rlock_permit_semaphore rlock_permit_semaphore;
 
 /* A permit id: 32 hex digits (Redisson's form) and a NUL. */
