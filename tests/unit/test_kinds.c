@@ -198,6 +198,113 @@ static void test_fair_acquire_from_a_description_alone(void **state)
     rlock__spec_clear(&s);
 }
 
+/* ------------------------------------------------------------ semaphores */
+
+static void test_semaphore_calls_carry_what_their_scripts_read(void **state)
+{
+    (void)state;
+    rlock__sem_desc d = {.name = "s",
+                         .channel = "redisson_sc:{s}",
+                         .publish = "PUBLISH"};
+    rlock__spec s;
+    assert_int_equal(rlock__sem_try_acquire(&s, &d, 2), 0);
+    assert_fits_script(&s);
+    assert_int_equal(rlock__sem_release(&s, &d, 1, true), 0);
+    assert_fits_script(&s);
+    assert_int_equal(rlock__sem_set_permits(&s, &d, 3, 1000), 0);
+    assert_fits_script(&s);
+    assert_int_equal(rlock__sem_add_permits(&s, &d, -2), 0);
+    assert_fits_script(&s);
+    assert_int_equal(rlock__sem_drain(&s, &d), 0);
+    assert_fits_script(&s);
+    assert_int_equal(rlock__sem_available(&s, &d), 0);
+    assert_null(s.script);
+    assert_string_equal(s.argv[0], "GET");
+    assert_int_equal(rlock__sem_try_acquire(&s, &d, 0), RLOCK_EINVAL);
+    assert_int_equal(rlock__sem_release(&s, &d, -1, false), RLOCK_EINVAL);
+    assert_int_equal(rlock__sem_set_permits(&s, &d, 1, -1), RLOCK_EINVAL);
+}
+
+static void test_permit_calls_carry_what_their_scripts_read(void **state)
+{
+    (void)state;
+    rlock__sem_desc d = {.name = "p",
+                         .channel = "redisson_sc:{p}",
+                         .timeouts = "{p}:timeout",
+                         .publish = "SPUBLISH"};
+    const char *id = "0123456789abcdef0123456789ABCDEF";
+    rlock__spec s;
+    assert_int_equal(rlock__permit_acquire(&s, &d, id, 1000, 500), 0);
+    /* the ids follow ARGV[5], read by a loop: one here */
+    assert_int_equal(s.numkeys, highest_index(s.script, "KEYS"));
+    assert_int_equal(s.argc, s.numkeys + highest_index(s.script, "ARGV") + 1);
+    assert_string_equal(s.argv[s.numkeys + 1], "1500"); /* the lease end */
+    assert_string_equal(s.argv[s.argc - 1], id);
+    assert_int_equal(rlock__permit_acquire(&s, &d, id, 1000, -1), 0);
+    assert_string_equal(s.argv[s.numkeys + 1], "922337203685477");
+    assert_int_equal(rlock__permit_release(&s, &d, id, 1000), 0);
+    assert_fits_script(&s);
+    assert_int_equal(rlock__permit_update_lease(&s, &d, id, 1000, 10), 0);
+    assert_fits_script(&s);
+    assert_int_equal(rlock__permit_available(&s, &d, 1000), 0);
+    assert_fits_script(&s);
+    assert_int_equal(rlock__permit_add_permits(&s, &d, 4), 0);
+    assert_fits_script(&s);
+}
+
+static void test_semaphore_names_follow_redissons_rules(void **state)
+{
+    (void)state;
+    char *channel = NULL, *aux[2] = {NULL, NULL};
+    assert_int_equal(rlock__kind_make_names(RLOCK__KIND_PERMIT_SEMAPHORE,
+                                            "jobs", NULL, &channel, aux),
+                     0);
+    assert_string_equal(channel, "redisson_sc:{jobs}");
+    assert_string_equal(aux[0], "{jobs}:timeout");
+    free(channel);
+    free(aux[0]);
+    aux[0] = NULL;
+    assert_int_equal(rlock__kind_make_names(RLOCK__KIND_PERMIT_SEMAPHORE,
+                                            "{t}jobs", NULL, &channel, aux),
+                     0);
+    assert_string_equal(channel, "redisson_sc:{t}jobs");
+    assert_string_equal(aux[0], "{t}jobs:timeout");
+    free(channel);
+    free(aux[0]);
+    aux[0] = NULL;
+    assert_int_equal(rlock__kind_make_names(RLOCK__KIND_SEMAPHORE, "jobs",
+                                            NULL, &channel, aux),
+                     0);
+    assert_string_equal(channel, "redisson_sc:{jobs}");
+    assert_null(aux[0]);
+    free(channel);
+}
+
+static void test_permit_ids_are_32_hex_digits(void **state)
+{
+    (void)state;
+    assert_true(rlock__permit_id_valid("0123456789abcdefABCDEF0123456789"));
+    assert_false(rlock__permit_id_valid(NULL));
+    assert_false(rlock__permit_id_valid(""));
+    assert_false(rlock__permit_id_valid("0123456789abcdef0123456789abcde"));
+    assert_false(rlock__permit_id_valid("0123456789abcdef0123456789abcdef0"));
+    assert_false(rlock__permit_id_valid("0123456789abcdef0123456789abcdeg"));
+}
+
+static void test_permit_messages_are_decimal_counts(void **state)
+{
+    (void)state;
+    int64_t n = 0;
+    assert_true(rlock__sem_message_permits("12", 2, &n));
+    assert_int_equal(n, 12);
+    assert_true(rlock__sem_message_permits("-3", 2, &n));
+    assert_int_equal(n, -3);
+    assert_false(rlock__sem_message_permits("", 0, &n));
+    assert_false(rlock__sem_message_permits("-", 1, &n));
+    assert_false(rlock__sem_message_permits("1.5", 3, &n));
+    assert_false(rlock__sem_message_permits("99999999999999999999", 20, &n));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -209,6 +316,11 @@ int main(void)
             test_fenced_lock_calls_carry_what_their_scripts_read),
         cmocka_unit_test(test_spin_lock_calls_carry_what_their_scripts_read),
         cmocka_unit_test(test_fair_acquire_from_a_description_alone),
+        cmocka_unit_test(test_semaphore_calls_carry_what_their_scripts_read),
+        cmocka_unit_test(test_permit_calls_carry_what_their_scripts_read),
+        cmocka_unit_test(test_semaphore_names_follow_redissons_rules),
+        cmocka_unit_test(test_permit_ids_are_32_hex_digits),
+        cmocka_unit_test(test_permit_messages_are_decimal_counts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
