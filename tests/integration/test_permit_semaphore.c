@@ -8,6 +8,9 @@
  * messages on "redisson_sc:{N}". Leases are short here (a few hundred ms)
  * so that reclaiming is seen within a test.
  *
+ * A dead holder: the same child, run with the true clock, exits holding a
+ * permit; a waiter gets it once its lease ends.
+ *
  * Clock skew: the two skew tests run this program again as a child under
  * libfaketime (`faketime`, its wall clock 60 s ahead or behind; the
  * monotonic clock left alone), the child alone skewed, and show what
@@ -342,12 +345,14 @@ static int skewed_child(char **argv)
     return rc == 0 ? 0 : rc == RLOCK_ETIMEDOUT ? 1 : 2;
 }
 
-/* Runs the child under faketime with its wall clock offset (e.g. "+60s")
- * and returns its exit status; skips the test without faketime. */
+/* Runs the child under faketime with its wall clock offset (e.g. "+60s";
+ * NULL: no faketime, the true clock) and returns its exit status; skips
+ * the test without faketime. */
 static int run_skewed(const char *offset, const char *url, const char *name,
                       const char *lease_ms)
 {
-    if (system("command -v faketime >/dev/null 2>&1") != 0) {
+    if (offset != NULL &&
+        system("command -v faketime >/dev/null 2>&1") != 0) {
         print_message("skipped: no faketime (Debian's faketime package)\n");
         skip();
     }
@@ -360,6 +365,8 @@ static int run_skewed(const char *offset, const char *url, const char *name,
     if (pid == 0) {
         /* the wall clock alone: timers and waits stay true */
         setenv("FAKETIME_DONT_FAKE_MONOTONIC", "1", 1);
+        if (offset == NULL)
+            execl(self, self, CHILD_FLAG, url, name, lease_ms, (char *)NULL);
         execlp("faketime", "faketime", "-f", offset, self, CHILD_FLAG, url,
                name, lease_ms, (char *)NULL);
         _exit(3);
@@ -405,6 +412,30 @@ static void test_client_clock_behind_takes_permits_others_reclaim(
     rlock_permit_semaphore_free(s);
 }
 
+/* ------------------------------------------------------ a dead holder */
+
+static void test_permit_of_a_dead_process_comes_back_with_its_lease(
+    void **state)
+{
+    lt_fixture *f = *state;
+    char name[128], id[RLOCK_PERMIT_ID_SIZE];
+    LT_TEST_NAME(name);
+    rlock_permit_semaphore *s = psem_of(f->client, name);
+
+    assert_int_equal(rlock_permit_semaphore_try_set_permits(s, 1), 1);
+    /* the child takes the only permit for 300 ms and exits holding it */
+    int64_t t0 = rt_now_ms();
+    assert_int_equal(run_skewed(NULL, f->redis.url, name, "300"), 0);
+    assert_int_equal(rlock_permit_semaphore_acquire(s, 0, 1000, id),
+                     RLOCK_ETIMEDOUT);
+    assert_int_equal(rlock_permit_semaphore_acquire(s, HANG_MS, 1000, id), 0);
+    int64_t took = rt_now_ms() - t0;
+    print_message("permit of the dead process taken after %lld ms\n",
+                  (long long)took);
+    assert_true(took >= 250 && took < 300 + SLACK_MS);
+    rlock_permit_semaphore_free(s);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 5 && strcmp(argv[1], CHILD_FLAG) == 0)
@@ -420,6 +451,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_bad_ids_and_leases_are_refused),
         cmocka_unit_test(test_waiter_takes_a_permit_when_its_lease_ends),
         cmocka_unit_test(test_release_by_id_wakes_a_waiter_at_once),
+        cmocka_unit_test(
+            test_permit_of_a_dead_process_comes_back_with_its_lease),
         cmocka_unit_test(test_client_clock_ahead_reclaims_a_live_permit),
         cmocka_unit_test(
             test_client_clock_behind_takes_permits_others_reclaim),

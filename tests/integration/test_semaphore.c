@@ -8,8 +8,9 @@
  * count on "redisson_sc:{N}". Waiting is checked with threads blocked in
  * rlock_semaphore_acquire(): woken by a release (quickly, with a re-check
  * interval far longer than the test), woken only as many as the permits
- * serve, found by the re-check when the message never comes, and ending
- * within its budget when Redis is gone.
+ * serve, found by the re-check when the message never comes, ending
+ * within its budget when Redis is gone, and still woken after Redis
+ * restarted under it.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -481,6 +482,39 @@ static void test_wait_budget_holds_while_redis_is_paused(void **state)
     rlock_client_free(c2);
 }
 
+static void test_waiter_survives_a_redis_restart(void **state)
+{
+    lt_fixture *f = *state;
+    char name[128];
+    LT_TEST_NAME(name);
+    rlock_client *c2 = lt_connect(f->redis.url,
+                                  rlock_config_set_recheck_interval,
+                                  NO_RECHECK_MS);
+    rlock_semaphore *s = sem_of(f->client, name), *s2 = sem_of(c2, name);
+    static waiter w;
+
+    waiter_start(&w, s2, 1, RLOCK_WAIT_FOREVER);
+    await_subscribed(&f->redis, name, 1);
+    assert_int_equal(rt_redis_restart(&f->redis), 0);
+    /* the waiter subscribes again on its new connection */
+    await_subscribed(&f->redis, name, 1);
+    assert_false(waiter_await(&w, 100));
+    int rc;
+    int64_t until = rt_now_ms() + 10000;
+    do { /* the releasing client reconnects too */
+        rc = rlock_semaphore_release(s, 1);
+        if (rc != RLOCK_OK)
+            rt_sleep_ms(50);
+    } while (rc != RLOCK_OK && rt_now_ms() < until);
+    assert_int_equal(rc, RLOCK_OK);
+    assert_true(waiter_await(&w, 5000));
+    waiter_join(&w);
+    assert_int_equal(atomic_load(&w.rc), RLOCK_OK);
+    rlock_semaphore_free(s);
+    rlock_semaphore_free(s2);
+    rlock_client_free(c2);
+}
+
 /* Threads of two clients take one permit each of 2, many times: never more
  * than 2 inside at once, and no permit lost or made. */
 typedef struct cap_run {
@@ -570,6 +604,7 @@ int main(void)
         cmocka_unit_test(test_waiter_for_two_sleeps_through_one_permit),
         cmocka_unit_test(test_recheck_finds_permits_no_message_announced),
         cmocka_unit_test(test_wait_budget_holds_while_redis_is_paused),
+        cmocka_unit_test(test_waiter_survives_a_redis_restart),
         cmocka_unit_test(test_never_more_holders_than_permits),
     };
     return cmocka_run_group_tests(tests, lt_group_setup, lt_group_teardown);
