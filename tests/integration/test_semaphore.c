@@ -21,12 +21,14 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
 #include "lock_testing.h"
+#include "proto/proto.h" /* rlock__alloc_fail_after */
 #include "rlock.h"
 
 #define LT_SUITE "semaphore"
@@ -515,6 +517,79 @@ static void test_waiter_survives_a_redis_restart(void **state)
     rlock_client_free(c2);
 }
 
+/* ------------------------------------------------------ out of memory */
+
+static int ok_or_enomem(int rc)
+{
+    return rc >= 0 || rc == RLOCK_ENOMEM;
+}
+
+/* One session of both semaphores' calls with allocations failing after
+ * the first n (STYLE.md 3.4). Returns true when nothing failed. */
+static bool oom_session(rlock_client *c, const char *name, long n)
+{
+    rlock_semaphore *s = NULL;
+    rlock_permit_semaphore *p = NULL;
+    char id[RLOCK_PERMIT_ID_SIZE];
+    int64_t count;
+    bool clean = true;
+    int rc;
+
+    rlock__alloc_fail_after(n);
+    rc = rlock_semaphore_get(c, name, &s);
+    assert_true(ok_or_enomem(rc));
+    clean &= rc == RLOCK_OK;
+    if (rc == RLOCK_OK) {
+        rc = rlock_semaphore_add_permits(s, 1, NULL);
+        assert_true(ok_or_enomem(rc));
+        clean &= rc == RLOCK_OK;
+        rc = rlock_semaphore_acquire(s, 1, 0);
+        assert_true(ok_or_enomem(rc) || rc == RLOCK_ETIMEDOUT);
+        clean &= rc == RLOCK_OK;
+        rc = rlock_semaphore_available(s, &count);
+        assert_true(ok_or_enomem(rc));
+        clean &= rc == RLOCK_OK;
+        rlock_semaphore_free(s);
+    }
+    rc = rlock_permit_semaphore_get(c, name, &p);
+    assert_true(ok_or_enomem(rc));
+    clean &= rc == RLOCK_OK;
+    if (rc == RLOCK_OK) {
+        rc = rlock_permit_semaphore_add_permits(p, 1, NULL);
+        assert_true(ok_or_enomem(rc));
+        clean &= rc == RLOCK_OK;
+        rc = rlock_permit_semaphore_acquire(p, 0, 1000, id);
+        assert_true(ok_or_enomem(rc) || rc == RLOCK_ETIMEDOUT);
+        clean &= rc == RLOCK_OK;
+        if (rc == RLOCK_OK) {
+            rc = rlock_permit_semaphore_release(p, id);
+            assert_true(ok_or_enomem(rc));
+            clean &= rc == 1;
+        }
+        rlock_permit_semaphore_free(p);
+    }
+    rlock__alloc_fail_after(-1);
+    return clean;
+}
+
+static void test_every_allocation_failure_is_survived(void **state)
+{
+    lt_fixture *f = *state;
+    char name[128];
+    long n;
+    LT_TEST_NAME(name);
+
+    for (n = 0; n < 1000; n++) {
+        char step[160];
+        snprintf(step, sizeof(step), "%s:%ld", name, n);
+        if (oom_session(f->client, step, n))
+            break;
+    }
+    print_message("a semaphore session needs %ld allocations\n", n);
+    assert_true(n > 5); /* the hook really failed some */
+    assert_true(n < 1000);
+}
+
 /* Threads of two clients take one permit each of 2, many times: never more
  * than 2 inside at once, and no permit lost or made. */
 typedef struct cap_run {
@@ -606,6 +681,7 @@ int main(void)
         cmocka_unit_test(test_wait_budget_holds_while_redis_is_paused),
         cmocka_unit_test(test_waiter_survives_a_redis_restart),
         cmocka_unit_test(test_never_more_holders_than_permits),
+        cmocka_unit_test(test_every_allocation_failure_is_survived),
     };
     return cmocka_run_group_tests(tests, lt_group_setup, lt_group_teardown);
 }
