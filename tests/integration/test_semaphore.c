@@ -271,7 +271,10 @@ static void test_available_reads_the_count_or_zero(void **state)
 
     assert_int_equal(rlock_semaphore_available(s, &n), RLOCK_OK);
     assert_int_equal(n, 0);
-    assert_string_equal(rt_cmd_str(&f->redis, "SET %s 5", name), "OK");
+    char *ok = rt_cmd_str(&f->redis, "SET %s 5", name);
+    assert_non_null(ok);
+    assert_string_equal(ok, "OK");
+    free(ok);
     assert_int_equal(rlock_semaphore_available(s, &n), RLOCK_OK);
     assert_int_equal(n, 5);
     rlock_semaphore_free(s);
