@@ -1193,7 +1193,8 @@ RLOCK_API int rlock_permit_semaphore_try_set_permits(
  * messages and, when every permit is leased, by the earliest lease's end;
  * the budget holds when Redis is down (as rlock_semaphore_acquire()).
  * Returns 0, RLOCK_ETIMEDOUT, RLOCK_EINVAL, RLOCK_EDEADLK, or a connection
- * error (the permit may then have been taken: its lease frees it).
+ * error (the permit may then have been taken: its lease, if it has one,
+ * frees it).
  * Ownership: id is the caller's buffer of RLOCK_PERMIT_ID_SIZE bytes.
  * Thread-safety: any thread; blocks.
  * Redisson: RPermitExpirableSemaphore.tryAcquire(waitTime, leaseTime, unit),
