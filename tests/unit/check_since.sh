@@ -3,8 +3,11 @@
 # (src/rlock.exports) has a line in SINCE (abi/symbols-in-versions) saying
 # the version it appeared in, and SINCE names no symbol that is gone without
 # saying when it went. Versions are MAJOR.MINOR.PATCH and none is later than
-# the one VERSION_H (include/rlock/version.h) declares. A sibling of
-# check_exports.sh, which checks EXPORTS against the library and the header.
+# the next minor release after the one VERSION_H (include/rlock/version.h)
+# declares: VERSION_H keeps the last release's version until the next
+# release sets it, while a symbol added meanwhile already names that release
+# (CONTRIBUTING.md). A sibling of check_exports.sh, which checks EXPORTS
+# against the library and the header.
 set -euo pipefail
 exports=$1 since=$2 version_h=$3
 tmp=$(mktemp -d)
@@ -20,7 +23,9 @@ grep -v '^#' "$exports" | sed '/^$/d' | sort >"$tmp/exported"
 
 # One line per symbol: NAME INTRODUCED [DEPRECATED|- [LAST]]. Prints the
 # problems, then "live NAME" or "gone NAME" per symbol.
-awk -v current="$current" -v file="$since" '
+IFS=. read -r major minor _ <<<"$current"
+next_minor="$major.$((minor + 1)).0"
+awk -v current="$current" -v next_minor="$next_minor" -v file="$since" '
 function num(v, p) { split(v, p, "."); return p[1] * 1000000 + p[2] * 1000 + p[3] }
 function ver(v) { return v ~ /^[0-9]+\.[0-9]+\.[0-9]+$/ }
 /^#/ || NF == 0 { next }
@@ -29,7 +34,7 @@ function ver(v) { return v ~ /^[0-9]+\.[0-9]+\.[0-9]+$/ }
     if (NF > 4) { print "bad " where "more than 4 fields"; next }
     if (seen[$1]++) { print "bad " where $1 " listed twice"; next }
     if (!ver($2)) { print "bad " where $1 ": introduced \"" $2 "\" is not MAJOR.MINOR.PATCH"; next }
-    if (num($2) > num(current)) { print "bad " where $1 ": introduced " $2 " is after this version, " current }
+    if (num($2) > num(current) && num($2) != num(next_minor)) { print "bad " where $1 ": introduced " $2 " is after this version, " current ", and is not the next minor release, " next_minor }
     if (NF >= 3 && $3 != "-" && !ver($3)) { print "bad " where $1 ": deprecated \"" $3 "\" is not a version or -" }
     if (NF == 4) {
         if (!ver($4)) { print "bad " where $1 ": last \"" $4 "\" is not a version" }
@@ -54,7 +59,7 @@ while read -r sym; do
         echo "check_since: $sym is exported, but $since says it was removed"
     else
         echo "check_since: $sym is exported but has no line in $since" \
-            "(add: $sym $current)"
+            "(add: $sym $next_minor)"
     fi
     status=1
 done <"$tmp/missing"
