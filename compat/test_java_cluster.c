@@ -71,6 +71,9 @@
 #define JAVA_RESCAN_MS 4000
 /* a re-subscription after a failover: Redisson's scan, on a loaded machine */
 #define RESUBSCRIBE_MS 15000
+/* how long a subscription Redisson moved must stay put before the test
+ * counts on it: a scan interval, many times what its moves take */
+#define JAVA_SETTLE_MS 1000
 
 static rt_cluster cluster;
 static jp_peer *java; /* VERSION, AUTO: sharded */
@@ -207,6 +210,25 @@ static int64_t wait_subs(int i, const char *kind, const char *channel,
         rt_sleep_ms(20);
     }
     return rt_now_ms() - start;
+}
+
+/* After wait_subs() saw n: waits until channel has had n subscribers of
+ * kind on node i at every look for settle_ms (a look every 20 ms),
+ * asserting that it happens within timeout_ms. For a Redisson still
+ * moving a subscription: a count it passes through is not yet where it
+ * listens. */
+static void wait_subs_settled(int i, const char *kind, const char *channel,
+                              long long n, int settle_ms, int timeout_ms)
+{
+    int64_t start = rt_now_ms(), since = start;
+    while (rt_now_ms() - since < settle_ms) {
+        if (rt_now_ms() - start > timeout_ms)
+            fail_msg("%s %s on node %d: not %lld for %d ms within %d ms",
+                     kind, channel, i, n, settle_ms, timeout_ms);
+        if (subscribers(i, kind, channel) != n)
+            since = rt_now_ms();
+        rt_sleep_ms(20);
+    }
 }
 
 /* The node channel has a subscriber of kind on (the first), or -1. */
@@ -869,6 +891,10 @@ static void test_with_sharding_off_a_java_waiter_across_a_slot_move_wakes(
     wait_subs(from, "NUMSUB", che, 1, JT_PEER_MS);
     assert_int_equal(rt_cluster_migrate_slot(&cluster, slot_of(e), to), 0);
     int64_t again = wait_subs(to, "NUMSUB", che, 1, RESUBSCRIBE_MS);
+    /* Redisson subscribes on the new master, unsubscribes there and
+     * subscribes again within tens of ms: an unlock in between reaches
+     * nobody */
+    wait_subs_settled(to, "NUMSUB", che, 1, JAVA_SETTLE_MS, RESUBSCRIBE_MS);
     assert_int_equal(plain_subs(from, che), 0);
     print_message("redisson %s (OFF): its plain waiter subscribed on the new "
                   "master %lld ms after the move\n",
