@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""rlock's safety checker: reads the safety workers' histories and checks
+that the locks behaved as locks must (see tests/safety/checking/ for each
+check, and the shared design in docs/SAFETY.md).
+
+  checker.py [--json OUT] [--liveness-bound-ms B] [--heal-mono-ns T]
+             [--final KEY=VALUE]... [--budget-s S] HISTORY...
+
+Exit status: 0 no violation of any kind, 1 violations, 2 unreadable input
+or bad arguments. A lock whose search did not finish within the budget is
+reported "unknown (search budget)", neither good nor bad.
+"""
+
+import argparse
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from checking import counters, exclusion, liveness, tokens  # noqa: E402
+from checking.history import HistoryError, read_histories  # noqa: E402
+from checking.report import Report  # noqa: E402
+
+
+def parse_args(argv):
+    """The command line; exits 2 on a bad one (argparse's own status)."""
+    p = argparse.ArgumentParser(
+        description="Checks rlock safety histories (JSON lines).")
+    p.add_argument("histories", nargs="+", metavar="HISTORY")
+    p.add_argument("--json", metavar="OUT",
+                   help="also write the verdicts as a JSON object to OUT")
+    p.add_argument("--liveness-bound-ms", type=float, default=30000,
+                   metavar="B", help="after the heal, acquires must succeed "
+                   "within B ms (default 30000)")
+    p.add_argument("--heal-mono-ns", type=int, metavar="T",
+                   help="CLOCK_MONOTONIC instant the faults were healed; "
+                   "turns the liveness check on")
+    p.add_argument("--final", action="append", default=[],
+                   metavar="KEY=VALUE", help="a counter's value after the "
+                   "run (KEY: safety:counter:<lock> or the lock name)")
+    p.add_argument("--budget-s", type=float, default=60, metavar="S",
+                   help="search time allowed per lock (default 60)")
+    return p.parse_args(argv)
+
+
+def run_checks(history, finals, budget_s, heal_ns=None, bound_ms=30000):
+    """Runs every check on a History; returns the Report."""
+    report = Report(history)
+    report.count_ops()
+    by_lock = {}
+    for o in history.ops:
+        by_lock.setdefault(o.lock, []).append(o)
+    for lock, ops in sorted(by_lock.items(), key=lambda kv: str(kv[0])):
+        if exclusion.lock_ops(ops):
+            report.exclusion[lock] = exclusion.check_lock(lock, ops,
+                                                          budget_s)
+    report.counters = counters.check_counters(history.ops, finals)
+    report.tokens = tokens.check_tokens(history.ops)
+    if heal_ns is not None:
+        report.liveness_checked = True
+        report.stuck, report.slowest_after_heal_ms = liveness.check_liveness(
+            history.ops, heal_ns, bound_ms, history.last_ns)
+    return report
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        finals = counters.parse_finals(args.final)
+        history = read_histories(args.histories)
+    except (HistoryError, ValueError) as e:
+        print("checker: %s" % e, file=sys.stderr)
+        return 2
+    report = run_checks(history, finals, args.budget_s, args.heal_mono_ns,
+                        args.liveness_bound_ms)
+    totals = report.totals()
+    print("\n".join(report.summary(totals)))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(totals, f, indent=1, sort_keys=True)
+            f.write("\n")
+    return 1 if Report.violated(totals) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,277 @@
+"""A linearizability search in the manner of Wing & Gong and Lowe (the
+algorithm Porcupine implements): depth first over the operations that may
+come next, with a cache of (linearized set, model state) already explored,
+backtracking when no operation can be placed.
+
+Operations (SearchOp) are certain (a finite response time) or unknown (no
+response: +infinity). An operation may be placed next when no unplaced
+operation returned before it was invoked. The search succeeds once every
+certain operation is placed: an unknown one may take effect at any time after
+its invoke or never, so it is placed only where it helps.
+
+Choices are tried earliest response first, unknown operations last. Any order
+gives the same verdict (every choice is eventually tried); this one walks a
+valid history with almost no backtracking, which is what makes histories of
+tens of thousands of operations checkable.
+
+Two rules cut the tree without losing a linearization, for lock models
+where a release only drops the releaser's own hold and an acquire only ever
+takes holds away from others:
+  - a release that may be placed now is placed now, with no alternative
+    tried (placing it later never helps: nothing else needs that hold);
+  - a hold whose owner's next operation is a release, with no unknown
+    acquire of that owner left to restore it, must not be taken away: the
+    model's step gets these (owner, mode) pairs as "keep" and refuses an
+    acquire that would expire one.
+
+The linearized set is kept as (p, mask, unknown bits): p is the first
+unplaced certain operation in invoke order, mask the placed ones after it
+(never further than the candidate window), so a cache key stays small however
+long the history is.
+"""
+
+import bisect
+import time
+
+LINEARIZABLE = "linearizable"
+NOT_LINEARIZABLE = "not linearizable"
+STALLED = "stalled"      # no progress within the caller's node allowance
+OUT_OF_TIME = "out of time"
+
+
+class SearchOp:
+    """One operation as the search sees it."""
+
+    __slots__ = ("inv", "ret", "acquire", "owner", "mode", "ref")
+
+    def __init__(self, inv, ret, acquire, owner, mode, ref=None):
+        self.inv = inv
+        self.ret = ret          # None: unknown (+infinity)
+        self.acquire = acquire
+        self.owner = owner
+        self.mode = mode
+        self.ref = ref          # what the caller wants back (history Op)
+
+
+class Search:
+    """A resumable search over one history.
+
+    step(state, acquire, owner, mode, keep) -> next state or None is the
+    model; keep is the set of (owner, mode) holds that must survive."""
+
+    def __init__(self, ops, step, init):
+        self.certain = sorted((o for o in ops if o.ret is not None),
+                              key=lambda o: (o.inv, o.ret))
+        self._index_keys(ops)
+        self.unknown = sorted((o for o in ops if o.ret is None),
+                              key=lambda o: o.inv)
+        self.step = step
+        n = len(self.certain)
+        self.inv = [o.inv for o in self.certain]
+        self.ret = [o.ret for o in self.certain]
+        self.by_ret = sorted(range(n), key=self.ret.__getitem__)
+        self.uinv = [o.inv for o in self.unknown]
+        self.lin = bytearray(n)
+        self.ulin = 0
+        self.seen = set()
+        self.nodes = 0
+        self.best_depth = -1
+        self.culprit = None     # the certain op the deepest attempt stuck at
+        self.best_state = init
+        self.best_kept = {}
+        self.depth = 0          # certain ops placed on the current path
+        self.verdict = None
+        self.since_progress = 0
+        self.stack = []
+        self.chosen = []
+        first = self._open(init, 0, 0)
+        if first is True:
+            self.verdict = LINEARIZABLE
+        else:
+            self.stack.append(first)
+
+    def _index_keys(self, ops):
+        """Per (owner, mode): its certain ops in order, how many are placed,
+        how many unknown acquires are unplaced; and the keep set."""
+        self.seqs = {}
+        for i, o in enumerate(self.certain):
+            self.seqs.setdefault((o.owner, o.mode), []).append(i)
+        self.sequential = set()
+        for k, seq in self.seqs.items():
+            if all(self.certain[a].ret < self.certain[b].inv
+                   for a, b in zip(seq, seq[1:])):
+                self.sequential.add(k)
+        self.placed = dict.fromkeys(self.seqs, 0)
+        self.unknown_left = {}
+        for o in ops:
+            if o.ret is None:
+                k = (o.owner, o.mode)
+                self.unknown_left[k] = self.unknown_left.get(k, 0) + 1
+        self.keep = set()
+        for k in self.seqs:
+            self._update_keep(k)
+
+    def _update_keep(self, k):
+        """Recomputes whether (owner, mode) k's hold must be kept."""
+        seq = self.seqs.get(k)
+        pc = self.placed.get(k, 0)
+        if (k in self.sequential and pc < len(seq)
+                and not self.certain[seq[pc]].acquire
+                and not self.unknown_left.get(k)):
+            self.keep.add(k)
+        else:
+            self.keep.discard(k)
+
+    def _open(self, state, p, r):
+        """A frame for the node after the last placement: True if every
+        certain op is placed, None if this node was explored before."""
+        lin, n = self.lin, len(self.certain)
+        while p < n and lin[p]:
+            p += 1
+        by_ret = self.by_ret
+        while r < n and lin[by_ret[r]]:
+            r += 1
+        if r == n:
+            return True
+        minret = self.ret[by_ret[r]]
+        inv = self.inv
+        cands = []
+        mask = 0
+        i = p
+        while i < n and inv[i] < minret:
+            if lin[i]:
+                mask |= 1 << (i - p)
+            else:
+                cands.append(i)
+            i += 1
+        key = (p, mask, self.ulin, state)
+        if key in self.seen:
+            return None
+        self.seen.add(key)
+        uend = bisect.bisect_left(self.uinv, minret)
+        for i in cands:
+            o = self.certain[i]
+            if not o.acquire and self.step(state, False, o.owner, o.mode,
+                                           self.keep) is not None:
+                cands = [i]      # forced: see the module's comment
+                uend = 0
+                break
+        else:
+            if len(cands) > 1:
+                cands.sort(key=self.ret.__getitem__)
+        if self.depth > self.best_depth:
+            self.best_depth = self.depth
+            self.culprit = self.certain[by_ret[r]]
+            self.best_state = state
+            self.best_kept = {k: self.certain[self.seqs[k][self.placed[k]]]
+                              for k in self.keep}
+            self.since_progress = 0
+        # cands, next cand, next unknown, unknown end, state, p, r, minret
+        return [cands, 0, 0, uend, state, p, r, minret]
+
+    def blamed_release(self):
+        """The release the deepest attempt could not explain: the op it was
+        stuck at if that is a release; if it is an acquire (refused because
+        it would expire a hold that must be kept), the release of that
+        hold. None if neither is known."""
+        o = self.culprit
+        if o is None or not o.acquire:
+            return o
+        writer, _, readers = self.best_state
+        victims = []
+        if writer is not None and writer != o.owner:
+            victims.append((writer, "x"))
+        if o.mode == "x":   # every read hold goes, the acquirer's own too
+            victims += [(who, "r") for who, _ in readers]
+        for k in victims:
+            if k in self.best_kept:
+                return self.best_kept[k]
+        return None
+
+    def _next_choice(self, frame):
+        """The next (is_unknown, index, new state) the frame allows, or None."""
+        step, state, keep = self.step, frame[4], self.keep
+        cands = frame[0]
+        ci = frame[1]
+        while ci < len(cands):
+            i = cands[ci]
+            ci += 1
+            o = self.certain[i]
+            ns = step(state, o.acquire, o.owner, o.mode, keep)
+            if ns is not None:
+                frame[1] = ci
+                return (False, i, ns)
+        frame[1] = ci
+        uj = frame[2]
+        while uj < frame[3]:
+            j = uj
+            uj += 1
+            if (self.ulin >> j) & 1:
+                continue
+            o = self.unknown[j]
+            ns = step(state, o.acquire, o.owner, o.mode, keep)
+            if ns is not None:
+                frame[2] = uj
+                return (True, j, ns)
+        frame[2] = uj
+        return None
+
+    def _mark(self, is_unknown, index, on):
+        """Places (on) or unplaces an op, keeping the keep set up to date."""
+        if is_unknown:
+            self.ulin ^= 1 << index
+            o = self.unknown[index]
+            k = (o.owner, o.mode)
+            self.unknown_left[k] += -1 if on else 1
+        else:
+            self.lin[index] = 1 if on else 0
+            self.depth += 1 if on else -1
+            o = self.certain[index]
+            k = (o.owner, o.mode)
+            self.placed[k] += 1 if on else -1
+        self._update_keep(k)
+
+    def run(self, stall_nodes=None, deadline=None):
+        """Searches on; returns LINEARIZABLE, NOT_LINEARIZABLE, STALLED (no
+        deeper point reached within stall_nodes nodes) or OUT_OF_TIME
+        (time.monotonic() passed deadline). Stalled or out of time, run()
+        may be called again to go on."""
+        if self.verdict is not None:
+            return self.verdict
+        self.since_progress = 0
+        stack, chosen = self.stack, self.chosen
+        while stack:
+            self.nodes += 1
+            self.since_progress += 1
+            if stall_nodes is not None and self.since_progress > stall_nodes:
+                return STALLED
+            if deadline is not None and (self.nodes & 1023) == 0 \
+                    and time.monotonic() > deadline:
+                return OUT_OF_TIME
+            frame = stack[-1]
+            choice = self._next_choice(frame)
+            if choice is None:
+                stack.pop()
+                if chosen:
+                    is_unknown, index = chosen.pop()
+                    self._mark(is_unknown, index, False)
+                continue
+            is_unknown, index, ns = choice
+            self._mark(is_unknown, index, True)
+            nxt = self._open(ns, frame[5], frame[6])
+            if nxt is True:
+                self.verdict = LINEARIZABLE
+                return self.verdict
+            if nxt is None:
+                self._mark(is_unknown, index, False)
+                continue
+            stack.append(nxt)
+            chosen.append((is_unknown, index))
+        self.verdict = NOT_LINEARIZABLE
+        return self.verdict
+
+
+def check(ops, step, init, deadline=None):
+    """One-shot search: the verdict and the Search (for its culprit)."""
+    search = Search(ops, step, init)
+    return search.run(deadline=deadline), search

@@ -1,0 +1,546 @@
+#!/usr/bin/env python3
+"""The safety checker's own tests: hand-made histories with a known verdict
+for every check, generated ones from a simulated lock (sim_lock.py), good
+and broken, and the command line's output and exit status.
+
+Times in the hand-made histories are in milliseconds (mono_ns = ms * 1e6).
+"""
+
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import checker  # noqa: E402
+import sim_lock  # noqa: E402
+from checking import exclusion, lease_model  # noqa: E402
+from checking.history import Op, read_histories  # noqa: E402
+
+MS = 1000000
+LOCK = "safety:lock:0"
+
+
+class Script:
+    """Writes a hand-made history: one call per operation."""
+
+    def __init__(self, kind="lock", lock=LOCK):
+        self.kind = kind
+        self.lock = lock
+        self.lines = []
+        self.seq = 0
+
+    def op(self, owner, op, inv_ms, ret_ms, outcome="ok", mode="x",
+           lock=None, **extra):
+        """An invoke at inv_ms and, unless outcome is "pending", a
+        completion at ret_ms. Returns self, for chaining."""
+        self.seq += 1
+        base = {"id": "%s-0-%d" % (owner, self.seq), "op": op,
+                "proc": owner, "thread": 0, "owner": "uuid-%s:1" % owner,
+                "lock": lock or self.lock, "kind": self.kind, "mode": mode}
+        invoke = dict(base, type="invoke", mono_ns=int(inv_ms * MS))
+        if op == "write" and "value" in extra:
+            invoke["value"] = extra["value"]
+        self.lines.append(invoke)
+        if outcome != "pending":
+            self.lines.append(dict(base, type=outcome,
+                                   mono_ns=int(ret_ms * MS), **extra))
+        return self
+
+    def acquire(self, owner, inv_ms, ret_ms, outcome="ok", **kw):
+        return self.op(owner, "acquire", inv_ms, ret_ms, outcome, **kw)
+
+    def release(self, owner, inv_ms, ret_ms, outcome="ok", **kw):
+        return self.op(owner, "release", inv_ms, ret_ms, outcome, **kw)
+
+    def write_file(self, directory, name="h.jsonl", tail=""):
+        """Writes the lines (in time order) plus tail; returns the path."""
+        path = os.path.join(directory, name)
+        with open(path, "w") as f:
+            for line in sorted(self.lines, key=lambda d: d["mono_ns"]):
+                f.write(json.dumps(line) + "\n")
+            f.write(tail)
+        return path
+
+
+class CheckerCase(unittest.TestCase):
+    """Runs the checks in this process on a Script or on files."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+
+    def check(self, script, finals=None, heal_ms=None, bound_ms=1000,
+              budget_s=30, tail=""):
+        path = script.write_file(self.tmp.name, tail=tail)
+        return self.check_files([path], finals, heal_ms, bound_ms, budget_s)
+
+    def check_files(self, paths, finals=None, heal_ms=None, bound_ms=1000,
+                    budget_s=30):
+        history = read_histories(paths)
+        heal_ns = None if heal_ms is None else int(heal_ms * MS)
+        report = checker.run_checks(history, finals or {}, budget_s,
+                                    heal_ns, bound_ms)
+        return report.totals()
+
+
+class MutualExclusion(CheckerCase):
+
+    def test_holders_one_after_another_are_valid(self):
+        s = Script()
+        s.acquire("A", 0, 1).release("A", 2, 3)
+        s.acquire("B", 4, 5).release("B", 6, 7)
+        t = self.check(s)
+        self.assertEqual(t["mutex_violations"], 0)
+        self.assertEqual(t["locks"][LOCK]["exclusion"], "ok")
+
+    def test_two_overlapping_holders_are_a_violation(self):
+        s = Script()
+        s.acquire("A", 0, 1).acquire("B", 2, 3)
+        s.release("A", 4, 5).release("B", 6, 7)
+        t = self.check(s)
+        self.assertEqual(t["mutex_violations"], 1)
+        self.assertEqual(t["locks"][LOCK]["exclusion"], "violation")
+        self.assertEqual(t["examples"][0]["check"], "exclusion")
+
+    def test_release_ok_after_another_acquired_is_a_violation(self):
+        s = Script()
+        s.acquire("A", 0, 1).acquire("B", 2, 3).release("A", 4, 5)
+        self.assertEqual(self.check(s)["mutex_violations"], 1)
+
+    def test_acquire_concurrent_with_the_release_is_valid(self):
+        s = Script()
+        s.acquire("A", 0, 1).acquire("B", 2, 11).release("A", 10, 12)
+        s.release("B", 13, 14)
+        self.assertEqual(self.check(s)["mutex_violations"], 0)
+
+    def test_waiters_granted_in_turn_are_valid(self):
+        s = Script()
+        s.acquire("A", 0, 1).acquire("B", 0.5, 6).acquire("C", 0.7, 11)
+        s.release("A", 4, 5).release("B", 9, 10).release("C", 12, 13)
+        self.assertEqual(self.check(s)["mutex_violations"], 0)
+
+    def test_expiry_then_reacquire_by_another_is_valid(self):
+        s = Script()
+        s.acquire("A", 0, 1).acquire("B", 30, 31)
+        s.release("A", 40, 41, "fail", err="RLOCK_ELOST")
+        s.release("B", 42, 43)
+        t = self.check(s)
+        self.assertEqual(t["mutex_violations"], 0)
+
+    def test_unknown_acquire_that_may_have_happened_explains_a_release(self):
+        s = Script()
+        s.acquire("A", 0, 1).acquire("B", 2, 3).release("B", 4, 5)
+        s.acquire("A", 6, 7, "info", err="RLOCK_EIO").release("A", 8, 9)
+        t = self.check(s)
+        self.assertEqual(t["mutex_violations"], 0)
+        self.assertEqual(t["unknown_ops"], 1)
+
+    def test_same_history_with_that_acquire_failed_is_a_violation(self):
+        s = Script()
+        s.acquire("A", 0, 1).acquire("B", 2, 3).release("B", 4, 5)
+        s.acquire("A", 6, 7, "fail", err="RLOCK_ETIMEDOUT")
+        s.release("A", 8, 9)
+        self.assertEqual(self.check(s)["mutex_violations"], 1)
+
+    def test_unknown_release_does_not_hide_an_overlap(self):
+        s = Script()
+        s.acquire("A", 0, 1).release("A", 2, 3, "info", err="RLOCK_EIO")
+        s.acquire("B", 4, 5).release("A", 6, 7)
+        self.assertEqual(self.check(s)["mutex_violations"], 1)
+
+    def test_killed_process_pending_acquire_and_cut_line_are_valid(self):
+        s = Script()
+        s.acquire("A", 0, 1).release("A", 2, 3)
+        s.acquire("K", 4, None, "pending")
+        s.acquire("B", 5, 6).release("B", 7, 8)
+        t = self.check(s, tail='{"id":"K-0-9","type":"inv')
+        self.assertEqual(t["mutex_violations"], 0)
+        self.assertEqual(t["truncated_lines"], 1)
+        self.assertEqual(t["unknown_ops"], 1)
+
+    def test_reentrant_acquires_and_releases_are_valid(self):
+        s = Script()
+        s.acquire("A", 0, 1).acquire("A", 2, 3)
+        s.release("A", 4, 5).release("A", 6, 7)
+        self.assertEqual(self.check(s)["mutex_violations"], 0)
+
+    def test_one_release_too_many_is_a_violation(self):
+        s = Script()
+        s.acquire("A", 0, 1).release("A", 2, 3).release("A", 4, 5)
+        self.assertEqual(self.check(s)["mutex_violations"], 1)
+
+    def test_each_violation_is_counted(self):
+        s = Script()
+        for base in (0, 100, 200):
+            s.acquire("A", base, base + 1).acquire("B", base + 2, base + 3)
+            s.release("A", base + 4, base + 5)
+            s.release("B", base + 6, base + 7)
+        self.assertEqual(self.check(s)["mutex_violations"], 3)
+
+    def test_quiet_instants_cut_the_history_into_pieces(self):
+        s = Script()
+        for base in (0, 100, 200):
+            s.acquire("A", base, base + 1).release("A", base + 2, base + 3)
+        t = self.check(s)
+        self.assertEqual(t["locks"][LOCK]["pieces"], 3)
+
+    def test_locks_are_checked_apart(self):
+        s = Script()
+        s.acquire("A", 0, 1, lock="safety:lock:0")
+        s.acquire("B", 2, 3, lock="safety:lock:1")
+        s.release("A", 4, 5, lock="safety:lock:0")
+        s.release("B", 6, 7, lock="safety:lock:1")
+        self.assertEqual(self.check(s)["mutex_violations"], 0)
+
+
+class ReadWrite(CheckerCase):
+
+    def test_readers_together_are_valid(self):
+        s = Script(kind="rw", lock="safety:rw:0")
+        s.acquire("A", 0, 1, mode="r").acquire("B", 2, 3, mode="r")
+        s.release("A", 4, 5, mode="r").release("B", 6, 7, mode="r")
+        s.acquire("C", 8, 9).release("C", 10, 11)
+        t = self.check(s)
+        self.assertEqual(t["rw_violations"], 0)
+        self.assertEqual(t["mutex_violations"], 0)
+
+    def test_reader_beside_a_writer_is_a_violation(self):
+        s = Script(kind="rw", lock="safety:rw:0")
+        s.acquire("A", 0, 1).acquire("B", 2, 3, mode="r")
+        s.release("A", 4, 5).release("B", 6, 7, mode="r")
+        t = self.check(s)
+        self.assertEqual(t["rw_violations"], 1)
+        self.assertEqual(t["mutex_violations"], 0)
+
+    def test_writer_beside_a_reader_is_a_violation(self):
+        s = Script(kind="rw", lock="safety:rw:0")
+        s.acquire("A", 0, 1, mode="r").acquire("B", 2, 3)
+        s.release("A", 4, 5, mode="r")
+        self.assertEqual(self.check(s)["rw_violations"], 1)
+
+    def test_writer_may_also_read(self):
+        s = Script(kind="rw", lock="safety:rw:0")
+        s.acquire("A", 0, 1).acquire("A", 2, 3, mode="r")
+        s.release("A", 4, 5, mode="r").release("A", 6, 7)
+        self.assertEqual(self.check(s)["rw_violations"], 0)
+
+
+def brute_force_linearizable(ops):
+    """The plain definition, with no pruning, cut or heuristic: some order of
+    the ok and unknown operations that respects real time, places every ok
+    one and any of the unknown ones, and that the lease model accepts."""
+    items = [(o.inv_ns, o.ret_ns if o.outcome == "ok" else float("inf"),
+              o.op == "acquire", o.owner, o.mode, o.outcome == "ok")
+             for o in ops if o.outcome != "fail"]
+    failed = set()
+
+    def search(placed, state):
+        left = [i for i in range(len(items)) if not placed >> i & 1]
+        if all(not items[i][5] for i in left):
+            return True
+        if (placed, state) in failed:
+            return False
+        first_ret = min(items[i][1] for i in left)
+        for i in left:
+            inv, _, acquire, owner, mode, _ = items[i]
+            if inv >= first_ret:
+                continue
+            after = lease_model.step(state, acquire, owner, mode)
+            if after is not None and search(placed | 1 << i, after):
+                return True
+        failed.add((placed, state))
+        return False
+
+    return search(0, lease_model.FREE)
+
+
+def random_lock_history(rng, length):
+    """A small random history of acquires and releases on one lock: 2 to 4
+    owners, each sequential, any outcome, exclusive or read-write."""
+    owners = "ABCD"[:rng.randint(2, 4)]
+    rw = rng.random() < 0.3
+    free_at = {o: rng.randint(0, 5) for o in owners}
+    ops = []
+    for seq in range(rng.randint(2, length)):
+        owner = rng.choice(owners)
+        inv = free_at[owner] + rng.randint(0, 3)
+        ret = inv + rng.randint(1, 6)
+        free_at[owner] = ret + 1
+        op = Op({"id": "%s-%d" % (owner, seq), "owner": owner, "lock": "L",
+                 "op": rng.choice(("acquire", "release")),
+                 "kind": "rw" if rw else "lock",
+                 "mode": rng.choice("xr") if rw else "x",
+                 "mono_ns": inv}, "random")
+        outcome = rng.choices(("ok", "fail", "info", "pending"),
+                              (12, 2, 2, 1))[0]
+        if outcome != "pending":
+            op.complete({"type": outcome, "mono_ns": ret})
+        ops.append(op)
+    return ops
+
+
+class AgainstBruteForce(unittest.TestCase):
+    """The search's shortcuts (cuts, forced releases, kept holds, windows)
+    against the plain definition on many small random histories. A reported
+    violation must always be one; without unknown operations the verdicts
+    must agree exactly (with them the cuts may be lenient: an unknown
+    acquire may count once per piece)."""
+
+    def agree(self, seed, count, stall_nodes):
+        rng = random.Random(seed)
+        for _ in range(count):
+            ops = random_lock_history(rng, 12)
+            expected = brute_force_linearizable(ops)
+            verdict = exclusion.check_lock("L", ops, 10,
+                                           stall_nodes=stall_nodes).verdict
+            story = "\n".join(o.describe() for o in ops)
+            self.assertNotEqual(verdict, exclusion.UNDECIDED, story)
+            if verdict == "violation":
+                self.assertFalse(expected, story)
+            if all(o.certain for o in ops):
+                self.assertEqual(verdict == "ok", expected, story)
+
+    def test_search_agrees_with_the_definition(self):
+        self.agree(seed=11, count=600, stall_nodes=1000)
+
+    def test_proofs_by_window_agree_with_the_definition(self):
+        # a tiny stall allowance sends every doubt through the windows
+        self.agree(seed=12, count=600, stall_nodes=2)
+
+
+class LostUpdates(CheckerCase):
+
+    @staticmethod
+    def rmw(s, owner, at, value, kind_lock=None):
+        """A holder's read of value and write of value + 1 at time at."""
+        kw = {"lock": kind_lock} if kind_lock else {}
+        s.op(owner, "read", at, at + 1, value=value, **kw)
+        s.op(owner, "write", at + 2, at + 3, value=value + 1, **kw)
+
+    def test_distinct_writes_are_no_lost_update(self):
+        s = Script()
+        self.rmw(s, "A", 0, 0)
+        self.rmw(s, "B", 10, 1)
+        t = self.check(s, finals={LOCK: 2})
+        self.assertEqual(t["lost_updates_unfenced"], 0)
+
+    def test_two_writes_of_one_value_are_a_lost_update(self):
+        s = Script()
+        self.rmw(s, "A", 0, 0)
+        self.rmw(s, "B", 1, 0)
+        t = self.check(s)
+        self.assertEqual(t["lost_updates_unfenced"], 1)
+        self.assertEqual(t["locks"][LOCK]["duplicate_writes"], 1)
+
+    def test_final_value_below_the_acknowledged_writes_counts(self):
+        s = Script()
+        for i in range(3):
+            self.rmw(s, "A", 10 * i, i)
+        t = self.check(s, finals={LOCK: 1})
+        self.assertEqual(t["lost_updates_unfenced"], 2)
+        self.assertEqual(t["locks"][LOCK]["missing_from_final"], 2)
+
+    def test_fenced_lost_updates_are_counted_apart(self):
+        s = Script(kind="fenced", lock="safety:fenced:0")
+        self.rmw(s, "A", 0, 0)
+        self.rmw(s, "B", 1, 0)
+        t = self.check(s)
+        self.assertEqual(t["lost_updates_fenced"], 1)
+        self.assertEqual(t["lost_updates_unfenced"], 0)
+
+    def test_refused_fenced_write_is_not_acknowledged(self):
+        s = Script(kind="fenced", lock="safety:fenced:0")
+        self.rmw(s, "A", 0, 0)
+        s.op("B", "read", 1, 2, value=0)
+        s.op("B", "write", 3, 4, "fail", value=1, err="FENCED")
+        self.assertEqual(self.check(s)["lost_updates_fenced"], 0)
+
+    def test_final_value_accepts_the_counter_key(self):
+        s = Script()
+        self.rmw(s, "A", 0, 0)
+        path = s.write_file(self.tmp.name)
+        out = subprocess.run(
+            [sys.executable, os.path.join(HERE, "checker.py"),
+             "--final", "safety:counter:%s=0" % LOCK, path],
+            capture_output=True, text=True)
+        self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
+        self.assertRegex(out.stdout, r"lost updates unfenced +1\n")
+
+
+class Tokens(CheckerCase):
+
+    def script(self, *acquires):
+        s = Script(kind="fenced", lock="safety:fenced:0")
+        for owner, inv, ret, token in acquires:
+            s.acquire(owner, inv, ret, token=token)
+            s.release(owner, ret + 1, ret + 2)
+        return s
+
+    def test_increasing_tokens_are_valid(self):
+        s = self.script(("A", 0, 1, 1), ("B", 10, 11, 2), ("C", 20, 21, 5))
+        self.assertEqual(self.check(s)["token_violations"], 0)
+
+    def test_token_going_back_is_a_violation(self):
+        s = self.script(("A", 0, 1, 7), ("B", 10, 11, 3))
+        t = self.check(s)
+        self.assertEqual(t["token_violations"], 1)
+        self.assertEqual(t["locks"]["safety:fenced:0"]["token_violations"], 1)
+
+    def test_concurrent_acquires_may_carry_tokens_in_either_order(self):
+        s = Script(kind="fenced", lock="safety:fenced:0")
+        s.acquire("A", 0, 10, token=2).acquire("B", 1, 5, token=1)
+        s.release("B", 6, 7, "fail", err="RLOCK_ELOST")
+        s.release("A", 11, 12)
+        self.assertEqual(self.check(s)["token_violations"], 0)
+
+    def test_one_token_for_two_acquisitions_is_a_violation(self):
+        s = Script(kind="fenced", lock="safety:fenced:0")
+        s.acquire("A", 0, 10, token=4).acquire("B", 1, 5, token=4)
+        self.assertEqual(self.check(s)["token_violations"], 1)
+
+
+class Liveness(CheckerCase):
+
+    def test_waiter_stuck_after_the_heal_is_reported(self):
+        s = Script()
+        s.acquire("A", 0, 1).release("A", 2, 3)
+        s.acquire("B", 100, 2600).release("B", 2601, 2602)
+        t = self.check(s, heal_ms=50, bound_ms=1000)
+        self.assertEqual(t["stuck_waiters"], 1)
+        self.assertEqual(t["examples"][-1]["check"], "liveness")
+
+    def test_waiter_that_never_returned_is_stuck(self):
+        s = Script()
+        s.acquire("B", 100, None, "pending")
+        s.acquire("A", 200, 201).release("A", 3000, 3001)
+        t = self.check(s, heal_ms=50, bound_ms=1000)
+        self.assertEqual(t["stuck_waiters"], 1)
+
+    def test_prompt_waiters_after_the_heal_pass(self):
+        s = Script()
+        s.acquire("A", 0, 900)    # slow, but during the faults
+        s.release("A", 901, 902)
+        s.acquire("B", 100, 950).release("B", 951, 952)
+        s.acquire("C", 1000, 1040).release("C", 1041, 1042)
+        t = self.check(s, heal_ms=800, bound_ms=1000)
+        self.assertEqual(t["stuck_waiters"], 0)
+        self.assertEqual(t["slowest_acquire_after_heal_ms"], 40.0)
+
+    def test_without_a_heal_time_there_is_no_liveness_check(self):
+        s = Script()
+        s.acquire("B", 100, 5000).release("B", 5001, 5002)
+        t = self.check(s)
+        self.assertEqual(t["stuck_waiters"], 0)
+        self.assertIsNone(t["slowest_acquire_after_heal_ms"])
+
+
+class Generated(CheckerCase):
+    """Histories from the simulated lock (sim_lock.py)."""
+
+    def run_sim(self, **kw):
+        sim = sim_lock.SimLock(**kw).run()
+        path = os.path.join(self.tmp.name, "sim.jsonl")
+        sim.write(path)
+        began = time.process_time()   # CPU time: load does not count
+        totals = self.check_files([path], finals=sim.final)
+        return sim, totals, time.process_time() - began
+
+    def test_large_good_history_is_valid_within_seconds(self):
+        sim, t, seconds = self.run_sim(seed=7, threads=16, procs=4, locks=2,
+                                       ops=6000, unknown=0.01)
+        self.assertGreaterEqual(t["ops"], 6000)
+        self.assertGreater(t["unknown_ops"], 0)
+        self.assertEqual(t["mutex_violations"], 0)
+        self.assertEqual(t["lost_updates_unfenced"], 0)
+        self.assertEqual(t["undecided_locks"], 0)
+        self.assertLess(seconds, 10)   # about 1 s of CPU
+
+    def test_broken_lock_with_overlapping_holders_fails(self):
+        sim, t, _ = self.run_sim(seed=3, threads=8, locks=1, ops=1200,
+                                 overlap=0.05)
+        self.assertGreater(t["mutex_violations"], 0)
+        self.assertGreater(t["lost_updates_unfenced"], 0)
+
+    def test_search_out_of_budget_is_undecided_not_good(self):
+        sim = sim_lock.SimLock(seed=5, threads=8, ops=6000).run()
+        path = os.path.join(self.tmp.name, "sim.jsonl")
+        sim.write(path)
+        t = self.check_files([path], budget_s=0)
+        self.assertEqual(t["undecided_locks"], 1)
+        self.assertIn(t["locks"][sim.locks[0]]["exclusion"],
+                      ("unknown (search budget)",))
+
+
+class CommandLine(CheckerCase):
+
+    def run_checker(self, *args):
+        return subprocess.run([sys.executable,
+                               os.path.join(HERE, "checker.py")] + list(args),
+                              capture_output=True, text=True)
+
+    def test_good_history_exits_0_and_writes_the_json(self):
+        s = Script()
+        s.acquire("A", 0, 1).release("A", 2, 3)
+        out_json = os.path.join(self.tmp.name, "out.json")
+        out = self.run_checker("--json", out_json,
+                               s.write_file(self.tmp.name))
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        with open(out_json) as f:
+            t = json.load(f)
+        for field in ("ops", "locks", "mutex_violations", "rw_violations",
+                      "lost_updates_unfenced", "lost_updates_fenced",
+                      "token_violations", "stuck_waiters",
+                      "slowest_acquire_after_heal_ms", "unknown_ops",
+                      "examples"):
+            self.assertIn(field, t)
+        self.assertEqual(t["ops"], 2)
+
+    def test_violation_exits_1(self):
+        s = Script()
+        s.acquire("A", 0, 1).acquire("B", 2, 3).release("A", 4, 5)
+        out = self.run_checker(s.write_file(self.tmp.name))
+        self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
+        self.assertIn("VIOLATIONS", out.stdout)
+
+    def test_several_files_make_one_history(self):
+        a, b = Script(), Script()
+        a.acquire("A", 0, 1)
+        b.acquire("B", 2, 3)
+        a.release("A", 4, 5)
+        out = self.run_checker(a.write_file(self.tmp.name, "a.jsonl"),
+                               b.write_file(self.tmp.name, "b.jsonl"))
+        self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
+
+    def test_missing_file_exits_2(self):
+        out = self.run_checker(os.path.join(self.tmp.name, "none.jsonl"))
+        self.assertEqual(out.returncode, 2)
+
+    def test_unreadable_line_before_the_last_exits_2(self):
+        path = os.path.join(self.tmp.name, "bad.jsonl")
+        with open(path, "w") as f:
+            f.write("not json\n")
+            f.write(json.dumps({"id": "A-0-1", "type": "invoke",
+                                "op": "acquire", "mono_ns": 1}) + "\n")
+        out = self.run_checker(path)
+        self.assertEqual(out.returncode, 2)
+        self.assertIn(":1:", out.stderr)
+
+    def test_heal_and_bound_options_turn_liveness_on(self):
+        s = Script()
+        s.acquire("B", 100, 2600).release("B", 2601, 2602)
+        out = self.run_checker("--heal-mono-ns", str(50 * MS),
+                               "--liveness-bound-ms", "1000",
+                               s.write_file(self.tmp.name))
+        self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
+        self.assertRegex(out.stdout, r"stuck waiters +1\n")
+
+
+if __name__ == "__main__":
+    unittest.main()
