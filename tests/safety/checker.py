@@ -4,7 +4,8 @@ that the locks behaved as locks must (see tests/safety/checking/ for each
 check, and the shared design in docs/SAFETY.md).
 
   checker.py [--json OUT] [--liveness-bound-ms B] [--heal-mono-ns T]
-             [--final KEY=VALUE]... [--budget-s S] HISTORY...
+             [--final KEY=VALUE]... [--budget-s S] [--unknown-effect-ms MS]
+             HISTORY...
 
 Exit status: 0 no violation of any kind, 1 violations, 2 unreadable input
 or bad arguments. A lock whose search did not finish within the budget is
@@ -41,11 +42,18 @@ def parse_args(argv):
                    "run (KEY: safety:counter:<lock> or the lock name)")
     p.add_argument("--budget-s", type=float, default=60, metavar="S",
                    help="search time allowed per lock (default 60)")
+    p.add_argument("--unknown-effect-ms", type=float, default=10000,
+                   metavar="MS", help="an acquire that returned info may "
+                   "take effect up to MS after that (default 10000; "
+                   "-1: any time)")
     return p.parse_args(argv)
 
 
-def run_checks(history, finals, budget_s, heal_ns=None, bound_ms=30000):
+def run_checks(history, finals, budget_s, heal_ns=None, bound_ms=30000,
+               unknown_effect_ms=10000):
     """Runs every check on a History; returns the Report."""
+    horizon_ns = None if unknown_effect_ms < 0 \
+        else int(unknown_effect_ms * 1e6)
     report = Report(history)
     report.count_ops()
     by_lock = {}
@@ -53,8 +61,8 @@ def run_checks(history, finals, budget_s, heal_ns=None, bound_ms=30000):
         by_lock.setdefault(o.lock, []).append(o)
     for lock, ops in sorted(by_lock.items(), key=lambda kv: str(kv[0])):
         if exclusion.lock_ops(ops):
-            report.exclusion[lock] = exclusion.check_lock(lock, ops,
-                                                          budget_s)
+            report.exclusion[lock] = exclusion.check_lock(
+                lock, ops, budget_s, horizon_ns=horizon_ns)
     report.counters = counters.check_counters(history.ops, finals)
     report.tokens = tokens.check_tokens(history.ops)
     if heal_ns is not None:
@@ -73,7 +81,7 @@ def main(argv=None):
         print("checker: %s" % e, file=sys.stderr)
         return 2
     report = run_checks(history, finals, args.budget_s, args.heal_mono_ns,
-                        args.liveness_bound_ms)
+                        args.liveness_bound_ms, args.unknown_effect_ms)
     totals = report.totals()
     print("\n".join(report.summary(totals)))
     if args.json:

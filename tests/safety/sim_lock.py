@@ -3,7 +3,11 @@ worker's format: the checker's tests use it for large histories whose
 verdict is known by construction.
 
 Threads loop: acquire (waiting up to wait_ns), read the counter, write it
-plus one, release. The lock grants in invoke order, one holder at a time,
+plus one, release. Some acquires may report an unknown outcome
+(info): with probability unknown one that was granted (the thread goes on
+into its critical section), with probability void one that was not (the
+thread gives up and tries again). The lock grants in invoke order, one
+holder at a time,
 unless it is broken: then with probability overlap a waiter is granted at
 once although another holds it, and both later release ok. The counter is a
 register: reads return the last write linearized before them.
@@ -20,7 +24,8 @@ class SimLock:
     """One simulated run; lines() gives the history lines in time order."""
 
     def __init__(self, seed=1, threads=8, procs=2, locks=1, ops=2000,
-                 overlap=0.0, unknown=0.0, kind="lock", wait_ns=3000 * MS):
+                 overlap=0.0, unknown=0.0, void=0.0, kind="lock",
+                 wait_ns=3000 * MS):
         self.rng = random.Random(seed)
         self.threads = threads
         self.procs = procs
@@ -29,6 +34,7 @@ class SimLock:
         self.ops = ops
         self.overlap = overlap
         self.unknown = unknown
+        self.void = void
         self.wait_ns = wait_ns
         self.lines = []
         self.counter_events = []   # (time, "r"/"w", line dict)
@@ -69,6 +75,12 @@ class SimLock:
                 self._line(t, "acquire", lock, inv, inv + self.wait_ns,
                            "fail", err="RLOCK_ETIMEDOUT")
                 heapq.heappush(queue, (inv + self.wait_ns + MS, t))
+                done += 1
+                continue
+            if self.void and rng.random() < self.void:
+                self._line(t, "acquire", lock, inv, inv + latency, "info",
+                           err="RLOCK_EIO")
+                heapq.heappush(queue, (inv + latency + MS, t))
                 done += 1
                 continue
             unknown = self.unknown and rng.random() < self.unknown

@@ -13,8 +13,15 @@ there on some prefix releases more than it acquires ("need" > 0). A lock's
 history is cut at every instant when no such operation is in flight and no
 owner's earlier holds can matter; the pieces are then independent, and each
 is searched alone. (An unknown acquire goes into every piece after its invoke
-where its owner releases; this may let it count once per piece, a small
-leniency.)
+where its owner releases and it may still take effect; this may let it
+count once per piece, a small leniency.)
+
+Unknown acquires. One that never returned (its process was killed) may take
+effect at any time after its invoke. One that returned "info" may take
+effect up to a horizon after that line (the checker's --unknown-effect-ms):
+the client has given up on it, and it can only still arrive while a
+network fault delays it. Without a bound, a single lost reply would let
+that owner's every later release be explained by it.
 
 Proofs. A long piece under contention may have no cut at all. The search
 walks a valid one quickly; when it stalls, the operation it is stuck at is
@@ -79,9 +86,11 @@ def _useful_unknowns(unknown, certain):
             if u.acquire and last_release.get(_key(u), -1) > u.inv]
 
 
-def search_ops(ops):
+def search_ops(ops, horizon_ns=None):
     """SearchOps for one lock's history Ops: certain ok ones and unknown
-    acquires (useful or not; see _useful_unknowns)."""
+    acquires (useful or not; see _useful_unknowns). An info acquire may
+    take effect up to horizon_ns after its completion line (None: any
+    time); a pending one (no completion) any time."""
     out = []
     for o in lock_ops(ops):
         acquire = o.op == "acquire"
@@ -89,7 +98,11 @@ def search_ops(ops):
             out.append(SearchOp(o.inv_ns, o.ret_ns, acquire, o.owner,
                                 o.mode, o))
         elif o.outcome in ("info", "pending") and acquire:
-            out.append(SearchOp(o.inv_ns, None, True, o.owner, o.mode, o))
+            until = None
+            if o.outcome == "info" and horizon_ns is not None:
+                until = o.done_ns + horizon_ns
+            out.append(SearchOp(o.inv_ns, None, True, o.owner, o.mode, o,
+                                until))
     return out
 
 
@@ -120,7 +133,8 @@ def cut(sops):
     for piece, (start, end) in zip(pieces, blocks):
         if not piece:
             continue
-        near = [u for u in unknown if u.inv < end]
+        near = [u for u in unknown if u.inv < end
+                and (u.until is None or u.until >= start)]
         out.append(piece + _useful_unknowns(near, piece))
     return out
 
@@ -136,9 +150,10 @@ def window(sops, t0, t1):
             continue
         if o.ret is not None and o.ret <= t1:
             certain.append(o)
-        elif o.acquire:
+        elif o.acquire:     # took effect by its response, if at all
             unknown.append(o if o.ret is None else
-                           SearchOp(o.inv, None, True, o.owner, o.mode, o.ref))
+                           SearchOp(o.inv, None, True, o.owner, o.mode, o.ref,
+                                    o.ret))
     kept = []
     for seq in _program_orders(certain).values():
         need = _needs(seq)
@@ -152,26 +167,27 @@ def window(sops, t0, t1):
     return kept + _useful_unknowns(unknown, kept)
 
 
-def _prove(sops, culprit, start, deadline):
+def _prove(sops, culprit, start, deadline, max_window=2000):
     """Looks for a window around culprit that is not linearizable: the
-    window's ops, or None. Windows end at the culprit's response, then at
-    the last response of the releases in flight at that instant (the other
-    side of an overlap may finish a little later)."""
-    ends = [culprit.ret]
-    overlapping = [o.ret for o in sops if o.ret is not None
-                   and not o.acquire and o.inv <= culprit.ret < o.ret]
-    if overlapping:
-        ends.append(max(overlapping))
+    window's ops, or None. Windows end at the culprit's response or at the
+    response of one of the releases that follow it (the other side of an
+    overlap may finish later), and reach back further and further, up to
+    max_window certain ops."""
+    later = sorted(o.ret for o in sops if o.ret is not None
+                   and not o.acquire and o.ret > culprit.ret)
+    ends = [culprit.ret] + [later[i] for i in (0, 1, 3, 7, 15)
+                            if i < len(later)]
     for t1 in ends:
         delta = max(2 * (culprit.ret - culprit.inv), MS)
-        while True:
+        while time.monotonic() < deadline:
             t0 = t1 - delta
             sub = window(sops, t0, t1)
             verdict, _ = _search_to_end(
                 sub, min(deadline, time.monotonic() + 2))
             if verdict == NOT_LINEARIZABLE:
                 return sub
-            if verdict != LINEARIZABLE or t0 <= start:
+            if verdict != LINEARIZABLE or t0 <= start \
+                    or sum(o.ret is not None for o in sub) > max_window:
                 break
             delta *= 4
     return None
@@ -264,12 +280,14 @@ def _check_piece(lock, sops, deadline, verdict, stall_nodes):
         sops = [o for o in sops if o is not blamed]
 
 
-def check_lock(lock, ops, budget_s, stall_nodes=1000):
-    """Checks one lock's operations (history Ops); a LockVerdict."""
+def check_lock(lock, ops, budget_s, stall_nodes=1000, horizon_ns=None):
+    """Checks one lock's operations (history Ops); a LockVerdict.
+    horizon_ns: how long after its completion line an info acquire may
+    still take effect (None: any time)."""
     began = time.monotonic()
     deadline = began + budget_s
     verdict = LockVerdict(lock)
-    for piece in cut(search_ops(ops)):
+    for piece in cut(search_ops(ops, horizon_ns)):
         verdict.pieces += 1
         if time.monotonic() > deadline:
             verdict.undecided_pieces += 1

@@ -14,8 +14,12 @@ deterministic. Hence an acquire is always possible, and only a release can be
 refused: release(o) needs o to hold that mode at that instant.
 
 Redisson's rules kept here: the writer may also take the read lock and may
-re-enter the write lock; a reader cannot upgrade (taking the write lock
-needs every read hold, its own too, gone).
+re-enter the write lock. One leniency: a reader that takes the write lock
+keeps its own read holds (Redisson makes it wait for them to go, so a
+later release of that read hold is possible only if the hold had expired
+and the release should fail). The workers never upgrade, and with it an
+owner's holds only ever matter to that owner's releases of the same mode,
+which the search's shortcuts and the cuts rely on.
 """
 
 FREE = (None, 0, ())
@@ -51,13 +55,14 @@ def _readers_remove(readers, owner):
     return tuple(out) if found else None
 
 
-def _kills(keep, writer, readers):
-    """True if expiring the writer and the readers loses a hold in keep."""
+def _kills(keep, writer, readers, owner):
+    """True if expiring the writer and the readers other than owner loses a
+    hold in keep."""
     if not keep:
         return False
     if writer is not None and (writer, "x") in keep:
         return True
-    return any((who, "r") in keep for who, _ in readers)
+    return any(who != owner and (who, "r") in keep for who, _ in readers)
 
 
 def step(state, acquire, owner, mode, keep=()):
@@ -72,13 +77,12 @@ def step(state, acquire, owner, mode, keep=()):
         if mode == "x":
             if writer == owner:
                 return (writer, wcount + 1, readers)
-            # every other hold ran out (a reader cannot upgrade: its own
-            # read holds go too)
-            if _kills(keep, writer, readers):
+            # every other hold ran out
+            if _kills(keep, writer, readers, owner):
                 return None
-            return (owner, 1, ())
+            return (owner, 1, tuple(r for r in readers if r[0] == owner))
         if writer is not None and writer != owner:
-            if _kills(keep, writer, ()):
+            if _kills(keep, writer, (), owner):
                 return None
             writer, wcount = None, 0       # the other writer's lease ran out
         return (writer, wcount, _readers_add(readers, owner))
