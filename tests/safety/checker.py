@@ -66,8 +66,7 @@ def run_checks(history, finals, budget_s, heal_ns=None, bound_ms=30000,
     report.counters = counters.check_counters(history.ops, finals)
     report.tokens = tokens.check_tokens(history.ops)
     if heal_ns is not None:
-        report.liveness_checked = True
-        report.stuck, report.slowest_after_heal_ms = liveness.check_liveness(
+        report.liveness = liveness.check_liveness(
             history.ops, heal_ns, bound_ms, history.last_ns)
     return report
 

@@ -241,16 +241,25 @@ class ReadWrite(CheckerCase):
         self.assertEqual(self.check(s)["rw_violations"], 0)
 
 
-def brute_force_linearizable(ops):
+def brute_force_linearizable(ops, horizon=None):
     """The plain definition, with no pruning, cut or heuristic: some order of
     the ok and unknown operations that respects real time, places every ok
-    one and any of the unknown ones, and that the lease model accepts."""
-    items = [(o.inv_ns, o.ret_ns if o.outcome == "ok" else float("inf"),
-              o.op == "acquire", o.owner, o.mode, o.outcome == "ok")
-             for o in ops if o.outcome != "fail"]
+    one and any of the unknown ones (an info one no later than horizon after
+    its completion line), and that the lease model accepts."""
+    inf = float("inf")
+    items = []
+    for o in ops:
+        if o.outcome == "fail":
+            continue
+        until = inf
+        if o.outcome == "info" and horizon is not None:
+            until = o.done_ns + horizon
+        items.append((o.inv_ns, o.ret_ns if o.outcome == "ok" else inf,
+                      o.op == "acquire", o.owner, o.mode, o.outcome == "ok",
+                      until))
     failed = set()
 
-    def search(placed, state):
+    def search(placed, state, latest):
         left = [i for i in range(len(items)) if not placed >> i & 1]
         if all(not items[i][5] for i in left):
             return True
@@ -258,16 +267,17 @@ def brute_force_linearizable(ops):
             return False
         first_ret = min(items[i][1] for i in left)
         for i in left:
-            inv, _, acquire, owner, mode, _ = items[i]
-            if inv >= first_ret:
+            inv, _, acquire, owner, mode, _, until = items[i]
+            if inv >= first_ret or until < latest:
                 continue
             after = lease_model.step(state, acquire, owner, mode)
-            if after is not None and search(placed | 1 << i, after):
+            if after is not None and search(placed | 1 << i, after,
+                                             max(latest, inv)):
                 return True
         failed.add((placed, state))
         return False
 
-    return search(0, lease_model.FREE)
+    return search(0, lease_model.FREE, -inf)
 
 
 def random_lock_history(rng, length):
@@ -302,13 +312,14 @@ class AgainstBruteForce(unittest.TestCase):
     must agree exactly (with them the cuts may be lenient: an unknown
     acquire may count once per piece)."""
 
-    def agree(self, seed, count, stall_nodes):
+    def agree(self, seed, count, stall_nodes, horizon=None):
         rng = random.Random(seed)
         for _ in range(count):
             ops = random_lock_history(rng, 14)
-            expected = brute_force_linearizable(ops)
+            expected = brute_force_linearizable(ops, horizon)
             verdict = exclusion.check_lock("L", ops, 10,
-                                           stall_nodes=stall_nodes).verdict
+                                           stall_nodes=stall_nodes,
+                                           horizon_ns=horizon).verdict
             story = "\n".join(o.describe() for o in ops)
             self.assertNotEqual(verdict, exclusion.UNDECIDED, story)
             if verdict == "violation":
@@ -322,6 +333,9 @@ class AgainstBruteForce(unittest.TestCase):
     def test_proofs_by_window_agree_with_the_definition(self):
         # a tiny stall allowance sends every doubt through the windows
         self.agree(seed=12, count=2500, stall_nodes=2)
+
+    def test_unknown_effect_horizon_agrees_with_the_definition(self):
+        self.agree(seed=100, count=2500, stall_nodes=2, horizon=2)
 
 
 class LostUpdates(CheckerCase):
@@ -431,6 +445,22 @@ class Liveness(CheckerCase):
         s.acquire("A", 200, 201).release("A", 3000, 3001)
         t = self.check(s, heal_ms=50, bound_ms=1000)
         self.assertEqual(t["stuck_waiters"], 1)
+
+    def test_acquire_failing_after_the_heal_is_stuck(self):
+        s = Script()
+        s.acquire("A", 100, 3100, "fail", err="RLOCK_ETIMEDOUT")
+        t = self.check(s, heal_ms=50, bound_ms=10000)
+        self.assertEqual(t["stuck_waiters"], 1)
+        self.assertEqual(t["liveness"]["failed"], 1)
+
+    def test_waiter_the_histories_end_too_soon_to_judge_is_not_stuck(self):
+        s = Script()
+        s.acquire("A", 0, 1).release("A", 2, 3)
+        s.acquire("B", 100, None, "pending")
+        s.acquire("C", 200, 201).release("C", 300, 301)
+        t = self.check(s, heal_ms=50, bound_ms=1000)
+        self.assertEqual(t["stuck_waiters"], 0)
+        self.assertEqual(t["liveness"]["judged"], 1)
 
     def test_prompt_waiters_after_the_heal_pass(self):
         s = Script()

@@ -1,9 +1,10 @@
 """Liveness once the faults are healed: every acquire waiting after the heal
 instant must return ok within the bound. An acquire's wait is counted from
 its invoke or from the heal, whichever is later (one invoked during the
-faults and still waiting long after the heal is stuck too). Reported: each
-acquire that returned otherwise than ok, returned ok later than the bound,
-or never returned although the histories go on past the bound; and the
+faults and still waiting long after the heal is stuck too). Reported as
+stuck: each acquire that returned ok later than the bound, returned
+otherwise than ok (timed out, refused, unknown), or never returned although
+the histories go on past the bound; with the counts of each, and the
 slowest ok acquire invoked after the heal.
 """
 
@@ -25,10 +26,24 @@ class Stuck:
                                              self.wait_ms, self.op.describe())
 
 
+class LivenessVerdict:
+    """What the waiters after the heal show."""
+
+    def __init__(self):
+        self.stuck = []
+        self.slowest_ms = None   # slowest ok acquire invoked after the heal
+        self.counts = {"judged": 0, "ok": 0, "late": 0, "failed": 0,
+                       "unknown": 0, "never_returned": 0}
+
+    def _stuck(self, op, wait_ns, why, count):
+        self.counts[count] += 1
+        self.stuck.append(Stuck(op, wait_ns / 1e6, why))
+
+
 def check_liveness(ops, heal_ns, bound_ms, end_ns):
-    """(list of Stuck, slowest ok acquire after the heal in ms or None)."""
-    stuck = []
-    slowest = None
+    """A LivenessVerdict for the acquires among ops; end_ns is the last
+    instant the histories cover."""
+    verdict = LivenessVerdict()
     bound_ns = bound_ms * 1e6
     for o in ops:
         if o.op != "acquire":
@@ -36,21 +51,25 @@ def check_liveness(ops, heal_ns, bound_ms, end_ns):
         if o.done_ns is not None and o.done_ns < heal_ns:
             continue
         since = max(o.inv_ns, heal_ns)
+        if o.outcome == "pending" and end_ns - since <= bound_ns:
+            continue                # the histories end too soon to judge
+        verdict.counts["judged"] += 1
         if o.outcome == "ok":
-            wait = o.ret_ns - since
             if o.inv_ns >= heal_ns:
-                total = (o.ret_ns - o.inv_ns) / 1e6
-                slowest = total if slowest is None else max(slowest, total)
-            if wait > bound_ns:
-                stuck.append(Stuck(o, wait / 1e6, "acquired too late"))
+                took = (o.ret_ns - o.inv_ns) / 1e6
+                verdict.slowest_ms = max(verdict.slowest_ms or 0, took)
+            if o.ret_ns - since > bound_ns:
+                verdict._stuck(o, o.ret_ns - since, "acquired too late",
+                               "late")
+            else:
+                verdict.counts["ok"] += 1
         elif o.outcome == "fail":
-            stuck.append(Stuck(o, (o.ret_ns - since) / 1e6,
-                               "acquire failed (%s)" % (o.err or "fail")))
+            verdict._stuck(o, o.ret_ns - since, "acquire failed (%s)"
+                           % (o.err or "fail"), "failed")
         elif o.outcome == "info":
-            stuck.append(Stuck(o, (o.done_ns - since) / 1e6,
-                               "acquire outcome unknown (%s)"
-                               % (o.err or "info")))
-        elif end_ns - since > bound_ns:
-            stuck.append(Stuck(o, (end_ns - since) / 1e6,
-                               "acquire never returned"))
-    return stuck, slowest
+            verdict._stuck(o, o.done_ns - since, "acquire outcome unknown "
+                           "(%s)" % (o.err or "info"), "unknown")
+        else:
+            verdict._stuck(o, end_ns - since, "acquire never returned",
+                           "never_returned")
+    return verdict

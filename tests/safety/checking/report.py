@@ -13,9 +13,7 @@ class Report:
         self.exclusion = {}       # lock -> exclusion.LockVerdict
         self.counters = {}        # lock -> counters.CounterVerdict
         self.tokens = {}          # lock -> [(earlier, later)]
-        self.stuck = []           # liveness.Stuck
-        self.slowest_after_heal_ms = None
-        self.liveness_checked = False
+        self.liveness = None      # liveness.LivenessVerdict, if checked
 
     def _lock(self, lock):
         return self.locks.setdefault(lock, {
@@ -70,7 +68,9 @@ class Report:
                 examples.append({"check": "tokens", "lock": lock,
                                  "what": "token not above an earlier one",
                                  "ops": [a.to_json(), b.to_json()]})
-        examples += [s.to_json() for s in self.stuck[:5]]
+        stuck = self.liveness.stuck if self.liveness else []
+        slowest = self.liveness.slowest_ms if self.liveness else None
+        examples += [s.to_json() for s in stuck[:5]]
         return {
             "ops": len(self.history.ops),
             "locks": self.locks,
@@ -79,10 +79,10 @@ class Report:
             "lost_updates_unfenced": lost[False],
             "lost_updates_fenced": lost[True],
             "token_violations": token_bad,
-            "stuck_waiters": len(self.stuck),
+            "stuck_waiters": len(stuck),
             "slowest_acquire_after_heal_ms":
-                None if self.slowest_after_heal_ms is None
-                else round(self.slowest_after_heal_ms, 1),
+                None if slowest is None else round(slowest, 1),
+            "liveness": self.liveness.counts if self.liveness else None,
             "unknown_ops": len(self.history.unknown_ops()),
             "lost_signals": len(self.history.lost_signals),
             "undecided_locks": undecided,
@@ -122,7 +122,7 @@ class Report:
                     "lost_updates_unfenced", "lost_updates_fenced",
                     "token_violations"):
             out.append("%-28s %d" % (key.replace("_", " "), totals[key]))
-        if self.liveness_checked:
+        if self.liveness:
             out.append("%-28s %d" % ("stuck waiters", totals["stuck_waiters"]))
             slow = totals["slowest_acquire_after_heal_ms"]
             out.append("%-28s %s" % ("slowest acquire after heal",
@@ -144,7 +144,8 @@ class Report:
                 out.append("%s: token %s after token %s" % (lock, b.token,
                                                             a.token))
                 out += ["    " + a.describe(), "    " + b.describe()]
-        out += [s.describe() for s in self.stuck[:5]]
+        if self.liveness:
+            out += [s.describe() for s in self.liveness.stuck[:5]]
         out.append("verdict: %s" % ("VIOLATIONS" if self.violated(totals)
                                     else "ok"))
         return out

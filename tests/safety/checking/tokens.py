@@ -8,7 +8,8 @@ import bisect
 
 
 def check_tokens(ops):
-    """{lock: [(earlier Op, later Op), ...]} of acquire-ok pairs out of order."""
+    """{lock: [(earlier Op, later Op), ...]}: acquire-ok pairs out of
+    order."""
     by_lock = {}
     for o in ops:
         if o.op == "acquire" and o.outcome == "ok" and o.token is not None:

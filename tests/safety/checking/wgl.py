@@ -10,20 +10,26 @@ certain operation is placed: an unknown one may take effect at any time after
 its invoke (up to its "until", if it has one) or never, so it is placed
 only where it helps.
 
-Choices are tried earliest response first, unknown operations last. Any order
-gives the same verdict (every choice is eventually tried); this one walks a
-valid history with almost no backtracking, which is what makes histories of
-tens of thousands of operations checkable.
+Choices are tried in an order that walks a valid history with almost no
+backtracking, which is what makes histories of tens of thousands of
+operations checkable: certain operations earliest response first, then the
+unknown ones, then the certain acquires that would expire a hold whose
+owner's next operation is its release. Any order gives the same verdict
+(every choice is eventually tried).
 
-Two rules cut the tree without losing a linearization, for lock models
+Three rules cut the tree without losing a linearization, for lock models
 where a release only drops the releaser's own hold and an acquire only ever
-takes holds away from others:
-  - a release that may be placed now is placed now, with no alternative
-    tried (placing it later never helps: nothing else needs that hold);
+takes holds away from others (lease_model.py says why that holds):
+  - a release that may be placed now is placed now, and only unknown
+    operations are tried instead (placing a release later never helps:
+    nothing else needs that hold; but it may end an unknown operation's
+    time to take effect);
   - a hold whose owner's next operation is a release, with no unknown
     acquire of that owner left to restore it, must not be taken away: the
     model's step gets these (owner, mode) pairs as "keep" and refuses an
-    acquire that would expire one.
+    acquire that would expire one;
+  - an unknown acquire is placed only where it can help: right before its
+    owner's release (see _worth_placing).
 
 The linearized set is kept as (p, mask, unknown bits): p is the first
 unplaced certain operation in invoke order, mask the placed ones after it
@@ -180,7 +186,7 @@ class Search:
             o = certain[i]
             if not o.acquire:
                 if step(state, False, o.owner, o.mode) is not None:
-                    good, bad, uend = [i], [], 0   # forced: see above
+                    good, bad = [i], []   # forced: see above
                     break
                 continue            # not now: o does not hold it
             elif step(state, True, o.owner, o.mode, needed) is None:
@@ -333,8 +339,3 @@ class Search:
         self.verdict = NOT_LINEARIZABLE
         return self.verdict
 
-
-def check(ops, step, init, deadline=None):
-    """One-shot search: the verdict and the Search (for its culprit)."""
-    search = Search(ops, step, init)
-    return search.run(deadline=deadline), search
