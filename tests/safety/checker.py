@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """rlock's safety checker: reads the safety workers' histories and checks
-that the locks behaved as locks must (see tests/safety/checking/ for each
-check, and the shared design in docs/SAFETY.md).
+that the locks behaved as locks must: mutual and read-write exclusion, lost
+updates, fencing tokens and liveness after a heal (tests/safety/checking/
+has one module per check, each saying what it checks and why).
 
   checker.py [--json OUT] [--liveness-bound-ms B] [--heal-mono-ns T]
              [--final KEY=VALUE]... [--budget-s S] [--unknown-effect-ms MS]
@@ -16,6 +17,7 @@ import argparse
 import json
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -40,18 +42,21 @@ def parse_args(argv):
     p.add_argument("--final", action="append", default=[],
                    metavar="KEY=VALUE", help="a counter's value after the "
                    "run (KEY: safety:counter:<lock> or the lock name)")
-    p.add_argument("--budget-s", type=float, default=60, metavar="S",
-                   help="search time allowed per lock (default 60)")
-    p.add_argument("--unknown-effect-ms", type=float, default=10000,
+    p.add_argument("--budget-s", type=float, default=120, metavar="S",
+                   help="search time for all locks together (default 120); "
+                   "a lock's share is what is left over the locks left")
+    p.add_argument("--unknown-effect-ms", type=float, default=30000,
                    metavar="MS", help="an acquire that returned info may "
-                   "take effect up to MS after that (default 10000; "
+                   "take effect up to MS after that line (default 30000; "
                    "-1: any time)")
     return p.parse_args(argv)
 
 
 def run_checks(history, finals, budget_s, heal_ns=None, bound_ms=30000,
-               unknown_effect_ms=10000):
-    """Runs every check on a History; returns the Report."""
+               unknown_effect_ms=30000):
+    """Runs every check on a History; returns the Report. budget_s is the
+    search time for all locks: each gets an even share of what is left, so
+    a lock decided quickly leaves its time to the others."""
     horizon_ns = None if unknown_effect_ms < 0 \
         else int(unknown_effect_ms * 1e6)
     report = Report(history)
@@ -59,10 +64,14 @@ def run_checks(history, finals, budget_s, heal_ns=None, bound_ms=30000,
     by_lock = {}
     for o in history.ops:
         by_lock.setdefault(o.lock, []).append(o)
-    for lock, ops in sorted(by_lock.items(), key=lambda kv: str(kv[0])):
-        if exclusion.lock_ops(ops):
-            report.exclusion[lock] = exclusion.check_lock(
-                lock, ops, budget_s, horizon_ns=horizon_ns)
+    locks = [(lock, ops) for lock, ops in
+             sorted(by_lock.items(), key=lambda kv: str(kv[0]))
+             if exclusion.lock_ops(ops)]
+    deadline = time.monotonic() + budget_s
+    for left, (lock, ops) in zip(range(len(locks), 0, -1), locks):
+        share = max(0.0, deadline - time.monotonic()) / left
+        report.exclusion[lock] = exclusion.check_lock(
+            lock, ops, share, horizon_ns=horizon_ns)
     report.counters = counters.check_counters(history.ops, finals)
     report.tokens = tokens.check_tokens(history.ops)
     if heal_ns is not None:

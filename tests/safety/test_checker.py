@@ -77,16 +77,17 @@ class CheckerCase(unittest.TestCase):
         self.addCleanup(self.tmp.cleanup)
 
     def check(self, script, finals=None, heal_ms=None, bound_ms=1000,
-              budget_s=30, tail=""):
+              budget_s=30, tail="", unknown_effect_ms=30000):
         path = script.write_file(self.tmp.name, tail=tail)
-        return self.check_files([path], finals, heal_ms, bound_ms, budget_s)
+        return self.check_files([path], finals, heal_ms, bound_ms, budget_s,
+                                unknown_effect_ms)
 
     def check_files(self, paths, finals=None, heal_ms=None, bound_ms=1000,
-                    budget_s=30):
+                    budget_s=30, unknown_effect_ms=30000):
         history = read_histories(paths)
         heal_ns = None if heal_ms is None else int(heal_ms * MS)
         report = checker.run_checks(history, finals or {}, budget_s,
-                                    heal_ns, bound_ms)
+                                    heal_ns, bound_ms, unknown_effect_ms)
         return report.totals()
 
 
@@ -148,6 +149,23 @@ class MutualExclusion(CheckerCase):
         s.acquire("A", 6, 7, "fail", err="RLOCK_ETIMEDOUT")
         s.release("A", 8, 9)
         self.assertEqual(self.check(s)["mutex_violations"], 1)
+
+    def stale_unknown_acquire(self):
+        """A's acquire returns info; a minute later B acquires, then A's
+        release returns ok."""
+        s = Script()
+        s.acquire("A", 0, 1).release("A", 2, 3)
+        s.acquire("A", 10, 11, "info", err="RLOCK_ECONN")
+        s.acquire("B", 60000, 60001).release("A", 60010, 60011)
+        return s
+
+    def test_unknown_acquire_takes_effect_only_within_the_horizon(self):
+        t = self.check(self.stale_unknown_acquire(), unknown_effect_ms=30000)
+        self.assertEqual(t["mutex_violations"], 1)
+
+    def test_without_a_horizon_an_unknown_acquire_may_come_any_time(self):
+        t = self.check(self.stale_unknown_acquire(), unknown_effect_ms=-1)
+        self.assertEqual(t["mutex_violations"], 0)
 
     def test_unknown_release_does_not_hide_an_overlap(self):
         s = Script()

@@ -19,9 +19,10 @@ count once per piece, a small leniency.)
 Unknown acquires. One that never returned (its process was killed) may take
 effect at any time after its invoke. One that returned "info" may take
 effect up to a horizon after that line (the checker's --unknown-effect-ms):
-the client has given up on it, and it can only still arrive while a
-network fault delays it. Without a bound, a single lost reply would let
-that owner's every later release be explained by it.
+the client has given up on it, and it can only still arrive while a fault
+holds it back (a slowed link, a paused server that reads it on waking).
+Without a bound, a single lost reply would let that owner's every later
+release be explained by it.
 
 Proofs. A long piece under contention may have no cut at all. The search
 walks a valid one quickly; when it stalls, the operation it is stuck at is

@@ -110,7 +110,9 @@ class Report:
                 line += "  exclusion: %s" % e["exclusion"]
                 if e["exclusion_violations"]:
                     line += " (%d)" % e["exclusion_violations"]
-                line += " [%d pieces, %.2f s]" % (e["pieces"],
+                if e["undecided_pieces"] and e["exclusion_violations"]:
+                    line += " (%d pieces undecided)" % e["undecided_pieces"]
+                line += " [pieces %d, %.2f s]" % (e["pieces"],
                                                   e["search_seconds"])
             if "lost_updates" in e:
                 line += "  lost updates: %d of %d writes" % (
