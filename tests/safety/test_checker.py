@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """The safety checker's own tests: hand-made histories with a known verdict
-for every check, generated ones from a simulated lock (sim_lock.py), good
-and broken, and the command line's output and exit status.
+for every check, the search against the plain definition (brute_force.py)
+on thousands of small random histories, generated ones from a simulated
+lock (sim_lock.py), good and broken, and the command line's output and exit
+status.
 
 Times in the hand-made histories are in milliseconds (mono_ns = ms * 1e6).
 """
@@ -20,8 +22,10 @@ sys.path.insert(0, HERE)
 
 import checker  # noqa: E402
 import sim_lock  # noqa: E402
-from checking import exclusion, lease_model  # noqa: E402
-from checking.history import Op, read_histories  # noqa: E402
+from brute_force import brute_force_linearizable  # noqa: E402
+from brute_force import random_lock_history  # noqa: E402
+from checking import exclusion  # noqa: E402
+from checking.history import read_histories  # noqa: E402
 
 MS = 1000000
 LOCK = "safety:lock:0"
@@ -257,70 +261,6 @@ class ReadWrite(CheckerCase):
         s.acquire("A", 0, 1).acquire("A", 2, 3, mode="r")
         s.release("A", 4, 5, mode="r").release("A", 6, 7)
         self.assertEqual(self.check(s)["rw_violations"], 0)
-
-
-def brute_force_linearizable(ops, horizon=None):
-    """The plain definition, with no pruning, cut or heuristic: some order of
-    the ok and unknown operations that respects real time, places every ok
-    one and any of the unknown ones (an info one no later than horizon after
-    its completion line), and that the lease model accepts."""
-    inf = float("inf")
-    items = []
-    for o in ops:
-        if o.outcome == "fail":
-            continue
-        until = inf
-        if o.outcome == "info" and horizon is not None:
-            until = o.done_ns + horizon
-        items.append((o.inv_ns, o.ret_ns if o.outcome == "ok" else inf,
-                      o.op == "acquire", o.owner, o.mode, o.outcome == "ok",
-                      until))
-    failed = set()
-
-    def search(placed, state, latest):
-        left = [i for i in range(len(items)) if not placed >> i & 1]
-        if all(not items[i][5] for i in left):
-            return True
-        if (placed, state) in failed:
-            return False
-        first_ret = min(items[i][1] for i in left)
-        for i in left:
-            inv, _, acquire, owner, mode, _, until = items[i]
-            if inv >= first_ret or until < latest:
-                continue
-            after = lease_model.step(state, acquire, owner, mode)
-            if after is not None and search(placed | 1 << i, after,
-                                             max(latest, inv)):
-                return True
-        failed.add((placed, state))
-        return False
-
-    return search(0, lease_model.FREE, -inf)
-
-
-def random_lock_history(rng, length):
-    """A small random history of acquires and releases on one lock: 2 to 4
-    owners, each sequential, any outcome, exclusive or read-write."""
-    owners = "ABCD"[:rng.randint(2, 4)]
-    rw = rng.random() < 0.3
-    free_at = {o: rng.randint(0, 5) for o in owners}
-    ops = []
-    for seq in range(rng.randint(2, length)):
-        owner = rng.choice(owners)
-        inv = free_at[owner] + rng.randint(0, 3)
-        ret = inv + rng.randint(1, 6)
-        free_at[owner] = ret + 1
-        op = Op({"id": "%s-%d" % (owner, seq), "owner": owner, "lock": "L",
-                 "op": rng.choice(("acquire", "release")),
-                 "kind": "rw" if rw else "lock",
-                 "mode": rng.choice("xr") if rw else "x",
-                 "mono_ns": inv}, "random")
-        outcome = rng.choices(("ok", "fail", "info", "pending"),
-                              (12, 2, 2, 1))[0]
-        if outcome != "pending":
-            op.complete({"type": outcome, "mono_ns": ret})
-        ops.append(op)
-    return ops
 
 
 class AgainstBruteForce(unittest.TestCase):
