@@ -46,9 +46,10 @@ def brute_force_linearizable(ops, horizon=None):
     return search(0, lease_model.FREE, -inf)
 
 
-def random_lock_history(rng, length):
+def random_lock_history(rng, length, overlapping=False):
     """A small random history of acquires and releases on one lock: 2 to 4
-    owners, each sequential, any outcome, exclusive or read-write."""
+    owners, each sequential unless overlapping, any outcome, exclusive or
+    read-write."""
     owners = "ABCD"[:rng.randint(2, 4)]
     rw = rng.random() < 0.3
     free_at = {o: rng.randint(0, 5) for o in owners}
@@ -57,7 +58,7 @@ def random_lock_history(rng, length):
         owner = rng.choice(owners)
         inv = free_at[owner] + rng.randint(0, 3)
         ret = inv + rng.randint(1, 6)
-        free_at[owner] = ret + 1
+        free_at[owner] = inv + 1 if overlapping else ret + 1
         op = Op({"id": "%s-%d" % (owner, seq), "owner": owner, "lock": "L",
                  "op": rng.choice(("acquire", "release")),
                  "kind": "rw" if rw else "lock",

@@ -270,10 +270,11 @@ class AgainstBruteForce(unittest.TestCase):
     must agree exactly (with them the cuts may be lenient: an unknown
     acquire may count once per piece)."""
 
-    def agree(self, seed, count, stall_nodes, horizon=None):
+    def agree(self, seed, count, stall_nodes, horizon=None,
+              overlapping=False):
         rng = random.Random(seed)
         for _ in range(count):
-            ops = random_lock_history(rng, 14)
+            ops = random_lock_history(rng, 14, overlapping)
             expected = brute_force_linearizable(ops, horizon)
             verdict = exclusion.check_lock("L", ops, 10,
                                            stall_nodes=stall_nodes,
@@ -294,6 +295,11 @@ class AgainstBruteForce(unittest.TestCase):
 
     def test_unknown_effect_horizon_agrees_with_the_definition(self):
         self.agree(seed=100, count=2500, stall_nodes=2, horizon=2)
+
+    def test_owners_whose_ops_overlap_agree_with_the_definition(self):
+        self.agree(seed=14, count=1500, stall_nodes=2, overlapping=True)
+        self.agree(seed=211, count=1000, stall_nodes=2, horizon=2,
+                   overlapping=True)
 
 
 class LostUpdates(CheckerCase):

@@ -9,12 +9,13 @@ release is never needed (not releasing keeps more, which forbids nothing).
 
 Cuts. Each (owner, mode)'s successful operations in program order tell when
 its earlier holds can still matter: they matter before an operation if from
-there on some prefix releases more than it acquires ("need" > 0). A lock's
-history is cut at every instant when no such operation is in flight and no
-owner's earlier holds can matter; the pieces are then independent, and each
-is searched alone. (An unknown acquire goes into every piece after its invoke
-where its owner releases and it may still take effect; this may let it
-count once per piece, a small leniency.)
+there on some prefix releases more than it acquires ("need" > 0); an owner
+whose operations overlap in time has no program order, and its holds matter
+until its last operation. A lock's history is cut at every instant when no
+operation is in flight and no owner's earlier holds can matter; the pieces
+are then independent, and each is searched alone. (An unknown acquire goes
+into every piece after its invoke where its owner releases and it may still
+take effect; this may let it count once per piece, a small leniency.)
 
 Unknown acquires. One that never returned (its process was killed) may take
 effect at any time after its invoke. One that returned "info" may take
@@ -66,6 +67,11 @@ def _program_orders(certain):
     return by_key
 
 
+def _sequential(seq):
+    """True if the operations follow one another in time (one thread's)."""
+    return all(a.ret < b.inv for a, b in zip(seq, seq[1:]))
+
+
 def _needs(seq):
     """need[k] for k in 0..len(seq): the most that seq[k:]'s prefixes
     release beyond what they acquire (0 if never)."""
@@ -77,12 +83,13 @@ def _needs(seq):
 
 
 def _useful_unknowns(unknown, certain):
-    """The unknown acquires whose owner releases that mode afterwards."""
+    """The unknown acquires whose owner may release that mode after them
+    (a release that returned after the acquire's invoke)."""
     last_release = {}
     for o in certain:
         if not o.acquire:
             k = _key(o)
-            last_release[k] = max(last_release.get(k, o.inv), o.inv)
+            last_release[k] = max(last_release.get(k, o.ret), o.ret)
     return [u for u in unknown
             if u.acquire and last_release.get(_key(u), -1) > u.inv]
 
@@ -113,6 +120,9 @@ def cut(sops):
     unknown = [o for o in sops if o.ret is None]
     spans = [(o.inv, o.ret) for o in certain]
     for seq in _program_orders(certain).values():
+        if not _sequential(seq):    # no program order: no cut before
+            spans.append((float("-inf"), max(o.ret for o in seq)))
+            continue
         need = _needs(seq)
         for k, o in enumerate(seq):
             if need[k] > 0:
@@ -157,6 +167,9 @@ def window(sops, t0, t1):
                                     o.ret))
     kept = []
     for seq in _program_orders(certain).values():
+        if not _sequential(seq):    # no program order to reason with
+            kept.extend(seq)
+            continue
         need = _needs(seq)
         first = 0
         for k, o in enumerate(seq):

@@ -23,7 +23,8 @@ takes holds away from others (lease_model.py says why that holds):
   - a release that may be placed now is placed now, and only unknown
     operations are tried instead (placing a release later never helps:
     nothing else needs that hold; but it may end an unknown operation's
-    time to take effect);
+    time to take effect); only for an owner whose operations follow one
+    another, or another of its own releases might need that hold first;
   - a hold whose owner's next operation is a release, with no unknown
     acquire of that owner left to restore it, must not be taken away: the
     model's step gets these (owner, mode) pairs as "keep" and refuses an
@@ -185,10 +186,12 @@ class Search:
         for i in cands:
             o = certain[i]
             if not o.acquire:
-                if step(state, False, o.owner, o.mode) is not None:
+                if step(state, False, o.owner, o.mode) is None:
+                    continue        # not now: o does not hold it
+                if (o.owner, o.mode) in self.sequential:
                     good, bad = [i], []   # forced: see above
                     break
-                continue            # not now: o does not hold it
+                good.append(i)
             elif step(state, True, o.owner, o.mode, needed) is None:
                 bad.append(i)       # expires a hold still needed: try late
             else:
