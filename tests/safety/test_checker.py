@@ -457,7 +457,7 @@ class Generated(CheckerCase):
 
     def test_large_good_history_is_valid_within_seconds(self):
         sim, t, seconds = self.run_sim(seed=7, threads=16, procs=4, locks=2,
-                                       ops=6000, unknown=0.01)
+                                       ops=6000, unknown=0.01, void=0.01)
         self.assertGreaterEqual(t["ops"], 6000)
         self.assertGreater(t["unknown_ops"], 0)
         self.assertEqual(t["mutex_violations"], 0)
