@@ -426,6 +426,20 @@ class Liveness(CheckerCase):
         self.assertEqual(t["stuck_waiters"], 0)
         self.assertEqual(t["liveness"]["judged"], 1)
 
+    def test_waiter_from_the_faults_giving_up_soon_after_is_unjudged(self):
+        s = Script()
+        s.acquire("A", 0, 3000, "fail", err="RLOCK_ETIMEDOUT")
+        t = self.check(s, heal_ms=2900, bound_ms=1000)
+        self.assertEqual(t["stuck_waiters"], 0)
+        self.assertEqual(t["liveness"]["judged"], 0)
+
+    def test_waiter_from_the_faults_waiting_past_the_bound_is_stuck(self):
+        s = Script()
+        s.acquire("A", 0, 5000).release("A", 5001, 5002)
+        t = self.check(s, heal_ms=2900, bound_ms=1000)
+        self.assertEqual(t["stuck_waiters"], 1)
+        self.assertEqual(t["liveness"]["late"], 1)
+
     def test_prompt_waiters_after_the_heal_pass(self):
         s = Script()
         s.acquire("A", 0, 900)    # slow, but during the faults

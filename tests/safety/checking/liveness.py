@@ -1,11 +1,12 @@
-"""Liveness once the faults are healed: every acquire waiting after the heal
-instant must return ok within the bound. An acquire's wait is counted from
-its invoke or from the heal, whichever is later (one invoked during the
-faults and still waiting long after the heal is stuck too). Reported as
-stuck: each acquire that returned ok later than the bound, returned
-otherwise than ok (timed out, refused, unknown), or never returned although
-the histories go on past the bound; with the counts of each, and the
-slowest ok acquire invoked after the heal.
+"""Liveness once the faults are healed: every acquire invoked after the heal
+instant must return ok within the bound. Reported as stuck: each such
+acquire that returned ok later than the bound, returned otherwise than ok
+(timed out, refused, unknown), or never returned although the histories go
+on past the bound; and each acquire invoked during the faults that was
+still waiting a bound after the heal. With the counts of each, and the
+slowest ok acquire invoked after the heal. (An acquire invoked during the
+faults that gives up soon after the heal waited mostly for the faults: it
+is not judged.)
 """
 
 
@@ -48,11 +49,11 @@ def check_liveness(ops, heal_ns, bound_ms, end_ns):
     for o in ops:
         if o.op != "acquire":
             continue
-        if o.done_ns is not None and o.done_ns < heal_ns:
-            continue
+        done = o.done_ns if o.done_ns is not None else end_ns
         since = max(o.inv_ns, heal_ns)
-        if o.outcome == "pending" and end_ns - since <= bound_ns:
-            continue                # the histories end too soon to judge
+        if done < heal_ns or done - since <= bound_ns and (
+                o.outcome == "pending" or o.inv_ns < heal_ns):
+            continue    # over before the heal, or too soon to judge
         verdict.counts["judged"] += 1
         if o.outcome == "ok":
             if o.inv_ns >= heal_ns:
