@@ -1,14 +1,15 @@
-"""Reading the workers' histories (the format is docs in tests/safety/worker.c
-and the shared design: one JSON object a line, an invoke and a completion per
-operation sharing an id).
+"""Reading the workers' histories: one JSON object a line, an invoke and a
+completion per operation sharing an id (tests/safety/history.c writes them,
+and tests/safety/outcome.c says which error is which outcome).
 
 An operation's outcome is one of:
   ok       it happened (completion type "ok")
   fail     it definitely did not happen (completion type "fail")
-  info     unknown: it may have happened, now or at any later time
+  info     unknown: it may have happened, or may yet
   pending  unknown too: the invoke has no completion (a process killed with -9)
 Unknown operations have no response time (ret_ns is None): for the search
-their response lies at +infinity.
+their response lies at +infinity (exclusion.py bounds how late an info
+acquire may still take effect).
 
 A killed process may leave its file's last line cut short; that line alone is
 ignored (and counted). Any other unreadable line makes the input unreadable.
