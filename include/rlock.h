@@ -103,6 +103,9 @@ RLOCK_API const char *rlock_version_string(void);
                                   not trusted or not for this host, the
                                   handshake failed, or a CA, certificate
                                   or key file cannot be used */
+#define RLOCK_EREENTRY (-117)  /* a non-reentrant lock asked for again by
+                                  the owner that holds it (Redisson's
+                                  IllegalMonitorStateException) */
 
 /* Returns a one-line English description of err (any value).
  * Ownership: static storage. Thread-safety: any thread. */
@@ -1233,6 +1236,33 @@ RLOCK_API int rlock_permit_semaphore_available(rlock_permit_semaphore *s,
  * Redisson: RPermitExpirableSemaphore.addPermits(permits). */
 RLOCK_API int rlock_permit_semaphore_add_permits(rlock_permit_semaphore *s,
                                                  int permits, int64_t *out);
+/* ------------------------------------------------------------------------ */
+/* Non-reentrant locks: Redisson's getNonReentrantLock and
+ * getNonReentrantFairLock (Redisson 4.4 and later).
+ *
+ * The same Redis state, channels and messages as the plain lock
+ * (rlock_get) and the fair lock (rlock_fair_get) on that name, and the same
+ * owner tags: a non-reentrant handle and a reentrant one on one name are
+ * one lock, to this client as to Redisson. The only difference is that an
+ * owner that holds the lock and asks for it again, through any handle of
+ * that name and kind, gets RLOCK_EREENTRY at once (no deadlock, no second
+ * hold): rlock_lock() and rlock_trylock() (whatever the wait), the async
+ * acquire and a multi-lock's acquire alike. Nothing is changed by the
+ * refused call; the first hold stays, with its watchdog. The holder's
+ * re-acquire is refused by the lock's script too (Redisson's error reply
+ * NON_REENTRANT_REACQUIRE), so a hold Redis has and this client forgot is
+ * refused, never counted twice. Every other call (unlock, force unlock,
+ * queries, rlock_on_lost, rlock_free) is the reentrant kind's.
+ * Ownership, thread-safety and errors: as rlock_get(). */
+
+/* The kinds rlock_kind() reports for these handles. */
+#define RLOCK_KIND_NONREENTRANT 6      /* getNonReentrantLock */
+#define RLOCK_KIND_NONREENTRANT_FAIR 7 /* getNonReentrantFairLock */
+
+RLOCK_API int rlock_nonreentrant_get(rlock_client *c, const char *name,
+                                     rlock **out);
+RLOCK_API int rlock_nonreentrant_fair_get(rlock_client *c, const char *name,
+                                          rlock **out);
 
 #ifdef __cplusplus
 }

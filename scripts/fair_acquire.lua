@@ -2,7 +2,9 @@
 -- KEYS[1] lock hash, KEYS[2] queue list, KEYS[3] timeout sorted set
 -- ARGV[1] lease in ms, ARGV[2] owner tag, ARGV[3] wait in ms (the slack a
 -- queued waiter keeps its place for), ARGV[4] now (wall clock, ms),
--- ARGV[5] "1": try once (never queue), else queue when taken.
+-- ARGV[5] "1": try once (never queue), else queue when taken,
+-- ARGV[6] a non-reentrant fair lock's error for a holder's second acquire
+-- (Redisson 4.4's RedissonNonReentrantFairLock; empty: reentrant).
 -- Reply: nil when the caller now holds the lock; otherwise how long to wait
 -- at most before trying again (ms; the try-once form replies 1). Redis state
 -- is Redisson's; only the waits replied differ: a queued waiter is never
@@ -39,6 +41,9 @@ if redis.call('exists', key) == 0 and
     return nil
 end
 if redis.call('hexists', key, owner) == 1 then
+    if ARGV[6] ~= '' then
+        return redis.error_reply(ARGV[6])
+    end
     redis.call('hincrby', key, owner, 1)
     redis.call('pexpire', key, ARGV[1])
     return nil

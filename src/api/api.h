@@ -24,6 +24,9 @@ struct rlock {
     char *name;           /* owned: outlives the client */
     struct rlock *next, **prev; /* the client's handles (entries_mu) */
     bool borrowed; /* owned by an rlock_rw: rlock_free() leaves it */
+    /* a non-reentrant lock's handle (nonreentrant.c): kind is the entry's,
+     * RLOCK_KIND_LOCK or RLOCK_KIND_FAIR, shared with reentrant handles */
+    bool non_reentrant;
     /* spin lock back-off (rlock_spin_set_backoff) */
     int64_t spin_initial_ms;
     int64_t spin_max_ms;

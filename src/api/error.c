@@ -27,7 +27,8 @@
     X(RLOCK_ECANCELED, "the asynchronous call was cancelled")                 \
     X(RLOCK_ENOTSUP, "not supported for this kind of lock or connection")                   \
     X(RLOCK_ENOTIFY, "unlocked, but Redis refused the unlock message")       \
-    X(RLOCK_ETLS, "TLS failed: untrusted or wrong certificate, or handshake")
+    X(RLOCK_ETLS, "TLS failed: untrusted or wrong certificate, or handshake") \
+    X(RLOCK_EREENTRY, "the non-reentrant lock is already held by this owner")
 
 /* Returns the description of err, or a generic sentence for unknown codes. */
 const char *rlock_strerror(int err)

@@ -136,7 +136,12 @@ void rlock_free(rlock *l)
 
 int rlock_kind(const rlock *l)
 {
-    return l != NULL ? l->kind : RLOCK_EINVAL;
+    if (l == NULL)
+        return RLOCK_EINVAL;
+    if (l->non_reentrant)
+        return l->kind == RLOCK_KIND_FAIR ? RLOCK_KIND_NONREENTRANT_FAIR
+                                          : RLOCK_KIND_NONREENTRANT;
+    return l->kind;
 }
 
 const char *rlock_name(const rlock *l)

@@ -301,6 +301,7 @@ int rlock_lock_async(rlock *l, uint64_t owner, int64_t wait_ms,
     op->m.acq.spin_initial_ms = l->spin_initial_ms;
     op->m.acq.spin_max_ms = l->spin_max_ms;
     op->m.acq.spin_multiplier = l->spin_multiplier;
+    op->m.acq.non_reentrant = l->non_reentrant;
     rlock__loop_submit(l->client->loop, &op->task);
     return RLOCK_OK;
 }

@@ -138,6 +138,7 @@ int rlock__trylock_ex(rlock *l, int64_t wait_ms, int64_t lease_ms,
     a.spin_initial_ms = l->spin_initial_ms;
     a.spin_max_ms = l->spin_max_ms;
     a.spin_multiplier = l->spin_multiplier;
+    a.non_reentrant = l->non_reentrant;
     rc = rlock__sync_run(&rlock__acquire_class, &a, rlock__acquire_start(&a));
     if (rc == 0 && token != NULL)
         *token = a.token;

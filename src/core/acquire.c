@@ -292,7 +292,7 @@ static rlock__step try_once(rlock__acquire *a)
                                                a->lease_ms,
                                                a->wait_ms > 0 ? a->wait_ms
                                                               : 0,
-                                               one_key));
+                                               one_key, a->non_reentrant));
     if (r != NULL && in_queue) {
         /* queued from its send on: a reply lost or late still leaves a
          * place to give up */
@@ -622,6 +622,11 @@ rlock__step rlock__acquire_start(rlock__acquire *a)
 {
     rlock__entry *e = a->entry;
     a->spin_delay_ms = a->spin_initial_ms;
+    /* a second acquire by the holder of a non-reentrant lock would wait
+     * for itself: refused without a round trip (a lost hold may be taken
+     * again) */
+    if (a->non_reentrant && rlock__hold_check(e, a->owner) == RLOCK_OK)
+        return done(a, RLOCK_EREENTRY);
     if (e->kind == RLOCK_KIND_SPIN)
         return try_once(a);
     /* for kinds that let anyone in: the fair lock's queue orders its

@@ -265,6 +265,10 @@ typedef struct rlock__acquire {
     int64_t spin_initial_ms, spin_max_ms;
     int spin_multiplier;
     int64_t token; /* out: a fenced acquire's token */
+    /* a non-reentrant handle's: an owner that holds the lock (through any
+     * handle of the entry) is refused with RLOCK_EREENTRY, here at once,
+     * and by the script when Redis knows of a hold this client does not */
+    bool non_reentrant;
 
     int state;
     rlock__entry *wait_entry; /* its own (a fair or queued waiter's):
@@ -349,7 +353,8 @@ void rlock__kind_owner_tag(char out[RLOCK__TAG_MAX], const rlock__entry *e,
 int rlock__kind_names(rlock__entry *e, const char *waiter);
 int64_t rlock__queue_keep_ms(const rlock_client *c);
 int rlock__spec_acquire(rlock__spec *s, const rlock__entry *e, uint64_t owner,
-                        int64_t lease_ms, int64_t wait_ms, bool try_once);
+                        int64_t lease_ms, int64_t wait_ms, bool try_once,
+                        bool non_reentrant);
 int rlock__spec_drop(rlock__spec *s, const rlock__entry *e, uint64_t owner);
 int rlock__spec_drop_phantom(rlock__spec *s, const rlock__entry *e,
                              uint64_t owner, int known);

@@ -53,10 +53,12 @@ int rlock__kind_names(rlock__entry *e, const char *waiter)
 }
 
 int rlock__spec_acquire(rlock__spec *s, const rlock__entry *e, uint64_t owner,
-                        int64_t lease_ms, int64_t wait_ms, bool try_once)
+                        int64_t lease_ms, int64_t wait_ms, bool try_once,
+                        bool non_reentrant)
 {
     rlock__lock_desc d;
     describe(&d, e);
+    d.non_reentrant = non_reentrant;
     return rlock__kind_acquire(s, &d, owner, lease_ms, wait_ms, try_once);
 }
 

@@ -139,6 +139,15 @@ static int read_timeout_prefix(rlock__spec *s, const rlock__lock_desc *d)
     return RLOCK_OK;
 }
 
+/* The last argument of lock_acquire.lua and fair_acquire.lua: for a
+ * non-reentrant lock, the error its holder's second acquire gets (Redisson
+ * 4.4's non-reentrant scripts are those scripts with the holder's branch
+ * refusing); empty for a reentrant one. */
+static const char *reentry(const rlock__lock_desc *d)
+{
+    return d->non_reentrant ? RLOCK__REENTRY_REFUSED : "";
+}
+
 /* An acquire attempt by owner: lease_ms may be RLOCK_LEASE_WATCHDOG;
  * wait_ms is a fair waiter's slack (0: the configured fair wait timeout);
  * try_once keeps a fair attempt out of the queue, and makes an RLock's
@@ -157,7 +166,7 @@ int rlock__kind_acquire(rlock__spec *s, const rlock__lock_desc *d,
         RLOCK__SPEC_SET(s,
             d->name, d->aux[0], d->aux[1], num(s, 0, lease), s->owner,
             num(s, 1, wait_ms > 0 ? wait_ms : d->fair_wait_ms),
-            num(s, 2, d->wall_ms()), try_once ? "1" : "0");
+            num(s, 2, d->wall_ms()), try_once ? "1" : "0", reentry(d));
         return RLOCK_OK;
     case RLOCK_KIND_READ: {
         spec_init(s, &rlock__script_read_acquire, RLOCK__REPLY_ACQUIRE, 2);
@@ -197,7 +206,10 @@ int rlock__kind_acquire(rlock__spec *s, const rlock__lock_desc *d,
         break;
     }
     rlock__kind_tag(s->owner, d->kind, d->client_id, owner);
-    RLOCK__SPEC_SET(s, d->name, num(s, 0, lease), s->owner);
+    if (d->kind == RLOCK_KIND_WRITE)
+        RLOCK__SPEC_SET(s, d->name, num(s, 0, lease), s->owner);
+    else
+        RLOCK__SPEC_SET(s, d->name, num(s, 0, lease), s->owner, reentry(d));
     return RLOCK_OK;
 }
 

@@ -226,7 +226,16 @@ typedef struct rlock__lock_desc {
      * waiter keeps its place for queue_keep_ms without trying again */
     bool queue;
     int64_t queue_keep_ms;
+    /* a non-reentrant handle's acquire (Redisson 4.4's non-reentrant lock
+     * and fair lock): the owner's second acquire is refused with
+     * RLOCK__REENTRY_REFUSED instead of counted */
+    bool non_reentrant;
 } rlock__lock_desc;
+
+/* The error text Redisson's non-reentrant scripts refuse a holder's second
+ * acquire with (RedissonNonReentrantLock.REENTRY_ERR); rlock's decode it
+ * as RLOCK_EREENTRY. */
+#define RLOCK__REENTRY_REFUSED "NON_REENTRANT_REACQUIRE"
 
 /* One script call of a lock kind, laid out for a request. Its arguments
  * are set by one RLOCK__SPEC_SET, never one at a time, so that a call

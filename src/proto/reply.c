@@ -35,6 +35,11 @@ int rlock__reply_error_code(const struct redisReply *r)
     if (starts_with(r, "LOADING") || starts_with(r, "BUSY") ||
         starts_with(r, "MASTERDOWN"))
         return RLOCK_ECONN;
+    /* a script's redis.error_reply() text; Redis 7 puts "ERR " before a
+     * text without an error code of its own */
+    if (starts_with(r, RLOCK__REENTRY_REFUSED) ||
+        starts_with(r, "ERR " RLOCK__REENTRY_REFUSED))
+        return RLOCK_EREENTRY;
     return RLOCK_ESERVER;
 }
 

@@ -79,13 +79,22 @@ static void check_kind(int kind)
     rlock__spec s;
     assert_int_equal(setup_kind(&f, kind), RLOCK_OK);
 
-    assert_int_equal(rlock__spec_acquire(&s, &f.entry, 7, 30000, 0, false),
+    assert_int_equal(rlock__spec_acquire(&s, &f.entry, 7, 30000, 0, false,
+                                         false),
+                     RLOCK_OK);
+    assert_fits_script(&s);
+    rlock__spec_clear(&s);
+
+    /* a non-reentrant handle's acquire: the same script */
+    assert_int_equal(rlock__spec_acquire(&s, &f.entry, 7, 30000, 0, true,
+                                         true),
                      RLOCK_OK);
     assert_fits_script(&s);
     rlock__spec_clear(&s);
 
     /* a try without a wait; for an RLock, Redisson's one-key acquire */
-    assert_int_equal(rlock__spec_acquire(&s, &f.entry, 7, 30000, 0, true),
+    assert_int_equal(rlock__spec_acquire(&s, &f.entry, 7, 30000, 0, true,
+                                         false),
                      RLOCK_OK);
     assert_fits_script(&s);
     rlock__spec_clear(&s);
