@@ -40,6 +40,7 @@ set(RLOCK_MAN_PAGES
     rlock_fenced_get.3
     rlock_multi_new.3
     rlock_nonreentrant_get.3
+    rlock_latch_get.3
     rlock_lock_async.3
     rlock_client_stats.3
     rlock_strerror.3

@@ -1264,6 +1264,65 @@ RLOCK_API int rlock_nonreentrant_get(rlock_client *c, const char *name,
 RLOCK_API int rlock_nonreentrant_fair_get(rlock_client *c, const char *name,
                                           rlock **out);
 
+/* ------------------------------------------------------------------------ */
+/* Count-down latch: Redisson's RCountDownLatch (getCountDownLatch).
+ *
+ * A count that processes count down; waiters are let through once it
+ * reaches zero. Unlike java.util.concurrent's, it can be set again once
+ * open (try_set_count). The same Redis state and messages as Redisson's (a
+ * string key holding the count, deleted at zero; the channel
+ * redisson_countdownlatch__channel__{name}, "0" when it opens, "1" when a
+ * count is set or the latch deleted), so C and Java processes share one
+ * latch. A waiter waits on the channel, never polling: it reads the count
+ * when it is woken, and at least every re-check interval (see the config),
+ * which bounds what a lost message costs.
+ *
+ * Handles: rlock_latch_get() returns 0, RLOCK_EINVAL (c, name or out NULL,
+ * name empty or longer than RLOCK_NAME_MAX, or in a cluster a name whose
+ * key and channel fall in different slots), RLOCK_ENOMEM, RLOCK_EFORKED or
+ * RLOCK_ECLOSED. Ownership: the name is copied; the caller frees the
+ * handle with rlock_latch_free() (NULL is a no-op), before or after its
+ * client (calls on a handle whose client was freed return RLOCK_ECLOSED).
+ * Thread-safety: a handle may be used by any number of threads at once.
+ *
+ * The calls below block the calling thread for one round trip (await:
+ * until the latch opens or its wait runs out) and return, besides what
+ * each says, RLOCK_EINVAL (l NULL), RLOCK_ECLOSED, RLOCK_EFORKED,
+ * RLOCK_EDEADLK (called from an rlock callback), RLOCK_ECONN,
+ * RLOCK_ETIMEDOUT (Redis too slow), RLOCK_ESERVER or RLOCK_ENOMEM. */
+typedef struct rlock_latch rlock_latch;
+RLOCK_API int rlock_latch_get(rlock_client *c, const char *name,
+                              rlock_latch **out);
+RLOCK_API void rlock_latch_free(rlock_latch *l);
+
+/* Sets the count to count (>= 0) if the latch has none (it is open).
+ * Returns 1 when set, 0 when it had a count already (nothing changed), or
+ * RLOCK_EINVAL for a negative count. Redisson: trySetCount(). */
+RLOCK_API int rlock_latch_try_set_count(rlock_latch *l, int64_t count);
+
+/* Counts down by one; at zero the latch opens (its key is deleted) and
+ * every waiter, C or Java, is woken. On an open latch it does nothing.
+ * Returns 0. Redisson: countDown(). */
+RLOCK_API int rlock_latch_count_down(rlock_latch *l);
+
+/* Returns the count (0 when open), or a negative code.
+ * Redisson: getCount(). */
+RLOCK_API int64_t rlock_latch_count(rlock_latch *l);
+
+/* Deletes the latch (it opens without waking Redisson's waiters, as in
+ * Redisson; rlock's find it open at their next re-check). Returns 1 when
+ * there was one, else 0. Redisson: delete(). */
+RLOCK_API int rlock_latch_delete(rlock_latch *l);
+
+/* Waits until the latch is open: at most wait_ms (0: just look), or
+ * RLOCK_WAIT_FOREVER. Returns 0 once it is open, RLOCK_ETIMEDOUT when the
+ * wait ran out first (also when Redis could not be reached meanwhile: a
+ * wait never outlasts wait_ms by more than a command timeout), RLOCK_ECONN
+ * when Redis stayed unreachable through the retry attempts (see the
+ * config) within the wait, or RLOCK_EINVAL (wait_ms below
+ * RLOCK_WAIT_FOREVER). Redisson: await() and await(time, unit). */
+RLOCK_API int rlock_latch_await(rlock_latch *l, int64_t wait_ms);
+
 #ifdef __cplusplus
 }
 #endif

@@ -368,6 +368,36 @@ int rlock__spec_release(rlock__spec *s, const rlock__entry *e, uint64_t owner,
                         int64_t lease_ms, const char *latch);
 rlock__req *rlock__req_from_spec(rlock_client *c, const rlock__spec *s);
 
+/* ------------------------------------------------------- countdown.c */
+
+/* Waiting for a count-down latch to open (entry of kind
+ * RLOCK__KIND_COUNTDOWN): read the count, wait on the channel, read again.
+ * The caller sets the fields of rlock__countdown_wait_init (and kick, for
+ * the async driver); the rest are the machine's. */
+typedef struct rlock__countdown_wait {
+    rlock__entry *entry; /* borrowed: the caller keeps a reference */
+    int64_t wait_ms;     /* as given: may be RLOCK_WAIT_FOREVER */
+    int64_t deadline_ms;
+    void (*kick)(rlock__waiter *w); /* the async driver's wake-up */
+
+    int state;
+    rlock__waiter waiter;
+    bool entered;
+    int attempts; /* reads lost in a row */
+    int64_t count; /* the last count read */
+} rlock__countdown_wait;
+
+extern const rlock__op_class rlock__countdown_wait_class;
+
+void rlock__countdown_wait_init(rlock__countdown_wait *w, rlock__entry *e,
+                                int64_t wait_ms);
+rlock__step rlock__countdown_wait_start(rlock__countdown_wait *w);
+void rlock__countdown_wait_clear(rlock__countdown_wait *w);
+void rlock__countdown_describe(rlock__countdown_desc *d,
+                               const rlock__entry *e);
+bool rlock__countdown_heard(rlock__entry *e, const char *payload,
+                            size_t len);
+
 /* ------------------------ pubsub.c, pubsub_links.c, pubsub_answers.c */
 
 /* The client's subscriber. */

@@ -216,6 +216,13 @@ static void on_message(channel *ch, const rlock__push *p)
     }
     if (ch->state != CH_SUBSCRIBED || p->payload_len != 1)
         return;
+    if (ch->nentries > 0 && ch->entries[0]->kind == RLOCK__KIND_COUNTDOWN) {
+        /* a count-down latch's channel is its alone (countdown.c) */
+        for (int i = 0; i < ch->nentries; i++)
+            rlock__countdown_heard(ch->entries[i], p->payload,
+                                   p->payload_len);
+        return;
+    }
     bool all = p->payload[0] == '1';
     if (!all && p->payload[0] != '0')
         return; /* not a lock message: Redisson drops it too */

@@ -82,6 +82,9 @@ int rlock__kind_make_names(int kind, const char *name, const char *waiter,
     case RLOCK__KIND_SEMAPHORE:
     case RLOCK__KIND_PERMIT_SEMAPHORE:
         return rlock__sem_make_names(kind, n, channel, aux);
+    case RLOCK__KIND_COUNTDOWN:
+        *channel = rlock__countdown_channel(n);
+        return *channel ? RLOCK_OK : RLOCK_ENOMEM;
     default: /* spin: a spin waiter never joins its channel */
         *channel = rlock__channel_name(n);
         return *channel ? RLOCK_OK : RLOCK_ENOMEM;
@@ -399,6 +402,8 @@ const rlock__script *const rlock__all_scripts[] = {
     &rlock__script_write_release,       &rlock__script_rw_force_release,
     &rlock__script_rw_is_locked,        &rlock__script_lock_drop,
     &rlock__script_lock_acquire_queued,  &rlock__script_lock_give_up,
-    &rlock__script_lock_release_one_key};
+    &rlock__script_lock_release_one_key,
+    &rlock__script_latch_try_set_count, &rlock__script_latch_count_down,
+    &rlock__script_latch_delete};
 const size_t rlock__all_scripts_count =
     sizeof(rlock__all_scripts) / sizeof(*rlock__all_scripts);

@@ -340,5 +340,31 @@ int rlock__permit_available(rlock__spec *s, const rlock__sem_desc *d,
                             int64_t now_ms);
 int rlock__permit_add_permits(rlock__spec *s, const rlock__sem_desc *d,
                               int permits);
+/* ------------------------------------------------------------ countdown.c */
+
+/* A count-down latch (Redisson's RCountDownLatch), as its calls see it.
+ * Its client entry (core) is of kind RLOCK__KIND_COUNTDOWN, whose channel
+ * rlock__kind_make_names() makes with rlock__countdown_channel(). */
+#define RLOCK__KIND_COUNTDOWN 101
+
+typedef struct rlock__countdown_desc {
+    const char *name;    /* the latch's key */
+    const char *channel; /* rlock__countdown_channel(name) */
+    const char *publish; /* as rlock__lock_desc's */
+} rlock__countdown_desc;
+
+char *rlock__countdown_channel(const char *name);
+void rlock__countdown_try_set(rlock__spec *s, const rlock__countdown_desc *d,
+                              int64_t count);
+void rlock__countdown_count_down(rlock__spec *s,
+                                 const rlock__countdown_desc *d);
+void rlock__countdown_delete(rlock__spec *s, const rlock__countdown_desc *d);
+void rlock__countdown_get(rlock__spec *s, const rlock__countdown_desc *d);
+
+/* A message on a latch's channel: the latch opened ("0"), or anything
+ * else ("1": a new count was set, or the latch deleted), which wakes no
+ * waiter (as Redisson's). */
+enum { RLOCK__COUNTDOWN_OTHER, RLOCK__COUNTDOWN_OPENED };
+int rlock__countdown_message(const char *payload, size_t len);
 
 #endif

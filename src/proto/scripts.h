@@ -49,6 +49,9 @@ extern const rlock__script rlock__script_permit_release;
 extern const rlock__script rlock__script_permit_update_lease;
 extern const rlock__script rlock__script_permit_available;
 extern const rlock__script rlock__script_permit_add_permits;
+extern const rlock__script rlock__script_latch_try_set_count;
+extern const rlock__script rlock__script_latch_count_down;
+extern const rlock__script rlock__script_latch_delete;
 
 /* Every script above (proto/kinds.c). */
 extern const rlock__script *const rlock__all_scripts[];
