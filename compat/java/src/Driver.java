@@ -64,6 +64,18 @@
  *     release ID                  tryRelease(ID)         released, t0
  *     available                   availablePermits()     permits
  *
+ * KIND may also be nonreentrant or nonreentrant_fair (Redisson 4.4+'s
+ * getNonReentrantLock, getNonReentrantFairLock: the lock ops above; a
+ * refused re-acquire is an "error" event naming
+ * IllegalMonitorStateException), or latch, a count-down latch
+ * (getCountDownLatch), whose ops are:
+ *
+ *     setcount N                  trySetCount(N)         set
+ *     countdown                   countDown()            t0 (when it began)
+ *     await [WAIT_MS]             await() / await(ms)    opened, waited_ms
+ *     count                       getCount()             count
+ *     delete                      delete()               deleted
+ *
  * token is the fenced lock's, null for other kinds; field is the hash field
  * Redisson writes for this thread, "<client id>:<thread id>". Every answer
  * is one JSON
@@ -90,6 +102,7 @@ import org.redisson.RedissonMultiLock;
 import org.redisson.RedissonRedLock;
 import org.redisson.api.RAtomicLong;
 import org.redisson.api.RBucket;
+import org.redisson.api.RCountDownLatch;
 import org.redisson.api.RLock;
 import org.redisson.api.RPermitExpirableSemaphore;
 import org.redisson.api.RSemaphore;
@@ -184,6 +197,14 @@ public final class Driver {
         case "fenced":
             return (RLock) RedissonClient.class.getMethod("getFencedLock", String.class)
                 .invoke(client, name);
+        case "nonreentrant":
+        case "nonreentrant_fair": {
+            // by reflection: versions before 4.4 lack them
+            String getter = kind.equals("nonreentrant") ? "getNonReentrantLock"
+                                                        : "getNonReentrantFairLock";
+            return (RLock) RedissonClient.class.getMethod(getter, String.class)
+                .invoke(client, name);
+        }
         case "multi":
         case "red": {
             String[] names = name.split(",");
@@ -230,6 +251,10 @@ public final class Driver {
             }
             if (kind.equals("psem")) {
                 runPermits(tid, op, client.getPermitExpirableSemaphore(name), a);
+                return;
+            }
+            if (kind.equals("latch")) {
+                latch(tid, op, client.getCountDownLatch(name), a);
                 return;
             }
             RLock lock = lockOf(kind, name);
@@ -377,6 +402,43 @@ public final class Driver {
         }
         emit("semcontend", tid, "iterations", iterations, "ms",
              (System.nanoTime() - start) / 1000000);
+    }
+
+    // ------------------------------------------------------- latches
+
+    /* The count-down latch's ops (see the file comment). */
+    private static void latch(String tid, String op, RCountDownLatch latch, String[] a)
+            throws InterruptedException {
+        switch (op) {
+        case "setcount":
+            emit(op, tid, "set", latch.trySetCount(Long.parseLong(a[4])));
+            break;
+        case "countdown": {
+            long t0 = System.currentTimeMillis();
+            latch.countDown();
+            emit(op, tid, "t0", t0);
+            break;
+        }
+        case "await": {
+            long start = System.nanoTime();
+            boolean opened = true;
+            if (a.length > 4)
+                opened = latch.await(Long.parseLong(a[4]), TimeUnit.MILLISECONDS);
+            else
+                latch.await();
+            emit(op, tid, "opened", opened, "waited_ms",
+                 (System.nanoTime() - start) / 1000000);
+            break;
+        }
+        case "count":
+            emit(op, tid, "count", latch.getCount());
+            break;
+        case "delete":
+            emit(op, tid, "deleted", latch.delete());
+            break;
+        default:
+            throw new IllegalArgumentException("unknown latch op " + op);
+        }
     }
 
     /* The counter loop of the mutual-exclusion test: GET and SET are two
