@@ -1323,6 +1323,18 @@ RLOCK_API int rlock_latch_delete(rlock_latch *l);
  * RLOCK_WAIT_FOREVER). Redisson: await() and await(time, unit). */
 RLOCK_API int rlock_latch_await(rlock_latch *l, int64_t wait_ms);
 
+/* The async await, for event-loop servers: cb runs exactly once with what
+ * rlock_latch_await() would return, where async completions run (the loop
+ * given to rlock_client_attach_loop(), else the client's I/O thread).
+ * Returns 0 (cb will run) or, without calling cb, RLOCK_EINVAL (l or cb
+ * NULL, wait_ms below RLOCK_WAIT_FOREVER), RLOCK_ENOMEM, RLOCK_EFORKED or
+ * RLOCK_ECLOSED. rlock_client_free() ends pending calls with RLOCK_ECLOSED.
+ * Ownership: l must stay valid until cb has run.
+ * Thread-safety: any thread. */
+typedef void (*rlock_latch_cb)(rlock_latch *l, int status, void *arg);
+RLOCK_API int rlock_latch_await_async(rlock_latch *l, int64_t wait_ms,
+                                      rlock_latch_cb cb, void *arg);
+
 #ifdef __cplusplus
 }
 #endif

@@ -71,6 +71,8 @@ void rlock__deliver(rlock_client *c, rlock_done_cb cb, rlock *lock,
 
 /* The async calls (lock_async.c): client.c ends them when it closes. */
 typedef struct rlock__aop rlock__aop;
+int rlock__countdown_await_async(rlock *h, int64_t wait_ms, rlock_done_cb cb,
+                                 void *arg);
 void rlock__async_shutdown(rlock_client *c);
 void rlock__async_client_free(rlock_client *c);
 

@@ -136,3 +136,38 @@ int rlock_latch_await(rlock_latch *l, int64_t wait_ms)
     rlock__countdown_wait_clear(&w);
     return rc;
 }
+
+/* An async await's completion, carried through the lock calls' delivery
+ * (completions.c), which knows rlock_done_cb only. */
+typedef struct latch_done {
+    rlock_latch_cb cb;
+    rlock_latch *l;
+    void *arg;
+} latch_done;
+
+static void on_latch_done(rlock *h, uint64_t owner, int status, void *arg)
+{
+    (void)h;
+    (void)owner;
+    latch_done d = *(latch_done *)arg;
+    free(arg);
+    d.cb(d.l, status, d.arg);
+}
+
+int rlock_latch_await_async(rlock_latch *l, int64_t wait_ms,
+                            rlock_latch_cb cb, void *arg)
+{
+    if (l == NULL || cb == NULL)
+        return RLOCK_EINVAL;
+    int rc = rlock__handle_check(l->h);
+    if (rc != 0)
+        return rc;
+    latch_done *d = rlock__malloc(sizeof(*d));
+    if (d == NULL)
+        return RLOCK_ENOMEM;
+    *d = (latch_done){cb, l, arg};
+    rc = rlock__countdown_await_async(l->h, wait_ms, on_latch_done, d);
+    if (rc != 0)
+        free(d);
+    return rc;
+}

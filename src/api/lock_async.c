@@ -39,8 +39,10 @@ struct rlock__aop {
     union {
         rlock__acquire acq;
         rlock__release rel;
+        rlock__countdown_wait cw; /* a count-down latch's await */
     } m;
     bool acquire;
+    bool countdown; /* m.cw: rlock__countdown_await_async */
     rlock__timer *timer;
     rlock__req *current;        /* the request the machine waits for */
     rlock__waiter *sleep_waiter; /* a wait's waiter, or NULL */
@@ -58,6 +60,8 @@ static void op_free(rlock__aop *op)
 {
     if (op->acquire)
         rlock__acquire_clear(&op->m.acq);
+    else if (op->countdown)
+        rlock__countdown_wait_clear(&op->m.cw);
     else
         rlock__release_clear(&op->m.rel);
     rlock__timer_free(op->timer);
@@ -155,10 +159,8 @@ static void on_timer(void *arg)
 }
 
 /* The waiter's wake-up came (core/entry_waiters.c, on the I/O thread). */
-static void on_kick(rlock__waiter *w)
+static void kicked(rlock__aop *op, rlock__waiter *w)
 {
-    rlock__aop *op =
-        (rlock__aop *)((char *)w - offsetof(rlock__aop, m.acq.waiter));
     /* a closing client ends its calls; none starts a new try */
     if (!op->sleeping || op->sleep_waiter != w ||
         atomic_load(&op->client->closing))
@@ -166,6 +168,16 @@ static void on_kick(rlock__waiter *w)
     op->sleeping = false;
     rlock__timer_stop(op->timer);
     drive(op, op->cls->wake(&op->m, true));
+}
+
+static void on_kick(rlock__waiter *w)
+{
+    kicked((rlock__aop *)((char *)w - offsetof(rlock__aop, m.acq.waiter)), w);
+}
+
+static void on_countdown_kick(rlock__waiter *w)
+{
+    kicked((rlock__aop *)((char *)w - offsetof(rlock__aop, m.cw.waiter)), w);
 }
 
 /* Sends r for op, its reply due within timeout_ms (RLOCK_ETIMEDOUT then):
@@ -248,8 +260,9 @@ static void run_start(rlock__task *t, int status)
         return;
     }
     link_op(op);
-    drive(op, op->acquire ? rlock__acquire_start(&op->m.acq)
-                          : rlock__release_start(&op->m.rel));
+    drive(op, op->acquire     ? rlock__acquire_start(&op->m.acq)
+              : op->countdown ? rlock__countdown_wait_start(&op->m.cw)
+                              : rlock__release_start(&op->m.rel));
 }
 
 static int op_new(rlock *l, uint64_t owner, rlock_done_cb cb, void *arg,
@@ -315,6 +328,28 @@ int rlock_unlock_async(rlock *l, uint64_t owner, rlock_done_cb cb, void *arg)
     op->cls = &rlock__release_class;
     rlock__release_init(&op->m.rel, op->entry, owner);
     rlock__loop_submit(l->client->loop, &op->task);
+    return RLOCK_OK;
+}
+
+/* Starts waiting up to wait_ms for the count-down latch of handle h
+ * (api/latch.c's, kind RLOCK__KIND_COUNTDOWN); cb runs once with 0,
+ * RLOCK_ETIMEDOUT or an error, as rlock_latch_await() returns them. A
+ * latch's wait belongs to no owner: the call carries owner 1, which no
+ * lock call sees (rlock_cancel() never matches it). */
+int rlock__countdown_await_async(rlock *h, int64_t wait_ms, rlock_done_cb cb,
+                                 void *arg)
+{
+    if (wait_ms < RLOCK_WAIT_FOREVER)
+        return RLOCK_EINVAL;
+    rlock__aop *op = NULL;
+    int rc = op_new(h, 1, cb, arg, &op);
+    if (rc != 0)
+        return rc;
+    op->countdown = true;
+    op->cls = &rlock__countdown_wait_class;
+    rlock__countdown_wait_init(&op->m.cw, op->entry, wait_ms);
+    op->m.cw.kick = on_countdown_kick;
+    rlock__loop_submit(h->client->loop, &op->task);
     return RLOCK_OK;
 }
 

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -377,6 +378,109 @@ static void test_await_budget_holds_while_redis_is_stopped(void **state)
     rlock_latch_free(l);
 }
 
+/* ---------------------------------------------------------- async await */
+
+/* An async await's completion: status, once done is set. */
+typedef struct latch_completion {
+    atomic_int done;
+    atomic_int status;
+    atomic_llong at_ms;
+} latch_completion;
+
+static void on_latch_done(rlock_latch *l, int status, void *arg)
+{
+    latch_completion *c = arg;
+
+    (void)l;
+    atomic_store(&c->status, status);
+    atomic_store(&c->at_ms, rt_now_ms());
+    atomic_store(&c->done, 1);
+}
+
+/* Waits up to within_ms for c; returns its status (fails the test after
+ * that). */
+static int await_completion(latch_completion *c, int64_t within_ms)
+{
+    int64_t end = rt_now_ms() + within_ms;
+
+    while (!atomic_load(&c->done) && rt_now_ms() < end)
+        rt_sleep_ms(5);
+    assert_true(atomic_load(&c->done));
+    return atomic_load(&c->status);
+}
+
+static void test_async_await_is_completed_by_count_down(void **state)
+{
+    lt_fixture *f = *state;
+    char name[128], channel[200];
+    rlock_client *other = lt_connect(f->redis.url, NULL, 0);
+    rlock_latch *l, *counter;
+    latch_completion done = {0};
+    int64_t t0;
+
+    LT_TEST_NAME(name);
+    channel_of(channel, sizeof(channel), name);
+    l = latch(f->client, name);
+    counter = latch(other, name);
+    assert_int_equal(rlock_latch_try_set_count(counter, 1), 1);
+    assert_int_equal(rlock_latch_await_async(l, RLOCK_WAIT_FOREVER,
+                                             on_latch_done, &done),
+                     RLOCK_OK);
+    assert_int_equal(rt_wait_numsub(&f->redis, channel, 1, 5000), 1);
+    rt_sleep_ms(SETTLE_MS);
+    assert_false(atomic_load(&done.done));
+    t0 = rt_now_ms();
+    assert_int_equal(rlock_latch_count_down(counter), RLOCK_OK);
+    assert_int_equal(await_completion(&done, WAKE_MS), RLOCK_OK);
+    assert_true(atomic_load(&done.at_ms) - t0 < RECHECK_MS);
+    rlock_latch_free(counter);
+    rlock_latch_free(l);
+    rlock_client_free(other);
+}
+
+static void test_async_await_budget_runs_out(void **state)
+{
+    lt_fixture *f = *state;
+    char name[128];
+    rlock_latch *l;
+    latch_completion done = {0};
+    int64_t t0;
+
+    LT_TEST_NAME(name);
+    l = latch(f->client, name);
+    assert_int_equal(rlock_latch_try_set_count(l, 1), 1);
+    t0 = rt_now_ms();
+    assert_int_equal(rlock_latch_await_async(l, 400, on_latch_done, &done),
+                     RLOCK_OK);
+    assert_int_equal(await_completion(&done, 400 + WAKE_MS),
+                     RLOCK_ETIMEDOUT);
+    assert_true(atomic_load(&done.at_ms) - t0 >= 400);
+    assert_int_equal(rlock_latch_delete(l), 1);
+    rlock_latch_free(l);
+}
+
+/* Freeing the client ends a pending async await with RLOCK_ECLOSED. */
+static void test_async_await_ends_closed_when_client_is_freed(void **state)
+{
+    lt_fixture *f = *state;
+    char name[128];
+    rlock_client *c = lt_connect(f->redis.url, NULL, 0);
+    rlock_latch *l;
+    latch_completion done = {0};
+
+    LT_TEST_NAME(name);
+    l = latch(c, name);
+    assert_int_equal(rlock_latch_try_set_count(l, 1), 1);
+    assert_int_equal(rlock_latch_await_async(l, RLOCK_WAIT_FOREVER,
+                                             on_latch_done, &done),
+                     RLOCK_OK);
+    rt_sleep_ms(100);
+    rlock_client_free(c);
+    assert_int_equal(await_completion(&done, WAKE_MS), RLOCK_ECLOSED);
+    rlock_latch_free(l);
+    assert_int_equal(rt_cmd_int(&f->redis, "DEL %s", name), 1);
+}
+
 static void test_bad_arguments_are_refused(void **state)
 {
     lt_fixture *f = *state;
@@ -396,6 +500,11 @@ static void test_bad_arguments_are_refused(void **state)
     l = latch(f->client, name);
     assert_int_equal(rlock_latch_try_set_count(l, -1), RLOCK_EINVAL);
     assert_int_equal(rlock_latch_await(l, -2), RLOCK_EINVAL);
+    assert_int_equal(rlock_latch_await_async(l, -2, on_latch_done, NULL),
+                     RLOCK_EINVAL);
+    assert_int_equal(rlock_latch_await_async(l, 0, NULL, NULL), RLOCK_EINVAL);
+    assert_int_equal(rlock_latch_await_async(NULL, 0, on_latch_done, NULL),
+                     RLOCK_EINVAL);
     assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
     rlock_latch_free(l);
     rlock_latch_free(NULL);
@@ -448,6 +557,9 @@ int main(void)
         cmocka_unit_test(test_await_finds_a_deleted_latch_open_at_recheck),
         cmocka_unit_test(test_new_count_keeps_waiters_waiting),
         cmocka_unit_test(test_await_budget_holds_while_redis_is_stopped),
+        cmocka_unit_test(test_async_await_is_completed_by_count_down),
+        cmocka_unit_test(test_async_await_budget_runs_out),
+        cmocka_unit_test(test_async_await_ends_closed_when_client_is_freed),
         cmocka_unit_test(test_bad_arguments_are_refused),
         cmocka_unit_test(test_handle_of_a_freed_client_is_closed),
     };
