@@ -10,7 +10,8 @@
  *
  * They exclude each other on a lock of each master and see each other's
  * hold counts in the hash; they wake each other (SPUBLISH to SSUBSCRIBE
- * waiters on the slot's master); they share a counter; and they keep doing
+ * waiters on the slot's master), and open each other's count-down latch
+ * waiters the same way; they share a counter; and they keep doing
  * so through a CLUSTER FAILOVER and a slot moved by hand, with a waiter on
  * each side across the failover and an rlock waiter across the move. The
  * old Redisson publishes and subscribes plain: an rlock waiter in mode both
@@ -529,6 +530,109 @@ static void test_an_rlock_waiter_is_woken_by_a_java_unlock(void **state)
                         RT_CLUSTER_MASTERS);
 }
 
+/* ------------------------------------------------- count-down latch */
+
+/* Writes into buf a latch name "prefix-i" whose slot master m serves. A
+ * latch's channel is "redisson_countdownlatch__channel__{N}" whatever N
+ * holds, so only a name without braces keeps key and channel in one slot. */
+static void latch_name_on(int m, const char *prefix, char *buf, size_t len)
+{
+    for (int i = 0; i < 10000; i++) {
+        snprintf(buf, len, "%s-%d", prefix, i);
+        if (rt_cluster_owner(&cluster, slot_of(buf)) == m)
+            return;
+    }
+    fail_msg("no latch name of prefix %s lands on master %d", prefix, m);
+}
+
+/* A C thread waiting on a latch; done_wall_ms is when its await returned. */
+typedef struct latch_waiter {
+    rlock_latch *l;
+    int rc;
+    int64_t done_wall_ms;
+    pthread_t thread;
+} latch_waiter;
+
+static void *latch_waiter_main(void *arg)
+{
+    latch_waiter *w = arg;
+    w->rc = rlock_latch_await(w->l, RLOCK_WAIT_FOREVER);
+    w->done_wall_ms = ct_wall_ms();
+    return NULL;
+}
+
+/* On a latch of each master, Java's countDown() opens an rlock waiter,
+ * which waits SSUBSCRIBEd on the slot's master (rlock's auto mode): the
+ * count-down's "0" goes out with SPUBLISH. */
+static void test_an_rlock_latch_waiter_is_opened_by_a_java_count_down(
+    void **state)
+{
+    RT_SKIP_BEFORE_7_0("PUBSUB SHARDNUMSUB");
+    (void)state;
+    long long lat[RT_CLUSTER_MASTERS];
+    for (int m = 0; m < RT_CLUSTER_MASTERS; m++) {
+        char name[64], channel[160];
+        latch_waiter w = {.l = NULL};
+        int owner = master_now(m);
+        latch_name_on(owner, "clatch", name, sizeof(name));
+        snprintf(channel, sizeof(channel),
+                 "redisson_countdownlatch__channel__{%s}", name);
+        assert_int_equal(rlock_latch_get(client, name, &w.l), RLOCK_OK);
+        json_t *ev =
+            jt_java_do(java, "d", "setcount", "latch", name, "1", JT_PEER_MS);
+        assert_true(np_bool(ev, "set"));
+        json_decref(ev);
+        assert_int_equal(
+            pthread_create(&w.thread, NULL, latch_waiter_main, &w), 0);
+        wait_subs(owner, "SHARDNUMSUB", channel, 1, 5000);
+        assert_int_equal(plain_subs(owner, channel), 0);
+        ev = jt_java_do(java, "d", "countdown", "latch", name, NULL,
+                        JT_PEER_MS);
+        int64_t t0 = np_int(ev, "t0");
+        json_decref(ev);
+        assert_int_equal(pthread_join(w.thread, NULL), 0);
+        assert_int_equal(w.rc, RLOCK_OK);
+        lat[m] = w.done_wall_ms - t0;
+        assert_true(lat[m] < CT_WAKE_BOUND_MS);
+        assert_int_equal(rt_cmd_int(node(owner), "EXISTS %s", name), 0);
+        rlock_latch_free(w.l);
+    }
+    jt_report_latencies(VERSION, "cluster: Java countDown -> rlock latch",
+                        lat, RT_CLUSTER_MASTERS);
+}
+
+/* And rlock's count-down opens a Java waiter, SSUBSCRIBEd by Redisson. */
+static void test_a_java_latch_waiter_is_opened_by_an_rlock_count_down(
+    void **state)
+{
+    RT_SKIP_BEFORE_7_0("PUBSUB SHARDNUMSUB");
+    (void)state;
+    long long lat[RT_CLUSTER_MASTERS];
+    for (int m = 0; m < RT_CLUSTER_MASTERS; m++) {
+        char name[64], channel[160];
+        rlock_latch *l;
+        int owner = master_now(m);
+        latch_name_on(owner, "jlatch", name, sizeof(name));
+        snprintf(channel, sizeof(channel),
+                 "redisson_countdownlatch__channel__{%s}", name);
+        assert_int_equal(rlock_latch_get(client, name, &l), RLOCK_OK);
+        assert_int_equal(rlock_latch_try_set_count(l, 1), 1);
+        jp_send(java, "w await latch %s", name);
+        wait_subs(owner, "SHARDNUMSUB", channel, 1, JT_PEER_MS);
+        assert_true(jp_quiet(java, "w", 200));
+        int64_t t0 = ct_wall_ms();
+        assert_int_equal(rlock_latch_count_down(l), RLOCK_OK);
+        json_t *ev = jp_expect(java, "w", "await", CT_WAKE_BOUND_MS);
+        assert_true(np_bool(ev, "opened"));
+        lat[m] = np_int(ev, "t") - t0;
+        json_decref(ev);
+        assert_true(lat[m] < CT_WAKE_BOUND_MS);
+        rlock_latch_free(l);
+    }
+    jt_report_latencies(VERSION, "cluster: rlock countDown -> Java latch",
+                        lat, RT_CLUSTER_MASTERS);
+}
+
 /* --------------------------------------------------------- contention */
 
 #define CONTEND_ITER     25
@@ -1022,6 +1126,10 @@ int main(void)
         cmocka_unit_test(test_each_side_keeps_the_other_out_on_every_master),
         cmocka_unit_test(test_a_java_waiter_is_woken_by_an_rlock_unlock),
         cmocka_unit_test(test_an_rlock_waiter_is_woken_by_a_java_unlock),
+        cmocka_unit_test(
+            test_an_rlock_latch_waiter_is_opened_by_a_java_count_down),
+        cmocka_unit_test(
+            test_a_java_latch_waiter_is_opened_by_an_rlock_count_down),
         cmocka_unit_test(test_both_sides_increment_one_counter_and_lose_none),
 #ifdef RLOCK_JAVA_OLD_VERSION
         cmocka_unit_test(
