@@ -314,6 +314,42 @@ static void test_permit_messages_are_decimal_counts(void **state)
     assert_false(rlock__sem_message_permits("99999999999999999999", 20, &n));
 }
 
+/* The count-down latch's calls (proto/countdown.c) carry what their
+ * scripts read, and its channel is Redisson's, braced whatever the name
+ * holds. */
+static void test_countdown_calls_carry_what_their_scripts_read(void **state)
+{
+    (void)state;
+    char *channel = rlock__countdown_channel("a{b}c");
+    assert_string_equal(channel, "redisson_countdownlatch__channel__{a{b}c}");
+    rlock__countdown_desc d = {.name = "a{b}c", .channel = channel};
+    rlock__spec s;
+
+    rlock__countdown_try_set(&s, &d, 3);
+    assert_fits_script(&s);
+    assert_string_equal(s.argv[2], "1"); /* NEW_COUNT_MESSAGE */
+    assert_string_equal(s.argv[3], "3");
+    assert_string_equal(s.argv[4], "PUBLISH");
+    rlock__countdown_count_down(&s, &d);
+    assert_fits_script(&s);
+    assert_string_equal(s.argv[2], "0"); /* ZERO_COUNT_MESSAGE */
+    d.publish = "SPUBLISH";
+    rlock__countdown_delete(&s, &d);
+    assert_fits_script(&s);
+    assert_string_equal(s.argv[2], "1");
+    assert_string_equal(s.argv[3], "SPUBLISH");
+    rlock__countdown_get(&s, &d);
+    assert_null(s.script);
+    assert_int_equal(s.argc, 2);
+    assert_string_equal(s.argv[0], "GET");
+    assert_int_equal(rlock__countdown_message("0", 1),
+                     RLOCK__COUNTDOWN_OPENED);
+    assert_int_equal(rlock__countdown_message("1", 1), RLOCK__COUNTDOWN_OTHER);
+    assert_int_equal(rlock__countdown_message("00", 2),
+                     RLOCK__COUNTDOWN_OTHER);
+    free(channel);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -330,6 +366,7 @@ int main(void)
         cmocka_unit_test(test_semaphore_names_follow_redissons_rules),
         cmocka_unit_test(test_permit_ids_are_32_hex_digits),
         cmocka_unit_test(test_permit_messages_are_decimal_counts),
+        cmocka_unit_test(test_countdown_calls_carry_what_their_scripts_read),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
