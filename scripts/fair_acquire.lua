@@ -4,7 +4,8 @@
 -- queued waiter keeps its place for), ARGV[4] now (wall clock, ms),
 -- ARGV[5] "1": try once (never queue), else queue when taken,
 -- ARGV[6] a non-reentrant fair lock's error for a holder's second acquire
--- (Redisson 4.4's RedissonNonReentrantFairLock; empty: reentrant).
+-- (Redisson 4.4's RedissonNonReentrantFairLock; empty or left out:
+-- reentrant).
 -- Reply: nil when the caller now holds the lock; otherwise how long to wait
 -- at most before trying again (ms; the try-once form replies 1). Redis state
 -- is Redisson's; only the waits replied differ: a queued waiter is never
@@ -41,7 +42,7 @@ if redis.call('exists', key) == 0 and
     return nil
 end
 if redis.call('hexists', key, owner) == 1 then
-    if ARGV[6] ~= '' then
+    if ARGV[6] ~= nil and ARGV[6] ~= '' then
         return redis.error_reply(ARGV[6])
     end
     redis.call('hincrby', key, owner, 1)
