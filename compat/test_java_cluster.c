@@ -575,8 +575,7 @@ static void test_an_rlock_latch_waiter_is_opened_by_a_java_count_down(
         latch_waiter w = {.l = NULL};
         int owner = master_now(m);
         latch_name_on(owner, "clatch", name, sizeof(name));
-        snprintf(channel, sizeof(channel),
-                 "redisson_countdownlatch__channel__{%s}", name);
+        lt_latch_channel_of(channel, sizeof(channel), name);
         assert_int_equal(rlock_latch_get(client, name, &w.l), RLOCK_OK);
         json_t *ev =
             jt_java_do(java, "d", "setcount", "latch", name, "1", JT_PEER_MS);
@@ -613,8 +612,7 @@ static void test_a_java_latch_waiter_is_opened_by_an_rlock_count_down(
         rlock_latch *l;
         int owner = master_now(m);
         latch_name_on(owner, "jlatch", name, sizeof(name));
-        snprintf(channel, sizeof(channel),
-                 "redisson_countdownlatch__channel__{%s}", name);
+        lt_latch_channel_of(channel, sizeof(channel), name);
         assert_int_equal(rlock_latch_get(client, name, &l), RLOCK_OK);
         assert_int_equal(rlock_latch_try_set_count(l, 1), 1);
         jp_send(java, "w await latch %s", name);

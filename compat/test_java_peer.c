@@ -73,31 +73,13 @@ static void test_c_waiter_is_woken_by_java_unlock(void **state)
     long long lat[WAKE_ROUNDS];
 
     for (int i = 0; i < WAKE_ROUNDS; i++) {
-        char name[128], channel[160];
-        ct_locker waiter;
-        json_t *ev;
-        int64_t offset, t0;
+        char name[128];
         rlock *l;
 
         snprintf(name, sizeof(name), LT_SUITE ":%s:%d", __func__, i);
-        lt_channel_of(channel, sizeof(channel), name);
-        jt_java_lock(f->ja, "h", "lock", name);
         l = lt_get_lock(f->a, name);
-        ct_locker_start(&waiter, l, RLOCK_WAIT_FOREVER);
-        ct_wait_numsub(&f->redis, channel, 1, 5000);
-        if (i == 0)
-            assert_false(ct_locker_wait(&waiter, 200));
-
-        offset = ct_wall_ms() - rt_now_ms();
-        ev = jt_java_do(f->ja, "h", "unlock", "lock", name, NULL, JT_PEER_MS);
-        assert_true(np_bool(ev, "ok"));
-        t0 = np_int(ev, "t0");
-        json_decref(ev);
-        assert_true(ct_locker_wait(&waiter, CT_WAKE_BOUND_MS));
-        assert_int_equal(waiter.acquired_rc, RLOCK_OK);
-        lat[i] = waiter.done_ms + offset - t0;
-        assert_true(lat[i] < CT_WAKE_BOUND_MS);
-        assert_int_equal(ct_locker_release(&waiter), RLOCK_OK);
+        lat[i] = jt_c_waiter_woken_by_java(f->ja, &f->redis, "lock", name, l,
+                                           i == 0);
         rlock_free(l);
     }
     jt_report_latencies(VERSION, "Java unlock -> C waiter", lat, WAKE_ROUNDS);
@@ -109,28 +91,13 @@ static void test_java_waiter_is_woken_by_c_unlock(void **state)
     long long lat[WAKE_ROUNDS];
 
     for (int i = 0; i < WAKE_ROUNDS; i++) {
-        char name[128], channel[160];
-        json_t *ev;
-        int64_t t0;
+        char name[128];
         rlock *l;
 
         snprintf(name, sizeof(name), LT_SUITE ":%s:%d", __func__, i);
-        lt_channel_of(channel, sizeof(channel), name);
         l = lt_get_lock(f->a, name);
-        assert_int_equal(rlock_lock(l), RLOCK_OK);
-        jp_send(f->ja, "w lock lock %s", name);
-        ct_wait_numsub(&f->redis, channel, 1, JT_PEER_MS);
-        if (i == 0)
-            assert_true(jp_quiet(f->ja, "w", 200));
-
-        t0 = ct_wall_ms();
-        assert_int_equal(rlock_unlock(l), RLOCK_OK);
-        ev = jp_expect(f->ja, "w", "lock", CT_WAKE_BOUND_MS);
-        lat[i] = np_int(ev, "t") - t0;
-        json_decref(ev);
-        assert_true(lat[i] < CT_WAKE_BOUND_MS);
-        jt_java_unlock(f->ja, "w", "lock", name);
-        assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
+        lat[i] = jt_java_waiter_woken_by_c(f->ja, &f->redis, "lock", name, l,
+                                           i == 0);
         rlock_free(l);
     }
     jt_report_latencies(VERSION, "C unlock -> Java waiter", lat, WAKE_ROUNDS);

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "compat_testing.h"
+#include "lock_testing.h"
 
 int jt_version_at_least(const char *version, int major, int minor)
 {
@@ -156,6 +157,61 @@ int jt_java_trylock(jp_peer *p, const char *kind, const char *name,
     if (got)
         jt_java_unlock(p, "try", kind, name);
     return got;
+}
+
+long long jt_c_waiter_woken_by_java(jp_peer *p, rt_redis *r, const char *kind,
+                                    const char *name, rlock *l, int first)
+{
+    char channel[160];
+    ct_locker waiter;
+    json_t *ev;
+    int64_t offset, t0;
+    long long lat;
+
+    lt_channel_of(channel, sizeof(channel), name);
+    jt_java_lock(p, "h", kind, name);
+    ct_locker_start(&waiter, l, RLOCK_WAIT_FOREVER);
+    ct_wait_numsub(r, channel, 1, 5000);
+    if (first)
+        assert_false(ct_locker_wait(&waiter, 200));
+
+    offset = ct_wall_ms() - rt_now_ms();
+    ev = jt_java_do(p, "h", "unlock", kind, name, NULL, JT_PEER_MS);
+    assert_true(np_bool(ev, "ok"));
+    t0 = np_int(ev, "t0");
+    json_decref(ev);
+    assert_true(ct_locker_wait(&waiter, CT_WAKE_BOUND_MS));
+    assert_int_equal(waiter.acquired_rc, RLOCK_OK);
+    lat = waiter.done_ms + offset - t0;
+    assert_true(lat < CT_WAKE_BOUND_MS);
+    assert_int_equal(ct_locker_release(&waiter), RLOCK_OK);
+    return lat;
+}
+
+long long jt_java_waiter_woken_by_c(jp_peer *p, rt_redis *r, const char *kind,
+                                    const char *name, rlock *l, int first)
+{
+    char channel[160];
+    json_t *ev;
+    int64_t t0;
+    long long lat;
+
+    lt_channel_of(channel, sizeof(channel), name);
+    assert_int_equal(rlock_lock(l), RLOCK_OK);
+    jp_send(p, "w lock %s %s", kind, name);
+    ct_wait_numsub(r, channel, 1, JT_PEER_MS);
+    if (first)
+        assert_true(jp_quiet(p, "w", 200));
+
+    t0 = ct_wall_ms();
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    ev = jp_expect(p, "w", "lock", CT_WAKE_BOUND_MS);
+    lat = np_int(ev, "t") - t0;
+    json_decref(ev);
+    assert_true(lat < CT_WAKE_BOUND_MS);
+    jt_java_unlock(p, "w", kind, name);
+    assert_int_equal(rt_cmd_int(r, "EXISTS %s", name), 0);
+    return lat;
 }
 
 /* The only field of hash name, which must have exactly one, and its value

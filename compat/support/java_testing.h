@@ -76,6 +76,21 @@ void jt_java_unlock(jp_peer *p, const char *tid, const char *kind,
 int jt_java_trylock(jp_peer *p, const char *kind, const char *name,
                     int wait_ms);
 
+/* One wake-up round on lock name, which the C handle l (of the same kind
+ * as the Driver's kind) is on: Java thread "h" holds, a C waiter on l
+ * waits (subscribed on r, and for the first round seen still waiting),
+ * Java unlocks; the waiter must get the lock within CT_WAKE_BOUND_MS.
+ * Returns the latency, wall clock from the unlock's start; the waiter's
+ * hold is released. */
+long long jt_c_waiter_woken_by_java(jp_peer *p, rt_redis *r, const char *kind,
+                                    const char *name, rlock *l, int first);
+
+/* The other way: C holds l, Java thread "w" waits, C unlocks; Java must
+ * get the lock within CT_WAKE_BOUND_MS, then unlocks. Returns the
+ * latency. */
+long long jt_java_waiter_woken_by_c(jp_peer *p, rt_redis *r, const char *kind,
+                                    const char *name, rlock *l, int first);
+
 /* The value of the only field of hash name (which must have exactly one):
  * the hold count of a plain, fair, spin or fenced lock. */
 long long jt_single_count(rt_redis *r, const char *name);

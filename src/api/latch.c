@@ -50,14 +50,25 @@ static int check(const rlock_latch *l)
                                                       : RLOCK_OK;
 }
 
-/* Runs spec s of l; *value gets its integer reply (0 for nil). */
-static int call(rlock_latch *l, rlock__spec *s, int64_t *value)
+/* Runs the call build makes for l (count: what try_set sets); *value
+ * gets its integer reply (0 for nil). */
+static int call(rlock_latch *l,
+                void (*build)(rlock__spec *s, const rlock__countdown_desc *d),
+                int64_t count, int64_t *value)
 {
+    int rc = check(l);
+    if (rc != 0)
+        return rc;
+    rlock__countdown_desc d;
+    rlock__spec s;
     int64_t v = 0;
     bool nil = false;
-    int rc = rlock__sync_command(l->h->client, s->script, s->reply,
-                                 s->numkeys, s->argc, s->argv, &v, &nil);
-    rlock__spec_clear(s);
+    rlock__countdown_describe(&d, l->h->entry);
+    d.count = count;
+    build(&s, &d);
+    rc = rlock__sync_command(l->h->client, s.script, s.reply, s.numkeys,
+                             s.argc, s.argv, &v, &nil);
+    rlock__spec_clear(&s);
     if (rc == 0)
         *value = nil ? 0 : v;
     return rc;
@@ -65,44 +76,23 @@ static int call(rlock_latch *l, rlock__spec *s, int64_t *value)
 
 int rlock_latch_try_set_count(rlock_latch *l, int64_t count)
 {
-    int rc = check(l);
-    if (rc != 0)
-        return rc;
     if (count < 0)
         return RLOCK_EINVAL;
-    rlock__countdown_desc d;
-    rlock__spec s;
     int64_t set = 0;
-    rlock__countdown_describe(&d, l->h->entry);
-    rlock__countdown_try_set(&s, &d, count);
-    rc = call(l, &s, &set);
+    int rc = call(l, rlock__countdown_try_set, count, &set);
     return rc != 0 ? rc : set == 1;
 }
 
 int rlock_latch_count_down(rlock_latch *l)
 {
-    int rc = check(l);
-    if (rc != 0)
-        return rc;
-    rlock__countdown_desc d;
-    rlock__spec s;
     int64_t ignored;
-    rlock__countdown_describe(&d, l->h->entry);
-    rlock__countdown_count_down(&s, &d);
-    return call(l, &s, &ignored);
+    return call(l, rlock__countdown_count_down, 0, &ignored);
 }
 
 int64_t rlock_latch_count(rlock_latch *l)
 {
-    int rc = check(l);
-    if (rc != 0)
-        return rc;
-    rlock__countdown_desc d;
-    rlock__spec s;
     int64_t count = 0;
-    rlock__countdown_describe(&d, l->h->entry);
-    rlock__countdown_get(&s, &d);
-    rc = call(l, &s, &count);
+    int rc = call(l, rlock__countdown_get, 0, &count);
     if (rc != 0)
         return rc;
     return count > 0 ? count : 0;
@@ -110,15 +100,8 @@ int64_t rlock_latch_count(rlock_latch *l)
 
 int rlock_latch_delete(rlock_latch *l)
 {
-    int rc = check(l);
-    if (rc != 0)
-        return rc;
-    rlock__countdown_desc d;
-    rlock__spec s;
     int64_t deleted = 0;
-    rlock__countdown_describe(&d, l->h->entry);
-    rlock__countdown_delete(&s, &d);
-    rc = call(l, &s, &deleted);
+    int rc = call(l, rlock__countdown_delete, 0, &deleted);
     return rc != 0 ? rc : deleted == 1;
 }
 

@@ -49,6 +49,7 @@ void rlock__countdown_describe(rlock__countdown_desc *d,
     d->name = e->name;
     d->channel = e->channel;
     d->publish = e->client->publish;
+    d->count = 0;
 }
 
 /* Whether a message on a latch entry's channel wakes its waiters (all of

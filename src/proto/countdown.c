@@ -43,12 +43,11 @@ static void spec_script(rlock__spec *s, const rlock__script *script)
     s->numkeys = 2;
 }
 
-/* trySetCount(count): an integer reply, 1 when set. */
-void rlock__countdown_try_set(rlock__spec *s, const rlock__countdown_desc *d,
-                              int64_t count)
+/* trySetCount(d->count): an integer reply, 1 when set. */
+void rlock__countdown_try_set(rlock__spec *s, const rlock__countdown_desc *d)
 {
     spec_script(s, &rlock__script_latch_try_set_count);
-    snprintf(s->nums[0], sizeof(s->nums[0]), "%lld", (long long)count);
+    snprintf(s->nums[0], sizeof(s->nums[0]), "%lld", (long long)d->count);
     RLOCK__SPEC_SET(s, d->name, d->channel, NEW_COUNT_MESSAGE, s->nums[0],
                     publish_of(d));
 }

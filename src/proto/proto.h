@@ -351,11 +351,11 @@ typedef struct rlock__countdown_desc {
     const char *name;    /* the latch's key */
     const char *channel; /* rlock__countdown_channel(name) */
     const char *publish; /* as rlock__lock_desc's */
+    int64_t count;       /* the count try_set sets */
 } rlock__countdown_desc;
 
 char *rlock__countdown_channel(const char *name);
-void rlock__countdown_try_set(rlock__spec *s, const rlock__countdown_desc *d,
-                              int64_t count);
+void rlock__countdown_try_set(rlock__spec *s, const rlock__countdown_desc *d);
 void rlock__countdown_count_down(rlock__spec *s,
                                  const rlock__countdown_desc *d);
 void rlock__countdown_delete(rlock__spec *s, const rlock__countdown_desc *d);

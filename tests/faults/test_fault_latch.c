@@ -43,11 +43,6 @@ static int group_setup(void **state)
     return lt_group_setup_redis_only(state);
 }
 
-static void latch_channel_of(char *buf, size_t n, const char *name)
-{
-    snprintf(buf, n, "redisson_countdownlatch__channel__{%s}", name);
-}
-
 /* A thread of its own client (re-checking every SLOW_RECHECK_MS) waiting
  * up to twice that on a latch. */
 typedef struct awaiter {
@@ -79,7 +74,7 @@ static void awaiter_start(awaiter *a, rt_redis *r, const char *name)
                                           .retry_attempts = -1});
     assert_int_equal(rlock_latch_get(a->c, name, &a->l), RLOCK_OK);
     assert_int_equal(pthread_create(&a->thread, NULL, awaiter_main, a), 0);
-    latch_channel_of(channel, sizeof(channel), name);
+    lt_latch_channel_of(channel, sizeof(channel), name);
     assert_int_equal(rt_wait_numsub(r, channel, 1, 5000), 1);
 }
 

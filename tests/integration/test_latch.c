@@ -45,18 +45,13 @@ static rlock_latch *latch(rlock_client *c, const char *name)
     return l;
 }
 
-static void channel_of(char *buf, size_t n, const char *name)
-{
-    snprintf(buf, n, "redisson_countdownlatch__channel__{%s}", name);
-}
-
 /* A subscriber on name's channel. */
 static rt_sub *listen(rt_redis *r, const char *name)
 {
     char channel[200];
     rt_sub *sub;
 
-    channel_of(channel, sizeof(channel), name);
+    lt_latch_channel_of(channel, sizeof(channel), name);
     sub = rt_sub_start(r, channel);
     assert_non_null(sub);
     return sub;
@@ -94,6 +89,26 @@ static void awaiter_start(awaiter *a)
 static void awaiter_join(awaiter *a)
 {
     assert_int_equal(pthread_join(a->thread, NULL), 0);
+}
+
+/* Sets latch name's count (a handle on the group's client comes back) and
+ * starts n awaiters of wait_ms on it, returning once all are subscribed. */
+static rlock_latch *closed_with_waiters(lt_fixture *f, const char *name,
+                                        int64_t count, awaiter *a, int n,
+                                        int64_t wait_ms)
+{
+    char channel[200];
+    rlock_latch *l = latch(f->client, name);
+
+    assert_int_equal(rlock_latch_try_set_count(l, count), 1);
+    for (int i = 0; i < n; i++) {
+        a[i] = (awaiter){.url = f->redis.url, .name = name,
+                         .wait_ms = wait_ms};
+        awaiter_start(&a[i]);
+    }
+    lt_latch_channel_of(channel, sizeof(channel), name);
+    assert_int_equal(rt_wait_numsub(&f->redis, channel, n, 5000), n);
+    return l;
 }
 
 /* ------------------------------------------------------------ the state */
@@ -216,7 +231,7 @@ static void test_await_of_open_latch_returns_at_once(void **state)
     int64_t t0;
 
     LT_TEST_NAME(name);
-    channel_of(channel, sizeof(channel), name);
+    lt_latch_channel_of(channel, sizeof(channel), name);
     l = latch(f->client, name);
     t0 = rt_now_ms();
     assert_int_equal(rlock_latch_await(l, RLOCK_WAIT_FOREVER), RLOCK_OK);
@@ -251,7 +266,7 @@ static void test_await_budget_runs_out_on_a_closed_latch(void **state)
     int64_t t0, took;
 
     LT_TEST_NAME(name);
-    channel_of(channel, sizeof(channel), name);
+    lt_latch_channel_of(channel, sizeof(channel), name);
     l = latch(f->client, name);
     assert_int_equal(rlock_latch_try_set_count(l, 1), 1);
     t0 = rt_now_ms();
@@ -271,23 +286,13 @@ static void test_await_budget_runs_out_on_a_closed_latch(void **state)
 static void test_count_down_wakes_every_waiter(void **state)
 {
     lt_fixture *f = *state;
-    char name[128], channel[200];
-    rlock_latch *l;
+    char name[128];
     awaiter a[WAITERS];
+    rlock_latch *l;
     int64_t t0;
 
     LT_TEST_NAME(name);
-    channel_of(channel, sizeof(channel), name);
-    l = latch(f->client, name);
-    assert_int_equal(rlock_latch_try_set_count(l, 1), 1);
-    for (int i = 0; i < WAITERS; i++) {
-        a[i] = (awaiter){.url = f->redis.url,
-                         .name = name,
-                         .wait_ms = RLOCK_WAIT_FOREVER};
-        awaiter_start(&a[i]);
-    }
-    assert_int_equal(rt_wait_numsub(&f->redis, channel, WAITERS, 5000),
-                     WAITERS);
+    l = closed_with_waiters(f, name, 1, a, WAITERS, RLOCK_WAIT_FOREVER);
     rt_sleep_ms(SETTLE_MS); /* past their read after subscribing */
     t0 = rt_now_ms();
     assert_int_equal(rlock_latch_count_down(l), RLOCK_OK);
@@ -307,18 +312,13 @@ static void test_count_down_wakes_every_waiter(void **state)
 static void test_await_finds_a_deleted_latch_open_at_recheck(void **state)
 {
     lt_fixture *f = *state;
-    char name[128], channel[200];
-    rlock_latch *l;
+    char name[128];
     awaiter a;
+    rlock_latch *l;
     int64_t t0;
 
     LT_TEST_NAME(name);
-    channel_of(channel, sizeof(channel), name);
-    l = latch(f->client, name);
-    assert_int_equal(rlock_latch_try_set_count(l, 4), 1);
-    a = (awaiter){.url = f->redis.url, .name = name, .wait_ms = 10000};
-    awaiter_start(&a);
-    assert_int_equal(rt_wait_numsub(&f->redis, channel, 1, 5000), 1);
+    l = closed_with_waiters(f, name, 4, &a, 1, 10000);
     t0 = rt_now_ms();
     assert_int_equal(rlock_latch_delete(l), 1);
     awaiter_join(&a);
@@ -333,17 +333,12 @@ static void test_await_finds_a_deleted_latch_open_at_recheck(void **state)
 static void test_new_count_keeps_waiters_waiting(void **state)
 {
     lt_fixture *f = *state;
-    char name[128], channel[200];
-    rlock_latch *l;
+    char name[128];
     awaiter a;
+    rlock_latch *l;
 
     LT_TEST_NAME(name);
-    channel_of(channel, sizeof(channel), name);
-    l = latch(f->client, name);
-    assert_int_equal(rlock_latch_try_set_count(l, 1), 1);
-    a = (awaiter){.url = f->redis.url, .name = name, .wait_ms = 1500};
-    awaiter_start(&a);
-    assert_int_equal(rt_wait_numsub(&f->redis, channel, 1, 5000), 1);
+    l = closed_with_waiters(f, name, 1, &a, 1, 1500);
     assert_int_equal(rlock_latch_delete(l), 1);
     assert_int_equal(rlock_latch_try_set_count(l, 2), 1);
     awaiter_join(&a);
@@ -419,7 +414,7 @@ static void test_async_await_is_completed_by_count_down(void **state)
     int64_t t0;
 
     LT_TEST_NAME(name);
-    channel_of(channel, sizeof(channel), name);
+    lt_latch_channel_of(channel, sizeof(channel), name);
     l = latch(f->client, name);
     counter = latch(other, name);
     assert_int_equal(rlock_latch_try_set_count(counter, 1), 1);

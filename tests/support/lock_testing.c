@@ -130,6 +130,11 @@ void lt_owner_field(char *buf, size_t n, rlock_client *c)
              (unsigned long long)rlock_thread_id());
 }
 
+void lt_latch_channel_of(char *buf, size_t n, const char *name)
+{
+    snprintf(buf, n, "redisson_countdownlatch__channel__{%s}", name);
+}
+
 void lt_queue_of(char *buf, size_t n, const char *name)
 {
     snprintf(buf, n, "redisson_rlock_queue:{%s}", name);

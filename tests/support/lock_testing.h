@@ -86,6 +86,10 @@ void lt_owner_field(char *buf, size_t n, rlock_client *c);
  * (REDISSON-PROTOCOL.md section 1.2). */
 void lt_channel_of(char *buf, size_t n, const char *name);
 
+/* Writes the channel of count-down latch name (Redisson's
+ * "redisson_countdownlatch__channel__{name}", braced whatever it holds). */
+void lt_latch_channel_of(char *buf, size_t n, const char *name);
+
 /* Write the keys of rlock's own queue of RLock waiters beside lock name:
  * its list, in arrival order, and its sorted set of when each waiter goes
  * stale (docs/lock-queue.md). */

@@ -322,10 +322,11 @@ static void test_countdown_calls_carry_what_their_scripts_read(void **state)
     (void)state;
     char *channel = rlock__countdown_channel("a{b}c");
     assert_string_equal(channel, "redisson_countdownlatch__channel__{a{b}c}");
-    rlock__countdown_desc d = {.name = "a{b}c", .channel = channel};
+    rlock__countdown_desc d = {.name = "a{b}c", .channel = channel,
+                               .count = 3};
     rlock__spec s;
 
-    rlock__countdown_try_set(&s, &d, 3);
+    rlock__countdown_try_set(&s, &d);
     assert_fits_script(&s);
     assert_string_equal(s.argv[2], "1"); /* NEW_COUNT_MESSAGE */
     assert_string_equal(s.argv[3], "3");
