@@ -8,7 +8,9 @@
 -- ARGV[1] lease in ms, ARGV[2] owner tag, ARGV[3] how long a queued waiter
 -- keeps its place without trying again (ms), ARGV[4] the lock channel (a
 -- waiter's own channel is it + ":" + its owner tag), ARGV[5] publish
--- commands (space-separated, as in lock_release.lua; empty: tell nobody)
+-- commands (space-separated, as in lock_release.lua; empty: tell nobody),
+-- ARGV[6] a non-reentrant lock's error for a holder's second acquire, as
+-- in lock_acquire.lua (empty or left out: reentrant)
 -- Reply: nil when the caller now holds the lock; else, when the caller
 -- heads the queue, how long the holder's lease has left (ms, at least 0,
 -- 2147483647 for none); -3 when it waits behind another; -4 when it waits
@@ -37,6 +39,9 @@ local key, queue, stale_at = KEYS[1], KEYS[2], KEYS[3]
 local owner = ARGV[2]
 local free = redis.call('exists', key) == 0
 if not free and redis.call('hexists', key, owner) == 1 then
+    if ARGV[6] ~= nil and ARGV[6] ~= '' then
+        return redis.error_reply(ARGV[6]) -- a non-reentrant lock's holder
+    end
     redis.call('hincrby', key, owner, 1)
     redis.call('pexpire', key, ARGV[1])
     return nil

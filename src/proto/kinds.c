@@ -201,7 +201,8 @@ int rlock__kind_acquire(rlock__spec *s, const rlock__lock_desc *d,
         rlock__kind_tag(s->owner, d->kind, d->client_id, owner);
         RLOCK__SPEC_SET(s,
             d->name, d->aux[0], d->aux[1], num(s, 0, lease), s->owner,
-            num(s, 1, d->queue_keep_ms), d->channel, publish_any(d));
+            num(s, 1, d->queue_keep_ms), d->channel, publish_any(d),
+            reentry(d));
         return RLOCK_OK;
     default: /* spin */
     plain:

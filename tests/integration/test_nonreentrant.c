@@ -18,11 +18,13 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
 #include "lock_testing.h"
 #include "rlock.h"
+#include "proto/scripts.h"
 
 #define LT_SUITE "nonreentrant"
 
@@ -118,6 +120,45 @@ static void test_fair_script_refuses_a_hold_the_client_forgot(void **state)
 
     LT_TEST_NAME(name);
     assert_script_refuses(*state, rlock_nonreentrant_fair_get, name);
+}
+
+/* rlock's queued acquire (lock_acquire_queued.lua, which a waiter that
+ * found the lock taken runs) refuses a holder the same way when given the
+ * error text, and re-enters without it. */
+static void test_queued_script_refuses_a_holder(void **state)
+{
+    lt_fixture *f = *state;
+    char name[128], field[200], queue[200], stale[200], channel[200];
+    redisReply *rep;
+
+    LT_TEST_NAME(name);
+    lt_owner_field(field, sizeof(field), f->client);
+    lt_queue_of(queue, sizeof(queue), name);
+    lt_stale_at_of(stale, sizeof(stale), name);
+    lt_channel_of(channel, sizeof(channel), name);
+    assert_int_equal(rt_cmd_int(&f->redis, "HSET %s %s 1", name, field), 1);
+    const char *argv[] = {
+        "EVAL", (const char *)rlock__script_lock_acquire_queued.body, "3",
+        name, queue, stale, "30000", field, "5000", channel, "PUBLISH",
+        "NON_REENTRANT_REACQUIRE"};
+    size_t n = sizeof(argv) / sizeof(*argv);
+    char *body = strndup(argv[1], rlock__script_lock_acquire_queued.len);
+
+    argv[1] = body;
+    rep = rt_cmd_argv(&f->redis, (int)n, argv);
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_ERROR);
+    assert_non_null(strstr(rep->str, "NON_REENTRANT_REACQUIRE"));
+    freeReplyObject(rep);
+    lt_assert_single_field(&f->redis, name, field, "1");
+    argv[n - 1] = ""; /* reentrant */
+    rep = rt_cmd_argv(&f->redis, (int)n, argv);
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_NIL);
+    freeReplyObject(rep);
+    lt_assert_single_field(&f->redis, name, field, "2");
+    free(body);
+    assert_int_equal(rt_cmd_int(&f->redis, "DEL %s", name), 1);
 }
 
 /* A reentrant handle's hold on the name is the same lock: the
@@ -257,6 +298,7 @@ int main(void)
         cmocka_unit_test(test_fair_holder_second_acquire_is_refused),
         cmocka_unit_test(test_script_refuses_a_hold_the_client_forgot),
         cmocka_unit_test(test_fair_script_refuses_a_hold_the_client_forgot),
+        cmocka_unit_test(test_queued_script_refuses_a_holder),
         cmocka_unit_test(
             test_reentrant_and_nonreentrant_handles_share_the_lock),
         cmocka_unit_test(test_other_owner_waits_and_is_woken_by_unlock),
