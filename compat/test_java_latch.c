@@ -1,7 +1,9 @@
 /*
  * test_java_latch.c: rlock and the real Java Redisson share Redisson 4.4's
- * non-reentrant locks and the count-down latch (for the newest version in
- * compat/java/versions.txt, which has both).
+ * non-reentrant locks and the count-down latch, for one Redisson version
+ * per program (compat/CMakeLists.txt builds test_java_latch_<version> for
+ * each in compat/java/versions.txt; the non-reentrant cases only for 4.4
+ * and later).
  *
  * One redis-server and two JVMs for the group (support/java_testing.c's
  * fixture). C and Java each hold, wait and open; each side's release or
@@ -337,26 +339,31 @@ static int group_setup(void **state)
     return jt_group_setup(state, VERSION);
 }
 
-#define T(fn) cmocka_unit_test_setup_teardown(fn, jt_setup, jt_teardown)
+#define T(fn)                                                                 \
+    (struct CMUnitTest)                                                       \
+        cmocka_unit_test_setup_teardown(fn, jt_setup, jt_teardown)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        T(test_nonreentrant_holders_refused_both_ways),
-        T(test_nonreentrant_fair_holders_refused_both_ways),
-        T(test_java_plain_hold_keeps_c_nonreentrant_out),
-        T(test_c_nonreentrant_waiter_is_woken_by_java_unlock),
-        T(test_java_nonreentrant_waiter_is_woken_by_c_unlock),
-        T(test_nonreentrant_fair_c_and_java_take_turns),
-        T(test_c_latch_waiter_is_opened_by_java_count_down),
-        T(test_java_latch_waiter_is_opened_by_c_count_down),
-        T(test_latch_count_is_shared_both_ways),
-        T(test_java_await_budget_and_open_latch),
-    };
+    struct CMUnitTest tests[16];
+    size_t n = 0;
+
+    /* Redisson added the non-reentrant locks in 4.4 */
+    if (jt_version_at_least(VERSION, 4, 4)) {
+        tests[n++] = T(test_nonreentrant_holders_refused_both_ways);
+        tests[n++] = T(test_nonreentrant_fair_holders_refused_both_ways);
+        tests[n++] = T(test_java_plain_hold_keeps_c_nonreentrant_out);
+        tests[n++] = T(test_c_nonreentrant_waiter_is_woken_by_java_unlock);
+        tests[n++] = T(test_java_nonreentrant_waiter_is_woken_by_c_unlock);
+        tests[n++] = T(test_nonreentrant_fair_c_and_java_take_turns);
+    }
+    tests[n++] = T(test_c_latch_waiter_is_opened_by_java_count_down);
+    tests[n++] = T(test_java_latch_waiter_is_opened_by_c_count_down);
+    tests[n++] = T(test_latch_count_is_shared_both_ways);
+    tests[n++] = T(test_java_await_budget_and_open_latch);
 
     rt_require_redis();
     jp_require_java(VERSION);
-    return _cmocka_run_group_tests("test_java_latch_" VERSION, tests,
-                                   sizeof(tests) / sizeof(tests[0]),
+    return _cmocka_run_group_tests("test_java_latch_" VERSION, tests, n,
                                    group_setup, jt_group_teardown);
 }
