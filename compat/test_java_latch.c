@@ -5,8 +5,8 @@
  * each in compat/java/versions.txt; the non-reentrant cases only for 4.4
  * and later).
  *
- * One redis-server and two JVMs for the group (support/java_testing.c's
- * fixture). C and Java each hold, wait and open; each side's release or
+ * One redis-server and one JVM for the group (support/java_testing.c's
+ * fixture, jt_group_setup_one). C and Java each hold, wait and open; each side's release or
  * count-down wakes the other side's waiter. Wake-ups must come from the
  * messages: rlock's clients re-check only every 60 s (CT_RECHECK_MS),
  * Java's default wait is the holder's lease, a Redisson latch waiter
@@ -336,7 +336,7 @@ static void test_java_await_budget_and_open_latch(void **state)
 
 static int group_setup(void **state)
 {
-    return jt_group_setup(state, VERSION);
+    return jt_group_setup_one(state, VERSION);
 }
 
 #define T(fn)                                                                 \

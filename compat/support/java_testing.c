@@ -28,7 +28,7 @@ int jt_version_at_least(const char *version, int major, int minor)
     return ma > major || (ma == major && mi >= minor);
 }
 
-int jt_group_setup(void **state, const char *version)
+static int group_setup(void **state, const char *version, int two)
 {
     static const char *const short_wd[] = {"watchdog=2000", NULL};
     jt_fixture *f = calloc(1, sizeof(*f));
@@ -41,12 +41,23 @@ int jt_group_setup(void **state, const char *version)
     *state = f;
     /* both JVMs start at once: each takes a second or more */
     f->ja = jp_start(version, f->redis.url, NULL);
-    f->jb = jp_start(version, f->redis.url, short_wd);
-    if (f->ja == NULL || f->jb == NULL ||
+    if (two)
+        f->jb = jp_start(version, f->redis.url, short_wd);
+    if (f->ja == NULL || (two && f->jb == NULL) ||
         jp_ready(f->ja, version, JT_JVM_START_MS) != 0 ||
-        jp_ready(f->jb, version, JT_JVM_START_MS) != 0)
+        (two && jp_ready(f->jb, version, JT_JVM_START_MS) != 0))
         return -1;
     return 0;
+}
+
+int jt_group_setup(void **state, const char *version)
+{
+    return group_setup(state, version, 1);
+}
+
+int jt_group_setup_one(void **state, const char *version)
+{
+    return group_setup(state, version, 0);
 }
 
 int jt_group_teardown(void **state)

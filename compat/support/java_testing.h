@@ -36,6 +36,8 @@ int jt_version_at_least(const char *version, int major, int minor);
 /* cmocka group setup (call it from a setup of the test's own that names
  * the version: the string must live as long as the group) and teardown. */
 int jt_group_setup(void **state, const char *version);
+/* As jt_group_setup(), with ja alone (jb NULL): one JVM to start. */
+int jt_group_setup_one(void **state, const char *version);
 int jt_group_teardown(void **state);
 
 /* cmocka per-test setup and teardown: the C clients a and b; the teardown
