@@ -17,6 +17,8 @@
  *   rlk::lock            rlock_get()        Lockable + TimedLockable
  *   rlk::fair_lock       rlock_fair_get()   same, plus nothing new
  *   rlk::spin_lock       rlock_spin_get()   same, plus set_backoff()
+ *   rlk::nonreentrant_lock rlock_nonreentrant_get(), _fair_get(): same;
+ *                        a holder's second lock() is errc::reentered
  *   rlk::fenced_lock     rlock_fenced_get() same, plus lock_fenced()...
  *   rlk::read_write_lock rlock_rw_get(): read() and write() are lock_views
  *   rlk::multi_lock      rlock_multi_new() / rlock_redlock_new()
@@ -103,6 +105,7 @@ enum class errc : int {
     not_supported = RLOCK_ENOTSUP,
     not_notified = RLOCK_ENOTIFY,
     tls = RLOCK_ETLS,
+    reentered = RLOCK_EREENTRY,
 };
 
 namespace detail {
@@ -128,6 +131,8 @@ public:
         case RLOCK_ETIMEDOUT: return std::errc::timed_out;
         case RLOCK_ENOTOWNER: return std::errc::operation_not_permitted;
         case RLOCK_EDEADLK: return std::errc::resource_deadlock_would_occur;
+        /* as std::unique_lock::lock() on a mutex it owns */
+        case RLOCK_EREENTRY: return std::errc::resource_deadlock_would_occur;
         case RLOCK_ECANCELED: return std::errc::operation_canceled;
         case RLOCK_ENOTSUP: return std::errc::not_supported;
         case RLOCK_EAUTH: return std::errc::permission_denied;
@@ -757,6 +762,14 @@ class fair_lock : public reentrant_lock {
     using reentrant_lock::reentrant_lock;
 };
 
+/* A non-reentrant lock (rlock_nonreentrant_get(), or the fair kind:
+ * rlock_nonreentrant_fair_get()): its holder's lock() and try_lock*()
+ * fail with errc::reentered (== std::errc::resource_deadlock_would_occur),
+ * as std::unique_lock does on a mutex it owns. */
+class nonreentrant_lock : public reentrant_lock {
+    using reentrant_lock::reentrant_lock;
+};
+
 /* A spin lock (rlock_spin_get()): waits by backing off, not by pub/sub. */
 class spin_lock : public reentrant_lock {
 public:
@@ -1115,6 +1128,26 @@ public:
                                 std::error_code &ec) noexcept
     {
         return get<fenced_lock>(rlock_fenced_get, name, ec);
+    }
+    nonreentrant_lock get_nonreentrant_lock(const std::string &name)
+    {
+        return get<nonreentrant_lock>(rlock_nonreentrant_get, name,
+                                      "rlock_nonreentrant_get");
+    }
+    nonreentrant_lock get_nonreentrant_lock(const std::string &name,
+                                            std::error_code &ec) noexcept
+    {
+        return get<nonreentrant_lock>(rlock_nonreentrant_get, name, ec);
+    }
+    nonreentrant_lock get_nonreentrant_fair_lock(const std::string &name)
+    {
+        return get<nonreentrant_lock>(rlock_nonreentrant_fair_get, name,
+                                      "rlock_nonreentrant_fair_get");
+    }
+    nonreentrant_lock get_nonreentrant_fair_lock(const std::string &name,
+                                                 std::error_code &ec) noexcept
+    {
+        return get<nonreentrant_lock>(rlock_nonreentrant_fair_get, name, ec);
     }
     spin_lock get_spin_lock(const std::string &name)
     {

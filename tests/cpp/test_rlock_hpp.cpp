@@ -184,6 +184,19 @@ static void test_scoped_lock_takes_two_locks_and_every_kind(void **)
     assert_false(l2.is_locked());
 }
 
+static void test_nonreentrant_lock_refuses_its_holder(void **)
+{
+    rlk::client c(redis.url);
+    rlk::nonreentrant_lock l = c.get_nonreentrant_lock(NAME("-nr"));
+    std::unique_lock<rlk::nonreentrant_lock> held(l);
+    std::error_code ec;
+    assert_false(l.try_lock(ec));
+    assert_true(ec == rlk::errc::reentered);
+    assert_true(ec == std::errc::resource_deadlock_would_occur);
+    assert_int_equal(l.hold_count(), 1);
+    assert_int_equal(l.kind(), RLOCK_KIND_NONREENTRANT);
+}
+
 static void test_exceptions_carry_the_rlock_code(void **)
 {
     rlk::client c(redis.url);
@@ -576,6 +589,7 @@ int main(void)
         cmocka_unit_test(
             test_unique_lock_try_lock_for_times_out_on_another_hold),
         cmocka_unit_test(test_scoped_lock_takes_two_locks_and_every_kind),
+        cmocka_unit_test(test_nonreentrant_lock_refuses_its_holder),
         cmocka_unit_test(test_exceptions_carry_the_rlock_code),
         cmocka_unit_test(test_unlock_never_throws_and_records_its_failure),
         cmocka_unit_test(test_a_lost_lock_reaches_the_guard_owner),

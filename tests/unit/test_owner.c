@@ -247,6 +247,7 @@ static const struct {
     {RLOCK_ENOTSUP, "RLOCK_ENOTSUP"},
     {RLOCK_ENOTIFY, "RLOCK_ENOTIFY"},
     {RLOCK_ETLS, "RLOCK_ETLS"},
+    {RLOCK_EREENTRY, "RLOCK_EREENTRY"},
 };
 #define NCODES (sizeof(codes) / sizeof(codes[0]))
 
@@ -262,7 +263,7 @@ static void test_err_name_unknown_code(void **state)
     (void)state;
     assert_string_equal(rlock_err_name(-1), "RLOCK_E?");
     assert_string_equal(rlock_err_name(-100), "RLOCK_E?");
-    assert_string_equal(rlock_err_name(-117), "RLOCK_E?");
+    assert_string_equal(rlock_err_name(-118), "RLOCK_E?");
     assert_string_equal(rlock_err_name(1), "RLOCK_E?");
 }
 
