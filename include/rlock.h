@@ -1316,11 +1316,12 @@ RLOCK_API int rlock_latch_delete(rlock_latch *l);
 
 /* Waits until the latch is open: at most wait_ms (0: just look), or
  * RLOCK_WAIT_FOREVER. Returns 0 once it is open, RLOCK_ETIMEDOUT when the
- * wait ran out first (also when Redis could not be reached meanwhile: a
- * wait never outlasts wait_ms by more than a command timeout), RLOCK_ECONN
- * when Redis stayed unreachable through the retry attempts (see the
- * config) within the wait, or RLOCK_EINVAL (wait_ms below
- * RLOCK_WAIT_FOREVER). Redisson: await() and await(time, unit). */
+ * wait ran out first or Redis did not answer a read within it, RLOCK_ECONN
+ * when Redis could not be reached (after the retry attempts of the config
+ * that fit in the wait), or RLOCK_EINVAL (wait_ms below
+ * RLOCK_WAIT_FOREVER). Whatever Redis does, a wait never outlasts wait_ms
+ * by more than a command timeout. Redisson: await() and
+ * await(time, unit). */
 RLOCK_API int rlock_latch_await(rlock_latch *l, int64_t wait_ms);
 
 /* The async await, for event-loop servers: cb runs exactly once with what

@@ -117,7 +117,7 @@ static rlock__step on_count(rlock__countdown_wait *w, rlock__req *r,
         /* Redis unreachable or slow: retry while the budget lasts */
         if (w->attempts >= c->cfg.retry_attempts ||
             now + c->cfg.retry_interval_ms >= w->deadline_ms)
-            return done(w, now >= w->deadline_ms ? RLOCK_ETIMEDOUT : status);
+            return done(w, status);
         w->attempts++;
         return wait_for(w, W_PAUSING, RLOCK__WAIT_NONE,
                         now + c->cfg.retry_interval_ms);

@@ -36,6 +36,10 @@
  * restart (reconnection back-off, retry interval 1.5 s), with margin. */
 #define RESUBSCRIBE_MARGIN_MS 8000
 #define LEASE_MS              1000
+/* An await's budget while Redis is gone, and how late it may end: a
+ * command timeout (3 s by default) at most, on a loaded machine. */
+#define BUDGET_MS       800
+#define BUDGET_SLACK_MS 3500
 #define EXPIRY_MARGIN_MS      3000
 
 static int group_setup(void **state)
@@ -143,6 +147,37 @@ static void test_latch_waiter_outlives_a_redis_restart(void **state)
     awaiter_finish(&a, t0, RESUBSCRIBE_MARGIN_MS, "the restart");
 }
 
+/* With the server gone (connections refused), an await with a budget
+ * ends RLOCK_ECONN within it: no retry fits. */
+static void test_latch_await_with_redis_gone_ends_within_budget(void **state)
+{
+    lt_fixture *f = *state;
+    char name[128];
+    rlock_client *c;
+    rlock_latch *l;
+    int64_t t0, took;
+    int rc;
+    char *ok;
+
+    LT_TEST_NAME(name);
+    c = ft_connect(f->redis.url, (ft_timing){.retry_attempts = -1});
+    assert_int_equal(rlock_latch_get(c, name, &l), RLOCK_OK);
+    ok = rt_cmd_str(&f->redis, "SET %s 1", name);
+    assert_non_null(ok);
+    free(ok);
+    rt_redis_stop(&f->redis);
+    t0 = rt_now_ms();
+    rc = rlock_latch_await(l, BUDGET_MS);
+    took = rt_now_ms() - t0;
+    assert_int_equal(rt_redis_restart(&f->redis), 0);
+    print_message("await(%d) with Redis gone: %s after %lld ms\n", BUDGET_MS,
+                  rlock_err_name(rc), (long long)took);
+    assert_true(rc == RLOCK_ECONN || rc == RLOCK_ETIMEDOUT);
+    assert_true(took <= BUDGET_MS + BUDGET_SLACK_MS);
+    rlock_latch_free(l);
+    rlock_client_free(c);
+}
+
 /* A non-reentrant hold nobody renews or releases (a holder gone with an
  * explicit lease, as a crashed process leaves it) frees itself within its
  * lease, and a waiter of another client, told the lock's TTL, takes it
@@ -183,6 +218,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_latch_opened_while_the_waiter_is_unsubscribed),
         cmocka_unit_test(test_latch_waiter_outlives_a_redis_restart),
+        cmocka_unit_test(test_latch_await_with_redis_gone_ends_within_budget),
         cmocka_unit_test(test_nonreentrant_hold_left_to_expire_passes_on),
     };
 
