@@ -214,7 +214,8 @@ static void test_every_lock_kind_holds_on_the_master(void **state)
     rlock_client *c = connect_client(NULL, 0);
     rt_redis *m = master_now();
     int (*getters[])(rlock_client *, const char *, rlock **) = {
-        rlock_get, rlock_fair_get, rlock_spin_get};
+        rlock_get, rlock_fair_get, rlock_spin_get, rlock_nonreentrant_get,
+        rlock_nonreentrant_fair_get};
     for (size_t i = 0; i < sizeof(getters) / sizeof(*getters); i++) {
         snprintf(key, sizeof(key), "%s:%zu", name, i);
         assert_int_equal(getters[i](c, key, &l), 0);
@@ -523,6 +524,61 @@ static void test_waiters_are_woken_after_the_switch(void **state)
                   (long long)(k.w.got_at - t0));
     assert_true(k.w.got_at - t0 < 1000);
     contest_end(&k);
+}
+
+/* A count-down latch waiter subscribed on the old master is opened by a
+ * count-down made on the new one: it re-checks only every minute, so only
+ * the message (heard after it subscribed again) is fast. */
+typedef struct latch_waiter {
+    rlock_latch *l;
+    int rc;
+    atomic_llong done_at; /* 0 until its await returned */
+} latch_waiter;
+
+static void *latch_waiter_main(void *arg)
+{
+    latch_waiter *w = arg;
+    w->rc = rlock_latch_await(w->l, 30000);
+    atomic_store(&w->done_at, rt_now_ms());
+    return NULL;
+}
+
+static void test_a_latch_waiter_is_opened_after_the_switch(void **state)
+{
+    moves ma = {0}, mb = {0};
+    char name[96];
+    rlock_latch *la, *lb;
+    latch_waiter w = {.l = NULL};
+    pthread_t t;
+    (void)state;
+    LT_TEST_NAME(name);
+    rlock_client *a = connect_client(&ma, 0);
+    rlock_client *b = connect_client(&mb, 60000);
+    assert_int_equal(rlock_latch_get(a, name, &la), 0);
+    assert_int_equal(rlock_latch_get(b, name, &lb), 0);
+    assert_int_equal(rlock_latch_try_set_count(la, 1), 1);
+    w.l = lb;
+    assert_int_equal(pthread_create(&t, NULL, latch_waiter_main, &w), 0);
+    rt_sleep_ms(500); /* b waits, subscribed */
+    rt_redis *from = master_now();
+    assert_int_equal(rt_sentinel_failover(&group), 0);
+    wait_moves(&ma, 1, 1500 + SLACK_MS);
+    wait_moves(&mb, 1, 1500 + SLACK_MS);
+    assert_int_equal(rt_cmd_int(other(from), "EXISTS %s", name), 1);
+    rt_sleep_ms(200); /* b subscribed again on the new master */
+    assert_int_equal(atomic_load(&w.done_at), 0);
+    int64_t t0 = rt_now_ms();
+    assert_int_equal(rlock_latch_count_down(la), 0);
+    pthread_join(t, NULL);
+    assert_int_equal(w.rc, 0);
+    print_message("latch waiter returned %lld ms after the count-down\n",
+                  (long long)(atomic_load(&w.done_at) - t0));
+    assert_true(atomic_load(&w.done_at) - t0 < 1000);
+    rlock_latch_free(la);
+    rlock_latch_free(lb);
+    rlock_client_free(a);
+    rlock_client_free(b);
+    assert_int_equal(rt_sentinel_settle(&group), 0);
 }
 
 /* A waiter whose holder is gone without an unlock message (here its hold
@@ -866,6 +922,7 @@ int main(void)
         cmocka_unit_test(test_no_lock_command_reaches_the_old_master),
         cmocka_unit_test(test_waiters_are_woken_after_the_switch),
         cmocka_unit_test(test_a_waiter_tries_at_once_after_the_switch),
+        cmocka_unit_test(test_a_latch_waiter_is_opened_after_the_switch),
         cmocka_unit_test(
             test_a_hold_lost_in_the_failover_is_reported_at_once),
         cmocka_unit_test(test_kill_9_of_the_master_under_contention),
