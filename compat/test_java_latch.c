@@ -123,42 +123,38 @@ static void test_java_plain_hold_keeps_c_nonreentrant_out(void **state)
     rlock_free(l);
 }
 
-static void test_c_nonreentrant_waiter_is_woken_by_java_unlock(void **state)
+/* WAKE_ROUNDS rounds of one wake-up (a java_testing.c round) on fresh
+ * non-reentrant locks; prints the latencies under what. */
+typedef long long (*wake_round)(jp_peer *p, rt_redis *r, const char *kind,
+                                const char *name, rlock *l, int first);
+
+static void nonreentrant_wake_rounds(jt_fixture *f, wake_round round,
+                                     const char *test, const char *what)
 {
-    jt_fixture *f = *state;
     long long lat[WAKE_ROUNDS];
 
     for (int i = 0; i < WAKE_ROUNDS; i++) {
         char name[128];
         rlock *l;
 
-        snprintf(name, sizeof(name), LT_SUITE ":%s:%d", __func__, i);
+        snprintf(name, sizeof(name), LT_SUITE ":%s:%d", test, i);
         l = get(rlock_nonreentrant_get, f->a, name);
-        lat[i] = jt_c_waiter_woken_by_java(f->ja, &f->redis, "nonreentrant",
-                                           name, l, i == 0);
+        lat[i] = round(f->ja, &f->redis, "nonreentrant", name, l, i == 0);
         rlock_free(l);
     }
-    jt_report_latencies(VERSION, "Java unlock -> C non-reentrant waiter",
-                        lat, WAKE_ROUNDS);
+    jt_report_latencies(VERSION, what, lat, WAKE_ROUNDS);
+}
+
+static void test_c_nonreentrant_waiter_is_woken_by_java_unlock(void **state)
+{
+    nonreentrant_wake_rounds(*state, jt_c_waiter_woken_by_java, __func__,
+                             "Java unlock -> C non-reentrant waiter");
 }
 
 static void test_java_nonreentrant_waiter_is_woken_by_c_unlock(void **state)
 {
-    jt_fixture *f = *state;
-    long long lat[WAKE_ROUNDS];
-
-    for (int i = 0; i < WAKE_ROUNDS; i++) {
-        char name[128];
-        rlock *l;
-
-        snprintf(name, sizeof(name), LT_SUITE ":%s:%d", __func__, i);
-        l = get(rlock_nonreentrant_get, f->a, name);
-        lat[i] = jt_java_waiter_woken_by_c(f->ja, &f->redis, "nonreentrant",
-                                           name, l, i == 0);
-        rlock_free(l);
-    }
-    jt_report_latencies(VERSION, "C unlock -> Java non-reentrant waiter",
-                        lat, WAKE_ROUNDS);
+    nonreentrant_wake_rounds(*state, jt_java_waiter_woken_by_c, __func__,
+                             "C unlock -> Java non-reentrant waiter");
 }
 
 /* The fair kind: C and Java queue behind each other and each unlock hands
