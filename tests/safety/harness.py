@@ -73,6 +73,23 @@ def fleet_of(topology, setting):
     return out
 
 
+def reproduce(topology, faults, s, expect):
+    """The one command that makes this run again."""
+    if expect == "broken":
+        return "scripts/safety --broken-lock --seconds %d --seed %d" % (
+            s["seconds"], s["seed"])
+    cmd = ["scripts/safety", "--topology", topology,
+           "--faults", ",".join(faults) or "none",
+           "--seconds", str(s["seconds"]), "--seed", str(s["seed"]),
+           "--lease-ms", str(s["lease_ms"]), "--queue", s["queue"],
+           "--expect", expect]
+    if s["sync_replicas"]:
+        cmd += ["--sync-replicas", str(s["sync_replicas"])]
+    if s.get("java"):
+        cmd.append("--java")
+    return " ".join(cmd)
+
+
 def setting_label(s):
     parts = ["lease %s" % ("watchdog" if s["lease_ms"] < 0
                            else "%d ms" % s["lease_ms"]),
@@ -114,6 +131,9 @@ class Run:
                       topology=self.topology_name, faults=self.fault_names,
                       setting=setting_label(self.setting),
                       settings=self.setting, expect=self.expect,
+                      reproduce=reproduce(self.topology_name,
+                                          self.fault_names, self.setting,
+                                          self.expect),
                       passed=False, problems=[])
         self.hub = ProxyHub()
         try:
@@ -135,6 +155,11 @@ class Run:
 
     def _execute(self, result):
         s = self.setting
+        if s.get("java") and not self.tools.get("java"):
+            result["problems"].append(
+                "no Java worker: run scripts/deps (compat/java) or pass "
+                "--java-worker")
+            return
         self.store = Node(self, "store", 99, proxied=False)
         self.store.start()
         topo = topologies.make(self.topology_name, self)
@@ -187,6 +212,9 @@ class Run:
         events = results.read_history(histories)
         result["longest_unavailability_ms"] = \
             results.longest_unavailability_ms(events)
+        result["fenced_refusals"] = sum(
+            1 for e in events if e.get("type") == "fail" and
+            str(e.get("err", "")).startswith("FENCED"))
         result["checker"], result["checker_exit"] = self.check(
             histories, heal_ns, finals, s)
         self.judge(result)
@@ -220,6 +248,9 @@ class Run:
             return
         unfenced = c.get("mutex_violations", 0) + c.get("rw_violations", 0) \
             + c.get("lost_updates_unfenced", 0)
+        if c.get("undecided_locks"):
+            p.append("the checker could not decide %s lock(s) in its time "
+                     "budget" % c["undecided_locks"])
         if self.expect == "strict":
             if code != 0:
                 p.append("violations where a correct lock has none")
@@ -229,6 +260,10 @@ class Run:
         if c.get("lost_updates_fenced", 0):
             p.append("%d lost updates through the fencing store"
                      % c["lost_updates_fenced"])
+        if self.expect == "broken" and not result["fenced_refusals"]:
+            p.append("broken-lock check: the fencing store refused nothing, "
+                     "so no pause hit a fenced holder: the check proves "
+                     "nothing about fencing")
         if self.expect == "broken" and unfenced == 0:
             p.append("broken-lock check: the unfenced kinds paused past a "
                      "%d ms lease show no violation: the checker or the "
@@ -253,7 +288,7 @@ def short_plan(a):
          dict(seconds=secs), "strict"),
         ("sentinel", ["split-brain", "failover", "pause-client"],
          dict(seconds=secs + 5), "fenced"),
-        broken_lock_plan(12),
+        broken_lock_plan(16),
     ]
 
 
@@ -286,6 +321,8 @@ def full_plan(a):
 def custom_plan(a):
     topos = a.topology.split(",") if a.topology else ["single"]
     faults = a.faults.split(",") if a.faults else ["all"]
+    if faults == ["none"]:
+        faults = []
     return [(t, faults, dict(seconds=a.seconds or 30),
              a.expect or "fenced") for t in topos]
 
@@ -312,23 +349,23 @@ def find_tools(a):
         sys.executable, os.path.join(ROOT, "tests/safety/checker.py")]
     tools = dict(worker=worker, checker=checker)
     java = a.java_worker or os.environ.get("RLOCK_SAFETY_JAVA_WORKER")
-    if java:
-        tools["java"] = shlex.split(java)
-    elif a.java:
-        tools["java"] = default_java_worker()
+    tools["java"] = shlex.split(java) if java else default_java_worker()
     return tools
 
 
 def default_java_worker():
     """The compat/java driver of the newest Redisson in versions.txt, in
-    its safety-worker mode (scripts/deps builds it)."""
+    its safety-worker mode (scripts/deps builds it), or None."""
     jdir = os.path.join(ROOT, "compat", "java")
-    with open(os.path.join(jdir, "versions.txt")) as f:
-        versions = [v.strip() for v in f if v[:1].isdigit()]
+    try:
+        with open(os.path.join(jdir, "versions.txt")) as f:
+            versions = [v.strip() for v in f if v[:1].isdigit()]
+    except OSError:
+        return None
     newest = max(versions, key=lambda v: [int(x) for x in v.split(".")])
     build = os.path.join(jdir, "build", newest)
     if not os.path.isdir(os.path.join(build, "classes")):
-        sys.exit("safety: --java needs compat/java built: run scripts/deps")
+        return None
     return ["java", "-cp", "%s/classes:%s/lib/*" % (build, build), "Driver",
             "safety-worker"]
 
@@ -398,6 +435,7 @@ def main(argv=None):
                 failed += 1
                 print("FAILED %s: %s" % (r["run_id"], "; ".join(
                     r["problems"])), flush=True)
+            print("reproduce: " + r["reproduce"], flush=True)
             print(results.markdown_row(r), flush=True)
     except (KeyboardInterrupt, Interrupted):
         print("safety: interrupted; every server and worker stopped",

@@ -68,6 +68,7 @@ class Nemesis:
         self.seed = seed
         self.lease_ms = lease_ms
         self.fixed_pause_s = None  # the broken-lock check's pause
+        self.pause_turn = 0
         self.log = []
         self.stopping = threading.Event()
         self.threads = []
@@ -208,7 +209,12 @@ class Nemesis:
         if not live:
             entry["detail"] = "no live worker"
             return
-        w = rng.choice(live)
+        if self.fixed_pause_s:  # every worker in turn: each kind is hit
+            with self.lock:
+                w = live[self.pause_turn % len(live)]
+                self.pause_turn += 1
+        else:
+            w = rng.choice(live)
         lease = self.lease_ms if self.lease_ms > 0 else 30000
         seconds = self.fixed_pause_s or min(
             lease / 1000.0 + rng.uniform(0.5, 1.5), 12.0)
