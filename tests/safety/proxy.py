@@ -182,6 +182,13 @@ class ProxyHub:
         fut = asyncio.run_coroutine_threadsafe(coro, self.loop)
         return fut.result(CONTROL_TIMEOUT_S)
 
+    async def _cancel_tasks(self):
+        tasks = [t for t in asyncio.all_tasks()
+                 if t is not asyncio.current_task()]
+        for t in tasks:
+            t.cancel()
+        await asyncio.wait(tasks, timeout=2.0) if tasks else None
+
     def add(self, name, port, target):
         p = Proxy(self, name, port, target)
         self.run(p.start())
@@ -198,5 +205,9 @@ class ProxyHub:
                 self.run(p.stop())
             except Exception:  # noqa: BLE001 - closing at exit, keep going
                 pass
+        try:
+            self.run(self._cancel_tasks())
+        except Exception:  # noqa: BLE001 - closing at exit, keep going
+            pass
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(CONTROL_TIMEOUT_S)
