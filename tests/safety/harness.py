@@ -111,8 +111,10 @@ class Run:
         self.topology_name, self.fault_names = topology, faults
         self.setting, self.expect, self.tools = setting, expect, tools
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        self.run_id = "%s-%s-%s-s%d" % (stamp, topology,
-                                        "+".join(faults) or "none",
+        label = "+".join(faults) or "none"
+        if len(faults) > 2:  # keep directory names short
+            label = "%s+%d-more" % (faults[0], len(faults) - 1)
+        self.run_id = "%s-%s-%s-s%d" % (stamp, topology, label,
                                         setting["seed"])
         self.dir = os.path.join(out_dir, self.run_id)
         for sub in ("history", "logs"):
@@ -355,7 +357,7 @@ def find_tools(a):
 
 def default_java_worker():
     """The compat/java driver of the newest Redisson in versions.txt, in
-    its safety-worker mode (scripts/deps builds it), or None."""
+    its safety mode (scripts/deps builds it), or None."""
     jdir = os.path.join(ROOT, "compat", "java")
     try:
         with open(os.path.join(jdir, "versions.txt")) as f:
@@ -367,7 +369,7 @@ def default_java_worker():
     if not os.path.isdir(os.path.join(build, "classes")):
         return None
     return ["java", "-cp", "%s/classes:%s/lib/*" % (build, build), "Driver",
-            "safety-worker"]
+            "safety"]
 
 
 # ---- main -----------------------------------------------------------------

@@ -69,6 +69,7 @@ class Nemesis:
         self.lease_ms = lease_ms
         self.fixed_pause_s = None  # the broken-lock check's pause
         self.pause_turn = 0
+        self.claimed = set()  # names of processes a fault is acting on
         self.log = []
         self.stopping = threading.Event()
         self.threads = []
@@ -131,6 +132,31 @@ class Nemesis:
                 w.child.resume()
 
     # ---- targets ----------------------------------------------------------
+    def claim(self, candidates, rng):
+        """One of candidates (processes with .name) no other fault is
+        pausing or killing, now claimed; None when all are. Two faults on
+        one process would undo each other (a restart of a server another
+        fault just restarted)."""
+        with self.lock:
+            free = [c for c in candidates if c.name not in self.claimed]
+            if not free:
+                return None
+            c = rng.choice(free)
+            self.claimed.add(c.name)
+            return c
+
+    def unclaim(self, c):
+        with self.lock:
+            self.claimed.discard(c.name)
+
+    def server_target(self, rng):
+        """Mostly the master, sometimes any node; claimed."""
+        if rng.random() < 0.7:
+            n = self.claim([self.master(rng)], rng)
+            if n is not None:
+                return n
+        return self.claim(self.topo.nodes, rng)
+
     def master(self, rng):
         """The current master (sentinel: as the sentinels say), or any."""
         if self.topo.name == "sentinel":
@@ -211,10 +237,14 @@ class Nemesis:
             return
         if self.fixed_pause_s:  # every worker in turn: each kind is hit
             with self.lock:
-                w = live[self.pause_turn % len(live)]
+                turn = live[self.pause_turn % len(live)]
                 self.pause_turn += 1
+            w = self.claim([turn], rng)
         else:
-            w = rng.choice(live)
+            w = self.claim(live, rng)
+        if w is None:
+            entry["detail"] = "every worker busy with another fault"
+            return
         lease = self.lease_ms if self.lease_ms > 0 else 30000
         seconds = self.fixed_pause_s or min(
             lease / 1000.0 + rng.uniform(0.5, 1.5), 12.0)
@@ -223,32 +253,40 @@ class Nemesis:
         w.child.pause()
         self.hold(seconds)
         w.child.resume()
+        self.unclaim(w)
 
     def _pause_server(self, rng, entry):
-        n = self.master(rng) if rng.random() < 0.7 else rng.choice(
-            self.topo.nodes)
+        n = self.server_target(rng)
+        if n is None:
+            entry["detail"] = "every server busy with another fault"
+            return
         seconds = rng.uniform(2, 8)
         entry.update(target=n.name, detail="SIGSTOP %.1f s" % seconds)
         n.child.pause()
         self.hold(seconds)
         n.child.resume()
+        self.unclaim(n)
 
     def _kill_server(self, rng, entry):
-        n = self.master(rng) if rng.random() < 0.7 else rng.choice(
-            self.topo.nodes)
+        n = self.server_target(rng)
+        if n is None:
+            entry["detail"] = "every server busy with another fault"
+            return
         seconds = rng.uniform(1, 4)
         entry.update(target=n.name, detail="kill -9, restart after %.1f s"
                      % seconds)
-        n.child.kill9()
-        self.hold(seconds)
-        n.restart()
+        try:
+            n.child.kill9()
+            self.hold(seconds)
+            n.restart()
+        finally:
+            self.unclaim(n)
 
     def _kill_client(self, rng, entry):
-        live = [w for w in self.workers.live()]
-        if not live:
-            entry["detail"] = "no live worker"
+        w = self.claim(self.workers.live(), rng)
+        if w is None:
+            entry["detail"] = "every worker busy with another fault"
             return
-        w = rng.choice(live)
         w.killed = True
         w.child.kill9()
         self.hold(0.5)

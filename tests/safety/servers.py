@@ -70,6 +70,8 @@ class Node:
 
     def restart(self):
         """After a kill -9: the same port, directory and settings."""
+        if self.child.alive():
+            return  # already back (two faults meant the same restart)
         self.child.start()
         wait_until("%s answers PING after restart" % self.name,
                    lambda: resp.command(self.port, "PING", timeout=1.0),
