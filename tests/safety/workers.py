@@ -7,9 +7,8 @@ an extra one under a skewed clock, and the run stops them with SIGTERM.
 Binaries: --worker / $RLOCK_SAFETY_WORKER (a command line, split like a
 shell would), --java / $RLOCK_SAFETY_JAVA_WORKER.
 """
+import glob
 import os
-import shlex
-import shutil
 import threading
 
 from processes import Child
@@ -17,13 +16,20 @@ from processes import Child
 STOP_GRACE_S = 10.0
 
 
-def faketime_argv(offset_s):
-    """Prefix that runs a command with its wall clock offset_s seconds off
-    (CLOCK_MONOTONIC stays true: DONT_FAKE_MONOTONIC=1 in the env)."""
-    ft = shutil.which("faketime")
-    if ft is None:
+def faketime_env(offset_s):
+    """The environment that runs a worker with its wall clock offset_s
+    seconds off: libfaketime (the faketime package's multi-threaded
+    library) preloaded into the worker itself, with CLOCK_MONOTONIC left
+    true (DONT_FAKE_MONOTONIC=1) so its history stays comparable. Not the
+    faketime command: it would stand between the harness and the worker,
+    which then outlives a SIGTERM or kill -9 meant for it. None when the
+    library is missing."""
+    libs = glob.glob("/usr/lib/*/faketime/libfaketimeMT.so.1") + \
+        glob.glob("/usr/lib/faketime/libfaketimeMT.so.1")
+    if not libs:
         return None
-    return [ft, "-m", "-f", "%+ds" % offset_s]
+    return dict(os.environ, LD_PRELOAD=libs[0], FAKETIME="%+ds" % offset_s,
+                DONT_FAKE_MONOTONIC="1")
 
 
 class Worker:
@@ -77,11 +83,9 @@ class Workers:
         argv = self._argv(name, kind, is_async, java)
         env = None
         if skew_s:
-            prefix = faketime_argv(skew_s)
-            if prefix is None:
+            env = faketime_env(skew_s)
+            if env is None:
                 raise RuntimeError("faketime not installed (scripts/deps)")
-            argv = prefix + argv
-            env = dict(os.environ, DONT_FAKE_MONOTONIC="1")
         child = self.run.fleet.add(Child(
             name, argv, os.path.join(self.run.dir, "logs", name + ".log"),
             env=env))
