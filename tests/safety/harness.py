@@ -131,6 +131,7 @@ class Run:
     def execute(self):
         result = dict(run_id=self.run_id, dir=self.dir,
                       topology=self.topology_name, faults=self.fault_names,
+                      fault_mix=self.fault_names,
                       setting=setting_label(self.setting),
                       settings=self.setting, expect=self.expect,
                       reproduce=reproduce(self.topology_name,
@@ -384,6 +385,9 @@ def parse(argv):
     g.add_argument("--full", action="store_true", help="the whole matrix")
     g.add_argument("--broken-lock", action="store_true",
                    help="only the broken-lock check")
+    g.add_argument("--table", metavar="DIR",
+                   help="print docs/SAFETY.md's table from the result.json "
+                   "files under DIR, and run nothing")
     p.add_argument("--topology", help="comma list: " +
                    ",".join(topologies.TOPOLOGIES))
     p.add_argument("--faults", help="comma list of faults or mixes: " +
@@ -408,6 +412,9 @@ def parse(argv):
 
 def main(argv=None):
     a = parse(argv)
+    if a.table:
+        print(results.docs_table(a.table))
+        return 0
     tools = find_tools(a)
     out = a.out or os.path.join(a.build or os.path.join(ROOT, "build"),
                                 "safety")

@@ -11,7 +11,9 @@
 - the markdown row of the run for docs/SAFETY.md.
 """
 import bisect
+import glob
 import json
+import os
 
 import resp
 
@@ -155,3 +157,33 @@ def markdown_row(result):
         "-" if result.get("longest_unavailability_ms") is None
         else "%.0f" % result["longest_unavailability_ms"],
         leaked, result["expect"], "PASS" if result["passed"] else "FAIL")
+
+
+DOCS_HEADER = ("| topology | faults | setting | ops | unknown | mutex | rw | "
+               "lost (unfenced) | lost (fenced) | tokens back | stuck | "
+               "slowest after heal ms | longest unavailable ms | leaked keys "
+               "| expect | verdict | reproduce |")
+
+
+def docs_table(out_dir):
+    """docs/SAFETY.md's table: one row per result.json under out_dir, in
+    the order the runs were made."""
+    rows = [DOCS_HEADER, "|" + "---|" * (DOCS_HEADER.count("|") - 1)]
+    for path in sorted(glob.glob(os.path.join(out_dir, "*", "result.json"))):
+        with open(path) as f:
+            r = json.load(f)
+        c = r.get("checker") or {}
+        leaked = sum(len(v) for v in r.get("leaked_keys", {}).values())
+        unavail = r.get("longest_unavailability_ms")
+        rows.append("| %s |" % " | ".join([
+            r["topology"], ", ".join(r.get("fault_mix") or r["faults"]),
+            r["setting"], _n(c, "ops"), _n(c, "unknown_ops"),
+            _n(c, "mutex_violations"), _n(c, "rw_violations"),
+            _n(c, "lost_updates_unfenced"), _n(c, "lost_updates_fenced"),
+            _n(c, "token_violations"), _n(c, "stuck_waiters"),
+            _n(c, "slowest_acquire_after_heal_ms"),
+            "-" if unavail is None else "%.0f" % unavail, str(leaked),
+            r["expect"], "pass" if r["passed"] else
+            "FAIL: " + "; ".join(r["problems"]).replace("|", "/"),
+            "`%s`" % r.get("reproduce", "")]))
+    return "\n".join(rows)
