@@ -17,6 +17,7 @@ import time
 import resp
 from proxy import Fault
 from slots import key_slot
+from workers import STOP_GRACE_S
 
 JOIN_TIMEOUT_S = 30.0
 
@@ -369,7 +370,13 @@ class Nemesis:
         entry.update(target=w.name, detail="%s worker, wall clock %+d s, "
                      "for %.1f s" % (w.kind, skew, seconds))
         self.hold(seconds)
-        w.child.stop()
+        # a worker stuck on a paused or cut server may take a while to
+        # finish its operation; one that never does is killed and noted
+        if w.child.stop(grace=STOP_GRACE_S) is None or \
+                w.child.proc.returncode == -9:
+            w.killed = True
+            entry["detail"] += "; no exit %d s after SIGTERM: killed -9" \
+                % STOP_GRACE_S
 
     def _pubsub_kill(self, rng, entry):
         killed = 0
