@@ -50,7 +50,9 @@ def _on_signal(signum, _frame):
 
 # ---- run settings ---------------------------------------------------------
 
-DEFAULTS = dict(threads=3, names=2, lease_ms=3000, wait_ms=3000, hold_ms=5,
+# wait_ms is longer than a lease: a waiter behind a killed holder gets the
+# lock when the lease ends, and a timeout after the heal means a stuck lock
+DEFAULTS = dict(threads=3, names=2, lease_ms=3000, wait_ms=8000, hold_ms=5,
                 queue="off", sync_replicas=0, seconds=30, liveness_s=8,
                 seed=1, java=False, kinds=None, pause_s=None)
 
@@ -71,23 +73,6 @@ def fleet_of(topology, setting):
     if setting.get("java") and topology != "redlock":
         out.append(("j1", "lock", False, True))
     return out
-
-
-def reproduce(topology, faults, s, expect):
-    """The one command that makes this run again."""
-    if expect == "broken":
-        return "scripts/safety --broken-lock --seconds %d --seed %d" % (
-            s["seconds"], s["seed"])
-    cmd = ["scripts/safety", "--topology", topology,
-           "--faults", ",".join(faults) or "none",
-           "--seconds", str(s["seconds"]), "--seed", str(s["seed"]),
-           "--lease-ms", str(s["lease_ms"]), "--queue", s["queue"],
-           "--expect", expect]
-    if s["sync_replicas"]:
-        cmd += ["--sync-replicas", str(s["sync_replicas"])]
-    if s.get("java"):
-        cmd.append("--java")
-    return " ".join(cmd)
 
 
 def setting_label(s):
@@ -134,7 +119,7 @@ class Run:
                       fault_mix=self.fault_names,
                       setting=setting_label(self.setting),
                       settings=self.setting, expect=self.expect,
-                      reproduce=reproduce(self.topology_name,
+                      reproduce=results.reproduce(self.topology_name,
                                           self.fault_names, self.setting,
                                           self.expect),
                       passed=False, problems=[])
@@ -395,6 +380,7 @@ def parse(argv):
     p.add_argument("--seconds", type=int, help="nemesis time per run")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--lease-ms", type=int)
+    p.add_argument("--wait-ms", type=int, help="acquire wait budget")
     p.add_argument("--queue", choices=("on", "off"))
     p.add_argument("--sync-replicas", type=int)
     p.add_argument("--expect", choices=("strict", "fenced", "broken"))
@@ -432,7 +418,7 @@ def main(argv=None):
     try:
         for i, (topo, faults, overrides, expect) in enumerate(plan):
             setting = dict(DEFAULTS, seed=a.seed + i)
-            for k in ("lease_ms", "queue", "sync_replicas"):
+            for k in ("lease_ms", "wait_ms", "queue", "sync_replicas"):
                 if getattr(a, k) is not None:
                     setting[k] = getattr(a, k)
             setting.update(overrides)

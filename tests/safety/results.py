@@ -131,6 +131,24 @@ def final_counters(store):
     return out
 
 
+def reproduce(topology, faults, s, expect):
+    """The one command that makes this run again."""
+    if expect == "broken":
+        return "scripts/safety --broken-lock --seconds %d --seed %d" % (
+            s["seconds"], s["seed"])
+    cmd = ["scripts/safety", "--topology", topology,
+           "--faults", ",".join(faults) or "none",
+           "--seconds", str(s["seconds"]), "--seed", str(s["seed"]),
+           "--lease-ms", str(s["lease_ms"]), "--wait-ms", str(s["wait_ms"]),
+           "--queue", s["queue"],
+           "--expect", expect]
+    if s["sync_replicas"]:
+        cmd += ["--sync-replicas", str(s["sync_replicas"])]
+    if s.get("java"):
+        cmd.append("--java")
+    return " ".join(cmd)
+
+
 ROW_HEADER = ("| run | topology | faults | setting | ops | unknown | "
               "mutex | rw | lost (unfenced) | lost (fenced) | tokens | "
               "stuck | slowest after heal ms | longest unavail. ms | "
@@ -185,5 +203,6 @@ def docs_table(out_dir):
             "-" if unavail is None else "%.0f" % unavail, str(leaked),
             r["expect"], "pass" if r["passed"] else
             "FAIL: " + "; ".join(r["problems"]).replace("|", "/"),
-            "`%s`" % r.get("reproduce", "")]))
+            "`%s`" % reproduce(r["topology"], r.get("fault_mix") or
+                               r["faults"], r["settings"], r["expect"])]))
     return "\n".join(rows)
