@@ -363,12 +363,16 @@ static void follow_slot(const char *key, void *value, void *arg)
 }
 
 /* The cluster's table changed (io/cluster.h's on_change): every
- * subscribed channel is checked against its slot's master. Only sharded
- * subscriptions are bound to a node; plain ones hear every node's
- * PUBLISH and stay where they are. I/O thread. */
+ * subscribed channel is checked against its slot's master. A plain
+ * subscription moves too, though it would hear every node's PUBLISH where
+ * it is: left there, it would keep a link open to a node that may serve
+ * no slot any more (a demoted master, which Redis 6.2 clusters, lacking
+ * sharded pub/sub, leave plain subscribers on), and the sweep closes only
+ * links no channel is on. Its waiters try again, as a sharded one's do,
+ * for an unlock published while it moves. I/O thread. */
 void rlock__pubsub_topology_changed(rlock__pubsub *ps)
 {
-    if (ps == NULL || ps->stopping || !ps->client->sub_sharded)
+    if (ps == NULL || ps->stopping)
         return;
     rlock__map_foreach(&ps->channels, follow_slot, ps);
 }
@@ -392,12 +396,12 @@ static void link_use(const char *key, void *value, void *arg)
 }
 
 /* The cluster's node n serves no slot (io/cluster.h's on_sweep): its
- * subscriber link is closed unless a channel is still on it (a plain
- * subscription stays where it is: it hears every node's PUBLISH). What it
- * still owes (a channel's leaving, after the channel moved) is answered
- * with RLOCK_ECLOSED, which nobody waits for. The link's entry stays, with
- * nothing open, for a channel that comes back to n. Returns 1 if a link
- * was closed, else 0. I/O thread, outside the link's callbacks. */
+ * subscriber link is closed unless a channel is still on it (one that
+ * could not move: its slot unserved, or its subscription unanswered).
+ * What it still owes (a channel's leaving, after the channel moved) is
+ * answered with RLOCK_ECLOSED, which nobody waits for. The link's entry
+ * stays, with nothing open, for a channel that comes back to n. Returns 1
+ * if a link was closed, else 0. I/O thread, outside the link's callbacks. */
 int rlock__pubsub_node_unserved(rlock__pubsub *ps, struct rlock__cnode *n)
 {
     if (ps == NULL || ps->stopping || n == NULL)
