@@ -613,9 +613,15 @@ int rt_cluster_failover(rt_cluster *c, int master)
         }
         rt_sleep_ms(POLL_MS);
     }
-    if (rt_cluster_wait_settled(c, SETTLE_TIMEOUT_MS) != 0 ||
-        rt_cluster_replica_of(c, replica) != master)
+    if (rt_cluster_wait_settled(c, SETTLE_TIMEOUT_MS) != 0)
         return -1;
+    if (rt_cluster_replica_of(c, replica) != master) {
+        fprintf(stderr,
+                "cluster: after its failover node %d's replica is node %d, "
+                "not %d\n",
+                replica, rt_cluster_replica_of(c, replica), master);
+        return -1;
+    }
     /* A master pauses its clients' writes (and SCRIPT LOAD, EVAL,
      * PUBLISH) while its replica takes over. From 7.0 it lifts the pause
      * once the failover ends; 6.2 keeps it for the rest of 10 s, so that

@@ -107,7 +107,10 @@ int rt_cluster_find(const rt_cluster *c, int port);
 
 /* Manual failover of master (an index): CLUSTER FAILOVER on its replica,
  * then waits until the cluster is settled with the roles swapped. Returns
- * the index of the new master, or -1. */
+ * the index of the new master, or -1. Fail a shard back only after some
+ * while: a replica asked again seconds after it won an election (Redis
+ * 7.0 seen) counts that election's votes, says it won, and the others
+ * turn it down, so no failover happens. */
 int rt_cluster_failover(rt_cluster *c, int master);
 
 /* Moves slot from its owner to master to, by hand as redis-cli's reshard
