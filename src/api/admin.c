@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 struct rlock_admin_conn {
     rlock_client *client;
@@ -35,7 +36,14 @@ struct rlock_admin_conn {
     /* a cluster: the master the link is to, "host:port" ("" before the
      * first command, and on a single server) */
     char node[RLOCK__HOST_MAX + 8];
+    /* a cluster's lock subscriber: the slot of its lock, which the table
+     * must go on giving to node (-1: none) */
+    int slot;
 };
+
+/* How often a cluster's lock subscriber checks the client's table while
+ * it waits for messages (rlock_admin_listen_many). */
+#define TABLE_CHECK_MS 1000
 
 /* ------------------------------------------------------------------ names */
 
@@ -206,6 +214,7 @@ int rlock_admin_open(rlock_client *c, rlock_admin_conn **out)
     if (a == NULL)
         return RLOCK_ENOMEM;
     a->client = c;
+    a->slot = -1;
     rc = rlock__client_sync_open(c, c->cfg.connect_timeout_ms, &a->link,
                                  a->error, sizeof(a->error));
     if (rc != 0) {
@@ -257,6 +266,20 @@ static const char *first_key(int argc, const char *const *argv)
     return argv[1];
 }
 
+/* In a cluster, the master serving slot as the client's table says: its
+ * host and port, and node its "host:port" as rlock_admin_node() gives it.
+ * Returns false on a single server, or when the table names none. */
+static bool owner_of(rlock_client *c, int slot, char *host, size_t hostlen,
+                     int *port, char *node, size_t nodelen)
+{
+    if (c->cluster == NULL ||
+        !rlock__cluster_owner_addr(c->cluster, slot, host, hostlen, port))
+        return false;
+    snprintf(node, nodelen, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host,
+             *port);
+    return true;
+}
+
 /* In a cluster, moves a's link to the master serving the slot of the
  * first key the n commands name (the tool's pipelines are about one lock,
  * whose keys share a slot), as the client's table says. Returns 0 or why
@@ -270,13 +293,10 @@ static int route(rlock_admin_conn *a, size_t n, const int *argc,
         key = first_key(argc[i], argv[i]);
     char host[RLOCK__HOST_MAX], node[sizeof(a->node)];
     int port;
-    if (c->cluster == NULL || key == NULL ||
-        !rlock__cluster_owner_addr(c->cluster,
-                                   rlock__key_slot(key, strlen(key)), host,
-                                   sizeof(host), &port))
+    if (key == NULL ||
+        !owner_of(c, rlock__key_slot(key, strlen(key)), host, sizeof(host),
+                  &port, node, sizeof(node)))
         return RLOCK_OK;
-    snprintf(node, sizeof(node), strchr(host, ':') ? "[%s]:%d" : "%s:%d",
-             host, port);
     if (strcmp(node, a->node) == 0)
         return RLOCK_OK;
     rlock__link_opts o = *c->link_opts;
@@ -422,6 +442,34 @@ int rlock_admin_subscribe(rlock_admin_conn *a, size_t nchannels,
     return failed(a, rc);
 }
 
+/* The I/O thread's side of keep_table_fresh(). */
+typedef struct scan_task {
+    rlock__task task; /* first: the loop hands this back */
+    rlock_client *client;
+} scan_task;
+
+static void run_scan(rlock__task *t, int status)
+{
+    scan_task *st = (scan_task *)t;
+    if (status == 0)
+        rlock__cluster_refresh(st->client->cluster);
+    free(st);
+}
+
+/* Has the I/O thread refresh c's table now and every scan interval after:
+ * its scan starts with the cluster's first use on that thread, which a
+ * tool that only listens never makes. Out of memory, the table stays as
+ * it is (a sharded subscriber is still told by the server). */
+static void keep_table_fresh(rlock_client *c)
+{
+    scan_task *st = rlock__calloc(1, sizeof(*st));
+    if (st == NULL)
+        return;
+    st->task.run = run_scan;
+    st->client = c;
+    rlock__loop_submit(c->loop, &st->task);
+}
+
 int rlock_admin_subscribe_lock(rlock_admin_conn *a, size_t nlock,
                                const char *const *lock, size_t nchannels,
                                const char *const *channels, size_t npatterns,
@@ -451,7 +499,33 @@ int rlock_admin_subscribe_lock(rlock_admin_conn *a, size_t nlock,
     if (rc == 0)
         rc = confirmations(a, n,
                            rlock__now_ms() + c->cfg.command_timeout_ms);
+    if (rc == 0 && c->cluster != NULL && by[1] != NULL) {
+        a->slot = rlock__key_slot(by[1], strlen(by[1]));
+        keep_table_fresh(c);
+    }
     return failed(a, rc);
+}
+
+/* Whether the client's table names another master for a's lock than the
+ * one a listens on, saying so in a's error. The server tells a sharded
+ * subscriber (sunsubscribe, below), but never a plain one (Redis 6.2,
+ * which has no sharded pub/sub, or mode off): a plain subscriber would go
+ * on hearing unlocks, published to every node, and miss the new master's
+ * keyspace events. */
+static bool slot_moved(rlock_admin_conn *a)
+{
+    char host[RLOCK__HOST_MAX], node[sizeof(a->node)];
+    int port;
+    if (a->slot < 0 ||
+        !owner_of(a->client, a->slot, host, sizeof(host), &port, node,
+                  sizeof(node)) ||
+        strcmp(node, a->node) == 0)
+        return false;
+    snprintf(a->error, sizeof(a->error),
+             "the cluster's table names %.80s for the lock: its slot "
+             "moved to another node",
+             node);
+    return true;
 }
 
 /* Hands r to fn when it is a message; returns fn's answer, 0 for anything
@@ -541,10 +615,15 @@ int rlock_admin_listen_many(rlock_admin_conn *const *a, size_t n,
     struct pollfd *pfd = rlock__calloc(n, sizeof(*pfd));
     if (pfd == NULL)
         return RLOCK_ENOMEM;
-    for (size_t i = 0; i < n; i++)
+    bool check = false; /* a lock subscriber in a cluster: wake to check */
+    for (size_t i = 0; i < n; i++) {
         pfd[i] = (struct pollfd){.fd = rlock__link_sync_fd(a[i]->link),
                                  .events = POLLIN};
-    int polled = ppoll(pfd, (nfds_t)n, NULL, wait_mask);
+        check = check || a[i]->slot >= 0;
+    }
+    struct timespec tick = {.tv_sec = TABLE_CHECK_MS / 1000,
+                            .tv_nsec = TABLE_CHECK_MS % 1000 * 1000000L};
+    int polled = ppoll(pfd, (nfds_t)n, check ? &tick : NULL, wait_mask);
     int err = errno;
     free(pfd);
     if (polled < 0) {
@@ -554,5 +633,9 @@ int rlock_admin_listen_many(rlock_admin_conn *const *a, size_t n,
                  strerror(err));
         return RLOCK_ECONN;
     }
-    return deliver_all(a, n, fn, arg);
+    rc = deliver_all(a, n, fn, arg);
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        if (slot_moved(a[i]))
+            rc = RLOCK_ECONN;
+    return rc;
 }

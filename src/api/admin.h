@@ -141,7 +141,10 @@ int rlock_admin_subscribe(rlock_admin_conn *a, size_t nchannels,
  * channels[0]): the names given must share it, as one lock's do; that
  * master's keyspace notifications are the lock's. A server's sunsubscribe
  * later (the slot moved) ends rlock_admin_listen_many() with
- * RLOCK_ECONN, rlock_admin_error() saying so. */
+ * RLOCK_ECONN, rlock_admin_error() saying so; so does the client's table
+ * naming another master for the slot (checked every second while
+ * listening), which is how a plain subscriber learns of it (Redis 6.2,
+ * or mode off: the server says nothing). */
 int rlock_admin_subscribe_lock(rlock_admin_conn *a, size_t nlock,
                                const char *const *lock, size_t nchannels,
                                const char *const *channels, size_t npatterns,

@@ -36,8 +36,9 @@
  * master, subscribed to its channels as the client's waiters are
  * (rlock_admin_subscribe_lock), and its keyspace notifications are
  * checked (and turned on) there. A slot that moves while watched ends the
- * watch (exit 69): the server says so, and a watch on the old master would
- * hear nothing more. A fair lock's per-thread channels are heard by
+ * watch (exit 69): the server says so to a sharded subscriber, the
+ * client's table to a plain one (Redis 6.2, mode off: admin.h), and a
+ * watch on the old master would hear no more of the lock's events. A fair lock's per-thread channels are heard by
  * pattern, which sharded pub/sub has no form of: on a sharded cluster its
  * unlocks show as the keyspace events' "released by" only.
  */
@@ -73,10 +74,10 @@ static const char watch_help[] =
     "rlock's queue of an RLock behind its head.\n"
     "\n"
     "On a Redis Cluster each NAME is watched on the master serving its\n"
-    "slot, where its unlock messages (SPUBLISH) and keyspace events are;\n"
-    "--enable-notifications turns them on on those masters. When a\n"
-    "watched lock's slot moves to another master, watch says so and exits\n"
-    "69: start it again to follow the lock.\n"
+    "slot, where its unlock messages (SPUBLISH; PUBLISH before Redis 7.0)\n"
+    "and keyspace events are; --enable-notifications turns them on on\n"
+    "those masters. When a watched lock's slot moves to another master,\n"
+    "watch says so and exits 69: start it again to follow the lock.\n"
     "\n"
     "Options:\n"
     "  --enable-notifications  turn the missing keyspace notification\n"
