@@ -449,12 +449,13 @@ typedef struct rlock_client rlock_client;
  *   redis+cluster://[[user]:password@]host[:port][,host[:port]...]
  *                  a Redis Cluster, by some of its nodes (port 6379
  *                  default), asked in order until one describes a cluster
- *                  that serves every slot; the user and password are every
- *                  node's; no /db (a cluster has only 0). Every lock's
- *                  calls go to the master serving its name's slot, and
- *                  getters refuse names whose keys would span slots with
- *                  RLOCK_EINVAL (rlock_config_set_cluster_sharded() and the
- *                  docs/cluster.md say how waiters are woken)
+ *                  that serves every slot (and answers connecting's
+ *                  checks in the command timeout); the user and password
+ *                  are every node's; no /db (a cluster has only 0). Every
+ *                  lock's calls go to the master serving its name's slot,
+ *                  and getters refuse names whose keys would span slots
+ *                  with RLOCK_EINVAL (rlock_config_set_cluster_sharded()
+ *                  and docs/cluster.md say how waiters are woken)
  *   rediss+cluster://...    the same, with TLS to every node
  * Each may be spelled valkey for redis (valkey://, valkeys://,
  * valkey+sentinel://, valkeys+cluster://, ...), Redisson's other spelling,

@@ -87,14 +87,15 @@ int rlock__config_apply_uri(const rlock_config *cfg, rlock__uri *uri);
 struct rlock__tls_settings;
 void rlock__config_tls(const rlock_config *cfg,
                        struct rlock__tls_settings *out);
-/* Cluster mode (cluster_connect.c): the first seed of c's URI that
- * describes a cluster serving every slot, its address left in o and its
- * table in *out (freed by the caller); then, once the I/O thread's loop
- * exists, c->cluster made from that table. Each returns 0 or a negative
- * code (connecting fails with it). */
+/* Cluster mode (cluster_connect.c): the first seed of c's URI from index
+ * first on that describes a cluster serving every slot, its index left in
+ * *used, its address in o and its table in *out (freed by the caller);
+ * then, once the I/O thread's loop exists, c->cluster made from that
+ * table. Each returns 0 or a negative code (connecting fails with it). */
 struct rlock__link_opts;
 struct rlock__slot_table;
 int rlock__cluster_find_seed(rlock_client *c, struct rlock__link_opts *o,
+                             int first, int *used,
                              struct rlock__slot_table **out);
 int rlock__cluster_attach(rlock_client *c, const struct rlock__slot_table *t);
 

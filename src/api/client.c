@@ -71,12 +71,37 @@ static int check_server(rlock_client *c, rlock__acl *acl)
     return rc;
 }
 
+/* Cluster mode: check_server() on the seed that described the cluster
+ * (seed, an index of c's URI, whose table is *table), and while that
+ * fails for want of an answer, on the next seed that describes it: a
+ * seed may answer CLUSTER SLOTS and then stall (Redis 6.2's old master
+ * holds SCRIPT LOAD and EVALSHA for 10 s after CLUSTER FAILOVER) or go
+ * away. A refusal (credentials, ACL) is every node's, and is returned at
+ * once; otherwise the first seed's failure is. */
+static int check_seeds(rlock_client *c, rlock__acl *acl,
+                       rlock__slot_table **table, int seed)
+{
+    int first = check_server(c, acl), rc = first;
+    while ((rc == RLOCK_ETIMEDOUT || rc == RLOCK_ECONN) &&
+           seed + 1 < c->uri.nseeds) {
+        rlock__slot_table *next = NULL;
+        if (rlock__cluster_find_seed(c, c->link_opts, seed + 1, &seed,
+                                     &next) != 0)
+            return first;
+        rlock__slot_table_free(*table);
+        *table = next;
+        rc = check_server(c, acl);
+    }
+    return rc == RLOCK_ETIMEDOUT || rc == RLOCK_ECONN ? first : rc;
+}
+
 /* Makes c->link_opts, how every link reaches and greets the server: the
  * address is resolved here, on the caller's thread, so that no reconnect
  * on the I/O thread ever waits for a name server; a rediss:// server gets
  * the client's one TLS context. Returns 0, RLOCK_ECONN (the name does not
  * resolve), RLOCK_EINVAL, RLOCK_ETLS or RLOCK_ENOMEM. */
-static int link_opts_init(rlock_client *c, rlock__slot_table **table)
+static int link_opts_init(rlock_client *c, rlock__slot_table **table,
+                          int *seed)
 {
     rlock__link_opts *o = rlock__malloc(sizeof(*o));
     if (o == NULL)
@@ -109,7 +134,7 @@ static int link_opts_init(rlock_client *c, rlock__slot_table **table)
     /* a cluster: the first seed that describes it (api/cluster_connect.c)
      * is the node connecting checks */
     if (c->uri.seeds != NULL)
-        return rlock__cluster_find_seed(c, o, table);
+        return rlock__cluster_find_seed(c, o, 0, seed, table);
     /* in Sentinel mode the address is discovery's (core/follow.c) */
     if (c->uri.master != NULL)
         return RLOCK_OK;
@@ -183,6 +208,7 @@ int rlock_client_connect_with(rlock_client **out, const char *uri,
         return RLOCK_EINVAL;
     rlock__acl acl;
     rlock__slot_table *table = NULL; /* cluster mode: as the seed said */
+    int seed = 0;                    /* and which seed that was */
     rlock_client *c = rlock__calloc(1, sizeof(*c));
     if (c == NULL)
         return RLOCK_ENOMEM;
@@ -212,7 +238,7 @@ int rlock_client_connect_with(rlock_client **out, const char *uri,
     if (rc == 0 && c->cfg.stats)
         rc = rlock__stats_new(&c->stats);
     if (rc == 0)
-        rc = link_opts_init(c, &table);
+        rc = link_opts_init(c, &table, &seed);
     if (rc == 0 && c->uri.master != NULL) /* Sentinel finds the master */
         rc = rlock__follow_new(c);
     if (rc == 0)
@@ -222,7 +248,8 @@ int rlock_client_connect_with(rlock_client **out, const char *uri,
     if (rc == 0)
         rc = rlock__threads_init(c);
     if (rc == 0)
-        rc = check_server(c, &acl);
+        rc = table != NULL ? check_seeds(c, &acl, &table, seed)
+                           : check_server(c, &acl);
     if (rc == 0)
         rc = rlock__notifier_new(&c->notifier);
     if (rc == 0)

@@ -11,7 +11,9 @@
  * said at connect time. A seed that is not a cluster node (CLUSTER SLOTS
  * refused: "cluster support disabled") is RLOCK_ESERVER unless another
  * seed answers; a seed that cannot be reached, or refuses the credentials,
- * gives its own code likewise. The last failure is the one returned.
+ * gives its own code likewise. The last failure is the one returned. A seed
+ * that describes the cluster but then cannot be checked (client.c's
+ * check_seeds: it stalls or goes away) gives way to the next that does.
  *
  * The table read here is handed to io/cluster.c once the I/O thread's loop
  * exists (rlock__cluster_attach); from then on the I/O thread owns it.
@@ -130,18 +132,20 @@ static int ask_seed(rlock_client *c, const rlock__link_opts *o,
 }
 
 int rlock__cluster_find_seed(rlock_client *c, rlock__link_opts *o,
-                             rlock__slot_table **out)
+                             int first, int *used, rlock__slot_table **out)
 {
     int rc = RLOCK_ECONN;
     *out = NULL;
-    for (int i = 0; i < c->uri.nseeds; i++) {
+    for (int i = first; i < c->uri.nseeds; i++) {
         const rlock__uri_node *seed = &c->uri.seeds[i];
         rc = rlock__link_resolve(seed->host, seed->port, NULL, &o->addr);
         o->host = seed->host;
         if (rc == 0)
             rc = ask_seed(c, o, out);
-        if (rc == 0)
+        if (rc == 0) {
+            *used = i;
             return RLOCK_OK;
+        }
     }
     return rc;
 }

@@ -105,6 +105,35 @@ static void test_connect_fails_when_no_seed_answers(void **state)
     assert_null(c);
 }
 
+/* A seed that describes the cluster and then holds connecting's check
+ * (its SCRIPT LOAD and EVALSHA wait under CLIENT PAUSE WRITE, as Redis
+ * 6.2's old master holds them for 10 s after CLUSTER FAILOVER) gives way
+ * to the next seed, which connecting checks instead. */
+static void test_connect_passes_over_a_seed_that_stalls(void **state)
+{
+    (void)state;
+    char uri[128];
+    rlock_config *cfg = NULL;
+    rlock_client *c = NULL;
+    seeds_uri(uri, sizeof(uri), 0, 1);
+    assert_int_equal(rlock_config_new(&cfg), RLOCK_OK);
+    assert_int_equal(rlock_config_set_command_timeout(cfg, 500), RLOCK_OK);
+    redisReply *r = rt_cmd(&cluster.node[0], "CLIENT PAUSE 10000 WRITE");
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    int64_t t0 = rt_now_ms();
+    int rc = rlock_client_connect_with(&c, uri, cfg);
+    int64_t took = rt_now_ms() - t0;
+    freeReplyObject(rt_cmd(&cluster.node[0], "CLIENT UNPAUSE"));
+    rlock_config_free(cfg);
+    print_message("connecting answered %d after %lld ms (500 ms for the "
+                  "stalled seed)\n",
+                  rc, (long long)took);
+    assert_int_equal(rc, RLOCK_OK);
+    rlock_client_free(c);
+}
+
 static void test_connect_refuses_a_database(void **state)
 {
     (void)state;
@@ -880,6 +909,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_connect_takes_the_first_seed_that_answers),
         cmocka_unit_test(test_connect_fails_when_no_seed_answers),
+        cmocka_unit_test(test_connect_passes_over_a_seed_that_stalls),
         cmocka_unit_test(test_connect_refuses_a_database),
         cmocka_unit_test(test_every_master_serves_the_locks_of_its_slots),
         cmocka_unit_test(test_names_whose_keys_span_slots_are_refused),
