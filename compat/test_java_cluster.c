@@ -244,8 +244,9 @@ static int subscribed_on(const char *kind, const char *channel)
 /* After a failover or a slot move took channel's slot to master to: waits
  * until channel has its one subscriber again, on to when it is sharded
  * (which must follow its slot), or anywhere in the cluster when it is
- * plain (which hears every node's PUBLISH, so may stay where it was), and
- * returns how long that took. */
+ * plain (which hears every node's PUBLISH wherever it is: rlock's follows
+ * its slot all the same, Redisson's need not), and returns how long that
+ * took. */
 static int64_t wait_resubscribed(int to, const char *channel, int timeout_ms)
 {
     if (has_sharded())
@@ -922,7 +923,7 @@ static void test_through_a_failover_both_exclude_and_wake_each_other(
 /* Java holds a with an rlock waiter on it while a's slot moves to another
  * master by hand (IMPORTING, MIGRATING, MIGRATE, SETSLOT NODE on all). The
  * hold comes across, rlock's waiter subscribes again on the new master
- * (a plain one stays where it was) and Java's unlock wakes it; then, once
+ * (a plain one too) and Java's unlock wakes it; then, once
  * Redisson has scanned, a fresh exchange in the moved slot works both
  * ways. */
 static void test_through_a_slot_move_both_exclude_and_wake_each_other(
