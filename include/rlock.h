@@ -1119,6 +1119,26 @@ RLOCK_API int rlock_semaphore_try_set_permits(rlock_semaphore *s,
 RLOCK_API int rlock_semaphore_acquire(rlock_semaphore *s, int permits,
                                       int64_t wait_ms);
 
+/* The async acquire, for event-loop servers: cb runs exactly once with
+ * what rlock_semaphore_acquire() would return (the same wait, wake-ups and
+ * budget), where async completions run (the loop given to
+ * rlock_client_attach_loop(), else the client's I/O thread). Returns 0 (cb
+ * will run) or, without calling cb, RLOCK_EINVAL (s or cb NULL, permits
+ * <= 0, wait_ms negative and not RLOCK_WAIT_FOREVER), RLOCK_ENOMEM,
+ * RLOCK_EFORKED or RLOCK_ECLOSED. The call has no owner, so rlock_cancel()
+ * does not reach it; rlock_client_free() ends a pending one with
+ * RLOCK_ECLOSED (a try then in flight may have taken its permits, as with
+ * a connection error).
+ * Ownership: s must stay valid until cb has run.
+ * Thread-safety: any thread, callbacks included.
+ * Redisson: RSemaphore.acquireAsync(permits), tryAcquireAsync(permits,
+ * waitTime, unit). */
+typedef void (*rlock_semaphore_cb)(rlock_semaphore *s, int status,
+                                   void *arg);
+RLOCK_API int rlock_semaphore_acquire_async(rlock_semaphore *s, int permits,
+                                            int64_t wait_ms,
+                                            rlock_semaphore_cb cb, void *arg);
+
 /* Gives `permits` (> 0) permits back (any caller may, taken or not),
  * publishing the new count. rlock_semaphore_release_if_exists() does so
  * only when the semaphore's key exists. Return 0 (release) or 1 / 0
@@ -1207,6 +1227,26 @@ RLOCK_API int rlock_permit_semaphore_acquire(rlock_permit_semaphore *s,
                                              int64_t wait_ms,
                                              int64_t lease_ms,
                                              char id[RLOCK_PERMIT_ID_SIZE]);
+
+/* The async acquire, for event-loop servers: cb runs exactly once with
+ * what rlock_permit_semaphore_acquire() would return and, when that is 0,
+ * the new permit's id (else id is NULL), where async completions run (as
+ * rlock_semaphore_acquire_async()). Returns 0 (cb will run) or, without
+ * calling cb, RLOCK_EINVAL (s or cb NULL, a bad wait_ms or lease_ms),
+ * RLOCK_ENOMEM, RLOCK_EFORKED or RLOCK_ECLOSED. rlock_cancel() does not
+ * reach it; rlock_client_free() ends a pending one with RLOCK_ECLOSED (a
+ * permit a try in flight took is freed by its lease, if it has one).
+ * Ownership: s must stay valid until cb has run; id is borrowed until cb
+ * returns (copy it to keep it).
+ * Thread-safety: any thread, callbacks included.
+ * Redisson: RPermitExpirableSemaphore.tryAcquireAsync(waitTime, leaseTime,
+ * unit), acquireAsync(leaseTime, unit). */
+typedef void (*rlock_permit_semaphore_cb)(rlock_permit_semaphore *s,
+                                          int status, const char *id,
+                                          void *arg);
+RLOCK_API int rlock_permit_semaphore_acquire_async(
+    rlock_permit_semaphore *s, int64_t wait_ms, int64_t lease_ms,
+    rlock_permit_semaphore_cb cb, void *arg);
 
 /* Gives back the permit id (taken by any process, in any case of hex).
  * Returns 1 (released), 0 (no such permit, or its lease had ended: then it

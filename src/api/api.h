@@ -73,6 +73,9 @@ void rlock__deliver(rlock_client *c, rlock_done_cb cb, rlock *lock,
 typedef struct rlock__aop rlock__aop;
 int rlock__countdown_await_async(rlock *h, int64_t wait_ms, rlock_done_cb cb,
                                  void *arg);
+int rlock__sem_acquire_async(rlock *h, int permits, int64_t wait_ms,
+                             int64_t lease_ms, char *id_out,
+                             rlock_done_cb cb, void *arg);
 void rlock__async_shutdown(rlock_client *c);
 void rlock__async_client_free(rlock_client *c);
 
@@ -106,5 +109,18 @@ void rlock__sem_handle_desc(const rlock *h, rlock__sem_desc *d);
 int rlock__sem_call(rlock *h, rlock__spec *spec, int rc, int64_t *value);
 int rlock__sem_acquire_on(rlock *h, int permits, int64_t wait_ms,
                           int64_t lease_ms, char *id);
+/* An async semaphore acquire's completion (one of the two callbacks set),
+ * and rlock__sem_acquire_async_on(), which starts one on h with a copy of
+ * it: 0 (the callback will run) or a negative code (it will not). */
+typedef struct rlock__sem_done {
+    rlock_semaphore_cb sem_cb;
+    rlock_semaphore *sem;
+    rlock_permit_semaphore_cb permit_cb;
+    rlock_permit_semaphore *permit;
+    void *arg;
+    char id[RLOCK_PERMIT_ID_SIZE]; /* the permit's, once taken */
+} rlock__sem_done;
+int rlock__sem_acquire_async_on(rlock *h, int permits, int64_t wait_ms,
+                                int64_t lease_ms, const rlock__sem_done *d);
 
 #endif

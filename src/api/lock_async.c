@@ -3,7 +3,9 @@
  * rlock_cancel) for event-loop servers, whose locks belong to requests
  * (explicit owner ids) rather than threads: the async driver of the core's
  * acquire and release machines (core/acquire.c, core/release.c), the same
- * machines the blocking API runs.
+ * machines the blocking API runs; and, with no owner, of the count-down
+ * latch's await (core/countdown.c) and the semaphores' acquire
+ * (core/semaphore.c).
  *
  * Design notes. An async call lives on the client's I/O thread and never
  * blocks it. Its machine's steps become: "send" a request whose reply
@@ -25,6 +27,7 @@
 
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct rlock__aop {
     struct rlock__aop *next, *prev; /* the client's pending calls */
@@ -40,9 +43,16 @@ struct rlock__aop {
         rlock__acquire acq;
         rlock__release rel;
         rlock__countdown_wait cw; /* a count-down latch's await */
+        rlock__sem_acquire sa;    /* a semaphore's acquire */
     } m;
     bool acquire;
     bool countdown; /* m.cw: rlock__countdown_await_async */
+    bool semaphore; /* m.sa: rlock__sem_acquire_async */
+    /* a semaphore acquire's arguments, for its start on the I/O thread,
+     * and where a permit's id goes before the completion is delivered */
+    int sem_permits;
+    int64_t sem_wait_ms, sem_lease_ms;
+    char *sem_id_out;
     rlock__timer *timer;
     rlock__req *current;        /* the request the machine waits for */
     rlock__waiter *sleep_waiter; /* a wait's waiter, or NULL */
@@ -62,6 +72,8 @@ static void op_free(rlock__aop *op)
         rlock__acquire_clear(&op->m.acq);
     else if (op->countdown)
         rlock__countdown_wait_clear(&op->m.cw);
+    else if (op->semaphore)
+        rlock__sem_acquire_clear(&op->m.sa);
     else
         rlock__release_clear(&op->m.rel);
     rlock__timer_free(op->timer);
@@ -107,6 +119,8 @@ static void finish(rlock__aop *op, int status)
     op->sleeping = false;
     rlock__timer_stop(op->timer);
     unlink_op(op);
+    if (op->semaphore && status == 0 && op->sem_id_out != NULL)
+        memcpy(op->sem_id_out, op->m.sa.id, sizeof(op->m.sa.id));
     rlock__deliver(op->client, op->cb, op->lock, op->owner, status, op->arg);
     maybe_free(op);
 }
@@ -178,6 +192,23 @@ static void on_kick(rlock__waiter *w)
 static void on_countdown_kick(rlock__waiter *w)
 {
     kicked((rlock__aop *)((char *)w - offsetof(rlock__aop, m.cw.waiter)), w);
+}
+
+static void on_sem_kick(rlock__waiter *w)
+{
+    kicked((rlock__aop *)((char *)w - offsetof(rlock__aop, m.sa.waiter)), w);
+}
+
+/* A semaphore acquire's first step: its start, here on the I/O thread
+ * (it builds the first try), with the driver's kick set before any wait. */
+static rlock__step sem_start(rlock__aop *op)
+{
+    rlock__step st = rlock__sem_acquire_start(&op->m.sa, op->entry,
+                                              op->sem_permits,
+                                              op->sem_wait_ms,
+                                              op->sem_lease_ms);
+    op->m.sa.kick = on_sem_kick;
+    return st;
 }
 
 /* Sends r for op, its reply due within timeout_ms (RLOCK_ETIMEDOUT then):
@@ -262,6 +293,7 @@ static void run_start(rlock__task *t, int status)
     link_op(op);
     drive(op, op->acquire     ? rlock__acquire_start(&op->m.acq)
               : op->countdown ? rlock__countdown_wait_start(&op->m.cw)
+              : op->semaphore ? sem_start(op)
                               : rlock__release_start(&op->m.rel));
 }
 
@@ -349,6 +381,32 @@ int rlock__countdown_await_async(rlock *h, int64_t wait_ms, rlock_done_cb cb,
     op->cls = &rlock__countdown_wait_class;
     rlock__countdown_wait_init(&op->m.cw, op->entry, wait_ms);
     op->m.cw.kick = on_countdown_kick;
+    rlock__loop_submit(h->client->loop, &op->task);
+    return RLOCK_OK;
+}
+
+/* Starts taking permits (> 0) of the semaphore of handle h (kind
+ * RLOCK__KIND_SEMAPHORE, or RLOCK__KIND_PERMIT_SEMAPHORE with lease_ms:
+ * one permit under a new id, copied into id_out before cb runs with 0),
+ * waiting up to wait_ms; cb runs once with what rlock__sem_acquire_on()
+ * would return. As a latch's wait, it carries owner 1: rlock_cancel()
+ * never matches it, and only the client's closing ends it early. */
+int rlock__sem_acquire_async(rlock *h, int permits, int64_t wait_ms,
+                             int64_t lease_ms, char *id_out,
+                             rlock_done_cb cb, void *arg)
+{
+    if (permits <= 0 || (wait_ms < 0 && wait_ms != RLOCK_WAIT_FOREVER))
+        return RLOCK_EINVAL;
+    rlock__aop *op = NULL;
+    int rc = op_new(h, 1, cb, arg, &op);
+    if (rc != 0)
+        return rc;
+    op->semaphore = true;
+    op->cls = &rlock__sem_acquire_class;
+    op->sem_permits = permits;
+    op->sem_wait_ms = wait_ms;
+    op->sem_lease_ms = lease_ms;
+    op->sem_id_out = id_out;
     rlock__loop_submit(h->client->loop, &op->task);
     return RLOCK_OK;
 }

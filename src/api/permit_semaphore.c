@@ -74,6 +74,18 @@ int rlock_permit_semaphore_acquire(rlock_permit_semaphore *s,
     return rlock__sem_acquire_on(handle_of(s), 1, wait_ms, lease_ms, id);
 }
 
+int rlock_permit_semaphore_acquire_async(rlock_permit_semaphore *s,
+                                         int64_t wait_ms, int64_t lease_ms,
+                                         rlock_permit_semaphore_cb cb,
+                                         void *arg)
+{
+    if (cb == NULL || !lease_valid(lease_ms))
+        return RLOCK_EINVAL;
+    rlock__sem_done d = {.permit_cb = cb, .permit = s, .arg = arg};
+    return rlock__sem_acquire_async_on(handle_of(s), 1, wait_ms, lease_ms,
+                                       &d);
+}
+
 int rlock_permit_semaphore_release(rlock_permit_semaphore *s, const char *id)
 {
     rlock__sem_desc d;

@@ -149,6 +149,45 @@ int rlock_semaphore_acquire(rlock_semaphore *s, int permits, int64_t wait_ms)
     return rlock__sem_acquire_on(handle_of(s), permits, wait_ms, 0, NULL);
 }
 
+/* The completion of an async acquire, carried through the lock calls'
+ * delivery (completions.c), which knows rlock_done_cb only: runs the
+ * semaphore's or the permit semaphore's callback, then frees its copy. */
+static void on_sem_done(rlock *h, uint64_t owner, int status, void *arg)
+{
+    (void)h;
+    (void)owner;
+    rlock__sem_done d = *(rlock__sem_done *)arg;
+    free(arg);
+    if (d.permit_cb != NULL)
+        d.permit_cb(d.permit, status, status == 0 ? d.id : NULL, d.arg);
+    else
+        d.sem_cb(d.sem, status, d.arg);
+}
+
+int rlock__sem_acquire_async_on(rlock *h, int permits, int64_t wait_ms,
+                                int64_t lease_ms, const rlock__sem_done *d)
+{
+    if (h == NULL || (d->sem_cb == NULL && d->permit_cb == NULL))
+        return RLOCK_EINVAL;
+    rlock__sem_done *copy = rlock__malloc(sizeof(*copy));
+    if (copy == NULL)
+        return RLOCK_ENOMEM;
+    *copy = *d;
+    int rc = rlock__sem_acquire_async(h, permits, wait_ms, lease_ms,
+                                      copy->id, on_sem_done, copy);
+    if (rc != 0)
+        free(copy);
+    return rc;
+}
+
+int rlock_semaphore_acquire_async(rlock_semaphore *s, int permits,
+                                  int64_t wait_ms, rlock_semaphore_cb cb,
+                                  void *arg)
+{
+    rlock__sem_done d = {.sem_cb = cb, .sem = s, .arg = arg};
+    return rlock__sem_acquire_async_on(handle_of(s), permits, wait_ms, 0, &d);
+}
+
 /* release and release_if_exists: 1 released, 0 not there. */
 static int sem_release(rlock_semaphore *s, int permits, bool if_exists)
 {
