@@ -86,6 +86,16 @@ int rlock_admin_names_of(const char *name, rlock_admin_names *out)
         if (out->latch_prefix == NULL)
             rc = RLOCK_ENOMEM;
     }
+    char *permit[2] = {NULL, NULL};
+    if (rc == 0)
+        rc = rlock__sem_make_names(RLOCK__KIND_PERMIT_SEMAPHORE, name,
+                                   &out->sem_channel, permit);
+    out->permit_timeouts = permit[0];
+    if (rc == 0) {
+        out->countdown_channel = rlock__countdown_channel(name);
+        if (out->countdown_channel == NULL)
+            rc = RLOCK_ENOMEM;
+    }
     if (rc != 0)
         rlock_admin_names_clear(out);
     return rc;
@@ -103,6 +113,9 @@ void rlock_admin_names_clear(rlock_admin_names *names)
     free(names->rlock_queue);
     free(names->rw_timeout_prefix);
     free(names->latch_prefix);
+    free(names->sem_channel);
+    free(names->permit_timeouts);
+    free(names->countdown_channel);
     memset(names, 0, sizeof(*names));
 }
 

@@ -49,6 +49,11 @@ typedef struct rlock_admin_names {
                               * ":<owner>:rwlock_timeout" */
     char *latch_prefix; /* redisson_unlock_latch:{N}: (with the colon): an
                          * unlock's latch key is this + its request id */
+    /* The synchronizers of the same name (their count is the key N, a
+     * plain integer, so the key alone does not tell them apart): */
+    char *sem_channel;      /* redisson_sc:{N}: both semaphores' wake-ups */
+    char *permit_timeouts;  /* {N}:timeout: a permit semaphore's leases */
+    char *countdown_channel; /* redisson_countdownlatch__channel__{N} */
 } rlock_admin_names;
 
 /* Fills *out with lock name's names (the lock's hash is name itself).

@@ -5,8 +5,11 @@
  *                 settings (--url, REDIS_URL, --config) and connecting
  *   lock_state.c  one consistent read of a lock's Redis state (info, watch
  *                 and unlock use it)
+ *   sync_state.c  the same for a semaphore, a permit semaphore or a
+ *                 count-down latch, whose kind the user names (--kind)
  *   cmd_exec.c    rlock exec
  *   cmd_info.c    rlock info
+ *   cmd_info_sync.c  rlock info --kind (semaphores, latches)
  *   cmd_unlock.c  rlock unlock --force
  *   cmd_watch.c   rlock watch
  *
@@ -69,9 +72,11 @@ typedef struct cli_parser {
 void cli_parser_init(cli_parser *p, const char *cmd, int argc, char **argv);
 int cli_next(cli_parser *p, const cli_opt *opts, const char **value);
 bool cli_take_common(cli_common *cm, int id, const char *value);
+/* The id of "--kind KIND" in an opts table given to cli_parse_names(). */
+enum { CLI_OPT_KIND = 100 };
 int cli_parse_names(const char *cmd, int argc, char **argv, cli_common *cm,
                     const cli_opt *opts, const char *help, bool *flag,
-                    const char ***names, size_t *n);
+                    int *kind, const char ***names, size_t *n);
 
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cli_usage_error(const char *cmd, const char *fmt, ...)
@@ -140,6 +145,66 @@ typedef struct cli_lock_state {
 const char *cli_kind_word(cli_kind kind);
 int cli_lock_read(rlock_admin_conn *a, const char *name, cli_lock_state *st);
 void cli_lock_clear(cli_lock_state *st);
+long long cli_int_or(const rlock_admin_reply *r, long long dflt);
+long long cli_server_ms(const rlock_admin_reply *now);
+
+/* ---------------------------------------------------------- sync_state.c */
+
+/* The synchronizers a plain integer key N may be (--kind names them). */
+typedef enum {
+    CLI_SYNC_NONE,             /* no --kind given */
+    CLI_SYNC_SEMAPHORE,        /* RSemaphore: N holds the permits */
+    CLI_SYNC_PERMIT_SEMAPHORE, /* RPermitExpirableSemaphore: the same, and
+                                  the leases in {N}:timeout */
+    CLI_SYNC_LATCH,            /* RCountDownLatch: N holds the count */
+} cli_sync_kind;
+
+/* A permit semaphore's held permit. */
+typedef struct cli_permit {
+    char id[33];            /* 32 hex digits, as Redisson prints it */
+    long long lease_end_ms; /* wall-clock ms; -1: no lease */
+} cli_permit;
+
+typedef struct cli_sync_state {
+    cli_sync_kind kind;
+    char redis_type[16]; /* TYPE's answer */
+    bool numeric;        /* the key holds an integer, or is missing */
+    long long value;     /* permits available, or the latch's count */
+    long long ttl_ms;    /* PTTL: -2 no key, -1 no expiry */
+    long long waiting;   /* connections on its channel: NUMSUB (plain)
+                            plus SHARDNUMSUB (a cluster's sharded) */
+    char *channel;       /* that channel */
+    cli_permit *permits; /* held permits, earliest lease end first */
+    size_t npermits;
+    long long server_ms; /* the server's clock (TIME) at the read */
+} cli_sync_state;
+
+/* The words of --kind and its parse ("semaphore", "permit-semaphore",
+ * "latch"; false for any other). */
+const char *cli_sync_kind_word(cli_sync_kind kind);
+bool cli_sync_kind_parse(const char *word, cli_sync_kind *out);
+/* The channel a kind's waiters listen on, from names (borrowed). */
+const char *cli_sync_channel(cli_sync_kind kind, const rlock_admin_names *n);
+int cli_sync_read(rlock_admin_conn *a, const char *name, cli_sync_kind kind,
+                  cli_sync_state *st);
+void cli_sync_clear(cli_sync_state *st);
+/* CLI_USAGE, after saying so, when lock (cli_lock_read's of name) is a
+ * string key holding a number: the tool will not guess which kind it is.
+ * Else 0 (or a status when the read failed). */
+int cli_sync_refuse_number(rlock_admin_conn *a, const char *cmd,
+                           const char *name, const cli_lock_state *lock);
+/* CLI_OK when st is what its kind keeps (no key, or a string holding an
+ * integer), else CLI_FAILURE after saying what the key is. */
+int cli_sync_check(const char *cmd, const char *name, const cli_sync_state *st);
+/* info's JSON output (cmd_info.c): an array of n objects, make(i, ctx)
+ * making each (NULL: out of memory). Returns 0 or CLI_SOFTWARE. */
+struct json_t;
+int cli_print_json_rows(size_t n,
+                        struct json_t *(*make)(size_t i, const void *ctx),
+                        const void *ctx);
+/* rlock info --kind (cmd_info_sync.c): a status. */
+int cli_info_sync(rlock_admin_conn *a, const char *const *names, size_t n,
+                  cli_sync_kind kind, bool json);
 
 /* ------------------------------------------------------------ commands */
 

@@ -1,6 +1,7 @@
 /*
- * cmd_info.c: "rlock info [--json] NAME...": what Redis holds for each
- * lock, as a table for people or as JSON (jansson) for programs.
+ * cmd_info.c: "rlock info [--json] [--kind KIND] NAME...": what Redis holds
+ * for each lock, as a table for people or as JSON (jansson) for programs;
+ * with --kind, for semaphores and latches (cmd_info_sync.c).
  */
 #include "cli.h"
 
@@ -10,7 +11,8 @@
 #include <string.h>
 
 static const char info_help[] =
-    "Usage: rlock info [--json] [--url URL] [--config FILE] NAME...\n"
+    "Usage: rlock info [--json] [--kind KIND] [--url URL] [--config FILE]\n"
+    "                  NAME...\n"
     "\n"
     "Shows, for each lock NAME: its kind, whether it is held, by which\n"
     "client (the holder's client UUID) and thread id, the hold count, the\n"
@@ -27,7 +29,12 @@ static const char info_help[] =
     "  fenced      the same, with a fencing token redisson_lock_token:{NAME}\n"
     "  read-write  a hash with a \"mode\" field (read or write); write holds\n"
     "              are fields ending in \":write\"\n"
-    "  not-a-lock  the key holds something else\n"
+    "  not-a-lock  the key holds something else (but see --kind)\n"
+    "\n"
+    "A semaphore, a permit semaphore and a count-down latch all keep their\n"
+    "number in a plain string key NAME, so the key does not say which it is:\n"
+    "name the kind with --kind. Without it, a string key holding a number\n"
+    "is refused (status 64) rather than guessed.\n"
     "\n"
     "WAITING counts the client connections subscribed to the lock's unlock\n"
     "channel (redisson_lock__channel:{NAME}, or redisson_rwlock:{NAME}):\n"
@@ -55,6 +62,21 @@ static const char info_help[] =
     "                 \"deadline_ms\" (wall clock; null: none),\n"
     "                 \"expires_in_ms\" (by the server's clock),\n"
     "                 \"subscribed\"}]}\n"
+    "  --kind KIND    read every NAME as a KIND of synchronizer:\n"
+    "                 semaphore         PERMITS available (RSemaphore)\n"
+    "                 permit-semaphore  PERMITS available, and each HELD\n"
+    "                                   permit's id and lease_ms left\n"
+    "                                   (RPermitExpirableSemaphore)\n"
+    "                 latch             its COUNT (0: open; RCountDownLatch)\n"
+    "                 WAITING counts the connections subscribed to its\n"
+    "                 channel (redisson_sc:{NAME}, or\n"
+    "                 redisson_countdownlatch__channel__{NAME}), plain and\n"
+    "                 sharded; a key of another type is refused (status 1).\n"
+    "                 With --json: {\"name\", \"kind\", \"type\", \"exists\",\n"
+    "                 \"permits\" or \"count\", \"ttl_ms\", \"waiting\",\n"
+    "                 \"subscribers\": {CHANNEL: connections}, latch: \"open\",\n"
+    "                 permit-semaphore: \"held\": [{\"id\", \"lease_end_ms\"\n"
+    "                 (wall clock; null: no lease), \"expires_in_ms\"}]}\n"
     "  --url URL, --config FILE, -h/--help: see 'rlock --help'\n"
     "\n"
     "Exit status: 0, or as 'rlock --help' lists (64, 69, 77, 78...).\n";
@@ -243,12 +265,14 @@ static json_t *row_json(const row *r)
     return o;
 }
 
-/* Prints the rows as a JSON array; returns 0 or CLI_SOFTWARE. */
-static int print_json(const row *rows, size_t n)
+/* Prints a JSON array of n objects, make(i, ctx) making object i (NULL:
+ * out of memory); returns 0 or CLI_SOFTWARE. info --kind prints so too. */
+int cli_print_json_rows(size_t n, json_t *(*make)(size_t i, const void *ctx),
+                        const void *ctx)
 {
     json_t *all = json_array();
     for (size_t i = 0; all != NULL && i < n; i++) {
-        json_t *o = row_json(&rows[i]);
+        json_t *o = make(i, ctx);
         if (o == NULL || json_array_append_new(all, o) != 0) {
             json_decref(all);
             all = NULL;
@@ -266,16 +290,46 @@ static int print_json(const row *rows, size_t n)
     return CLI_OK;
 }
 
+static json_t *table_row_json(size_t i, const void *rows)
+{
+    return row_json(&((const row *)rows)[i]);
+}
+
+/* info --kind: connects, then hands over to cmd_info_sync.c; frees
+ * names. */
+static int info_sync(cli_common *cm, const char **names, size_t n,
+                     cli_sync_kind kind, bool json)
+{
+    rlock_config *cfg = NULL;
+    rlock_client *c = NULL;
+    rlock_admin_conn *a = NULL;
+    int st = cli_connect(cm, &cfg, &c);
+    if (st == 0)
+        st = cli_open(c, cfg, &a);
+    if (st == 0)
+        st = cli_info_sync(a, names, n, kind, json);
+    rlock_admin_close(a);
+    rlock_client_free(c);
+    rlock_config_free(cfg);
+    free(names);
+    return st;
+}
+
 int cli_cmd_info(int argc, char **argv, cli_common *cm)
 {
-    static const cli_opt opts[] = {{"json", OPT_JSON, false}, {NULL, 0, false}};
+    static const cli_opt opts[] = {{"json", OPT_JSON, false},
+                                   {"kind", CLI_OPT_KIND, true},
+                                   {NULL, 0, false}};
     bool json = false;
+    int kind = CLI_SYNC_NONE;
     const char **names = NULL;
     size_t n = 0;
     int st = cli_parse_names("info", argc, argv, cm, opts, info_help, &json,
-                             &names, &n);
+                             &kind, &names, &n);
     if (st != 0 || names == NULL)
         return st;
+    if (kind != CLI_SYNC_NONE)
+        return info_sync(cm, names, n, (cli_sync_kind)kind, json);
     row *rows = calloc(n, sizeof(*rows));
     if (rows == NULL) {
         free(names);
@@ -295,12 +349,15 @@ int cli_cmd_info(int argc, char **argv, cli_common *cm)
     size_t done = 0;
     for (; st == 0 && done < n; done++) {
         st = cli_lock_read(a, rows[done].name, &rows[done].st);
+        if (st == 0)
+            st = cli_sync_refuse_number(a, "info", rows[done].name,
+                                        &rows[done].st);
         snprintf(rows[done].node, sizeof(rows[done].node), "%s",
                  rlock_admin_node(a));
     }
     if (st == 0) {
         if (json)
-            st = print_json(rows, n);
+            st = cli_print_json_rows(n, table_row_json, rows);
         else
             print_table(rows, n);
     }

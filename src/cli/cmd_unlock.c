@@ -129,7 +129,7 @@ int cli_cmd_unlock(int argc, char **argv, cli_common *cm)
     const char **names = NULL;
     size_t n = 0;
     int st = cli_parse_names("unlock", argc, argv, cm, opts, unlock_help,
-                             &force, &names, &n);
+                             &force, NULL, &names, &n);
     if (st != 0 || names == NULL)
         return st;
     if (!force) {

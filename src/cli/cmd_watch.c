@@ -41,6 +41,16 @@
  * watch on the old master would hear no more of the lock's events. A fair lock's per-thread channels are heard by
  * pattern, which sharded pub/sub has no form of: on a sharded cluster its
  * unlocks show as the keyspace events' "released by" only.
+ *
+ * With --kind, every NAME is a semaphore, a permit semaphore or a
+ * count-down latch (sync_state.c: the key alone cannot say which), and
+ * watch follows its channel only: a semaphore's "redisson_sc:{N}", whose
+ * messages carry the permits available after a release (or a try-set, an
+ * add), and a latch's "redisson_countdownlatch__channel__{N}" ("0": open,
+ * "1": a count set, or the latch deleted). Each message is followed by a
+ * read of the state, for the waiting count (and a permit semaphore's held
+ * permits). Acquires and count-downs that leave the latch closed publish
+ * nothing, so they show only in the next line's numbers.
  */
 #include "cli.h"
 
@@ -84,6 +94,13 @@ static const char watch_help[] =
     "                    flags on with CONFIG SET (this changes the server's\n"
     "                    setting for every client, and stays after watch\n"
     "                    exits)\n"
+    "  --kind KIND       watch every NAME as a KIND of synchronizer\n"
+    "                    (semaphore, permit-semaphore or latch; see 'rlock\n"
+    "                    info --help'): prints each message of its channel\n"
+    "                    (a semaphore's release with the permits available,\n"
+    "                    a latch opening or getting a count) with its state\n"
+    "                    then. Without it, a string key holding a number is\n"
+    "                    refused (status 64) rather than guessed.\n"
     "  --url URL, --config FILE, -h/--help: see 'rlock --help'\n"
     "\n"
     "Exit status: 0 when interrupted; 69 when the connection is lost;\n"
@@ -100,6 +117,8 @@ typedef struct watched {
     bool notified;        /* keyspace notifications are on for it */
     char node[80];        /* a cluster: the master serving it */
     cli_lock_state known; /* the holders last printed */
+    cli_sync_kind sync;   /* --kind: a synchronizer's, else CLI_SYNC_NONE */
+    char *sync_channel;   /* then its channel */
 } watched;
 
 static volatile sig_atomic_t stop_requested;
@@ -148,18 +167,25 @@ static char *glob_escape(const char *s)
     return out;
 }
 
-/* Fills w's channel names; returns false when out of memory. */
-static bool watched_init(watched *w, const char *name, int db)
+/* Fills w's channel names (sync: its --kind); returns false when out of
+ * memory. */
+static bool watched_init(watched *w, const char *name, int db,
+                         cli_sync_kind sync)
 {
     memset(w, 0, sizeof(*w));
     w->name = name;
+    w->sync = sync;
     rlock_admin_names names;
     if (rlock_admin_names_of(name, &names) != 0)
         return false;
     w->lock_channel = names.channel; /* kept; the rest is freed */
     w->rw_channel = names.rw_channel;
     names.channel = names.rw_channel = NULL;
+    if (sync != CLI_SYNC_NONE)
+        w->sync_channel = strdup(cli_sync_channel(sync, &names));
     rlock_admin_names_clear(&names);
+    if (sync != CLI_SYNC_NONE && w->sync_channel == NULL)
+        return false;
     char *escaped = glob_escape(w->lock_channel);
     size_t n = (escaped ? strlen(escaped) : 0) + 3;
     w->fair_pattern = escaped ? malloc(n) : NULL;
@@ -179,6 +205,7 @@ static void watched_clear(watched *w)
     free(w->rw_channel);
     free(w->fair_pattern);
     free(w->keyspace);
+    free(w->sync_channel);
     cli_lock_clear(&w->known);
 }
 
@@ -352,6 +379,54 @@ static int waiting_now(rlock_admin_conn *query, const watched *w, char *buf,
     return CLI_OK;
 }
 
+/* ---------------------------------------------- semaphores and latches */
+
+/* Reads the synchronizer w watches and prints "<what>: <its state>".
+ * Returns 0 or an exit status (a key of another type: CLI_FAILURE). */
+static int print_sync(rlock_admin_conn *query, const watched *w,
+                      const char *what)
+{
+    cli_sync_state st;
+    int status = cli_sync_read(query, w->name, w->sync, &st);
+    if (status == CLI_OK)
+        status = cli_sync_check("watch", w->name, &st);
+    if (status != CLI_OK) {
+        cli_sync_clear(&st);
+        return status;
+    }
+    char held[40] = "", waits[40] = "";
+    if (w->sync == CLI_SYNC_PERMIT_SEMAPHORE)
+        snprintf(held, sizeof(held), ", %zu held", st.npermits);
+    if (st.waiting > 1) /* watch's own subscription is not a waiter */
+        snprintf(waits, sizeof(waits), "; %lld waiting", st.waiting - 1);
+    if (w->sync == CLI_SYNC_LATCH && st.value <= 0)
+        emit(w->name, "%s: latch open%s", what, waits);
+    else if (w->sync == CLI_SYNC_LATCH)
+        emit(w->name, "%s: latch count %lld%s", what, st.value, waits);
+    else
+        emit(w->name, "%s: %s, %lld permits available%s%s", what,
+             cli_sync_kind_word(w->sync), st.value, held, waits);
+    cli_sync_clear(&st);
+    return CLI_OK;
+}
+
+/* Handles a message on w's synchronizer channel: says what Redisson
+ * meant by it, then the state now. */
+static int on_sync_message(rlock_admin_conn *query, const watched *w,
+                           const char *payload)
+{
+    char what[80];
+    if (w->sync == CLI_SYNC_LATCH)
+        snprintf(what, sizeof(what), "%s",
+                 strcmp(payload, "0") == 0   ? "opened (count reached zero)"
+                 : strcmp(payload, "1") == 0 ? "count set, or latch deleted"
+                                             : "message");
+    else
+        snprintf(what, sizeof(what), "released (message: %.20s available)",
+                 payload);
+    return print_sync(query, w, what);
+}
+
 /* Handles one message of the subscriber. Returns 0 or an exit status. */
 static int on_message(rlock_admin_conn *query, watched *ws, size_t n,
                       const char *pattern, const char *channel,
@@ -360,6 +435,11 @@ static int on_message(rlock_admin_conn *query, watched *ws, size_t n,
     char wt[40];
     for (size_t i = 0; i < n; i++) {
         watched *w = &ws[i];
+        if (w->sync != CLI_SYNC_NONE) {
+            if (pattern == NULL && strcmp(channel, w->sync_channel) == 0)
+                return on_sync_message(query, w, payload);
+            continue;
+        }
         bool unlock = pattern != NULL
                           ? strcmp(pattern, w->fair_pattern) == 0
                           : strcmp(channel, w->lock_channel) == 0 ||
@@ -529,15 +609,24 @@ static int subscribe_all(rlock_admin_conn *sub, watched *ws, size_t n)
         goto out;
     }
     size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        locks[2 * i] = ws[i].lock_channel;
-        locks[2 * i + 1] = ws[i].rw_channel;
-        if (ws[i].notified)
-            channels[k++] = ws[i].keyspace;
-        patterns[i] = ws[i].fair_pattern;
-    }
-    int rc = rlock_admin_subscribe_lock(sub, n * 2, locks, k, channels, n,
+    int rc;
+    if (ws[0].sync != CLI_SYNC_NONE) {
+        /* a synchronizer's one channel, subscribed as its waiters are */
+        for (size_t i = 0; i < n; i++)
+            locks[i] = ws[i].sync_channel;
+        rc = rlock_admin_subscribe_lock(sub, n, locks, 0, channels, 0,
                                         patterns);
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            locks[2 * i] = ws[i].lock_channel;
+            locks[2 * i + 1] = ws[i].rw_channel;
+            if (ws[i].notified)
+                channels[k++] = ws[i].keyspace;
+            patterns[i] = ws[i].fair_pattern;
+        }
+        rc = rlock_admin_subscribe_lock(sub, n * 2, locks, k, channels, n,
+                                        patterns);
+    }
     if (rc == RLOCK_ESERVER) {
         cli_error("Redis refused to subscribe: %s", rlock_admin_error(sub));
         st = CLI_FAILURE;
@@ -590,12 +679,14 @@ static int watch_loop(rlock_admin_conn **subs, size_t nsubs, watch_ctx *wc,
 int cli_cmd_watch(int argc, char **argv, cli_common *cm)
 {
     static const cli_opt opts[] = {{"enable-notifications", OPT_ENABLE, false},
+                                   {"kind", CLI_OPT_KIND, true},
                                    {NULL, 0, false}};
     bool enable = false;
+    int kind = CLI_SYNC_NONE;
     const char **names = NULL;
     size_t n = 0;
     int st = cli_parse_names("watch", argc, argv, cm, opts, watch_help,
-                             &enable, &names, &n);
+                             &enable, &kind, &names, &n);
     if (st != 0 || names == NULL)
         return st;
 
@@ -635,13 +726,14 @@ int cli_cmd_watch(int argc, char **argv, cli_common *cm)
     int db = described ? srv.database : 0;
     bool cluster = described && strstr(srv.text, "+cluster://") != NULL;
     for (; st == 0 && ready < n; ready++) {
-        if (!watched_init(&ws[ready], names[ready], db)) {
+        if (!watched_init(&ws[ready], names[ready], db,
+                          (cli_sync_kind)kind)) {
             cli_error("out of memory");
             st = CLI_SOFTWARE;
         }
     }
     bool keyspace = false;
-    if (st == 0)
+    if (st == 0 && kind == CLI_SYNC_NONE)
         st = check_notifications(query, ws, n, cluster, enable, &keyspace);
     /* a cluster's locks each on their master; one server's all at once */
     for (size_t i = 0; st == 0 && i < (cluster ? n : 1); i++) {
@@ -652,7 +744,14 @@ int cli_cmd_watch(int argc, char **argv, cli_common *cm)
         }
     }
     for (size_t i = 0; st == 0 && i < n; i++) {
+        if (kind != CLI_SYNC_NONE) {
+            st = print_sync(query, &ws[i], "watching");
+            continue;
+        }
         st = cli_lock_read(query, ws[i].name, &ws[i].known);
+        if (st == 0)
+            st = cli_sync_refuse_number(query, "watch", ws[i].name,
+                                        &ws[i].known);
         if (st == 0)
             print_start(&ws[i]);
     }

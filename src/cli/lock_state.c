@@ -126,9 +126,20 @@ static bool read_fields(const rlock_admin_reply *all, cli_lock_state *st)
 }
 
 /* Returns an integer reply's value, or dflt for anything else. */
-static long long int_or(const rlock_admin_reply *r, long long dflt)
+long long cli_int_or(const rlock_admin_reply *r, long long dflt)
 {
     return r != NULL && r->type == RLOCK_ADMIN_INTEGER ? r->integer : dflt;
+}
+
+/* Returns the wall-clock ms of a TIME reply, or 0 when it is not one. */
+long long cli_server_ms(const rlock_admin_reply *now)
+{
+    if (now->type != RLOCK_ADMIN_ARRAY || now->elements != 2 ||
+        now->element[0]->type != RLOCK_ADMIN_STRING ||
+        now->element[1]->type != RLOCK_ADMIN_STRING)
+        return 0;
+    return strtoll(now->element[0]->str, NULL, 10) * 1000 +
+           strtoll(now->element[1]->str, NULL, 10) / 1000;
 }
 
 /* Frees what cli_lock_read() allocated in st. */
@@ -218,7 +229,7 @@ static int count_queue_subscribers(rlock_admin_conn *a, const char *channel,
     }
     if (r->type == RLOCK_ADMIN_ARRAY && r->elements == 2 * st->nqueue)
         for (size_t i = 0; i < st->nqueue; i++)
-            st->queue[i].subscribers = int_or(r->element[2 * i + 1], 0);
+            st->queue[i].subscribers = cli_int_or(r->element[2 * i + 1], 0);
     rlock_admin_reply_free(r);
 out:
     for (size_t i = 0; names != NULL && i < st->nqueue; i++)
@@ -278,25 +289,20 @@ int cli_lock_read(rlock_admin_conn *a, const char *name, cli_lock_state *st)
     const rlock_admin_reply *t = r->element[0];
     snprintf(st->redis_type, sizeof(st->redis_type), "%s",
              t->type == RLOCK_ADMIN_STATUS ? t->str : "?");
-    st->ttl_ms = int_or(r->element[2], -2);
-    st->queued = int_or(r->element[3], 0);
+    st->ttl_ms = cli_int_or(r->element[2], -2);
+    st->queued = cli_int_or(r->element[3], 0);
     if (r->element[4]->type == RLOCK_ADMIN_STRING)
         st->token = strtoll(r->element[4]->str, NULL, 10);
     const rlock_admin_reply *subs = r->element[5];
     long long lock_waiting = 0, rw_waiting = 0;
     if (subs->type == RLOCK_ADMIN_ARRAY && subs->elements == 4) {
-        lock_waiting = int_or(subs->element[1], 0);
-        rw_waiting = int_or(subs->element[3], 0);
+        lock_waiting = cli_int_or(subs->element[1], 0);
+        rw_waiting = cli_int_or(subs->element[3], 0);
     }
     st->lock_subscribers = lock_waiting;
     st->rw_subscribers = rw_waiting;
-    const rlock_admin_reply *now = r->element[8];
-    if (now->type == RLOCK_ADMIN_ARRAY && now->elements == 2 &&
-        now->element[0]->type == RLOCK_ADMIN_STRING &&
-        now->element[1]->type == RLOCK_ADMIN_STRING)
-        st->server_ms = strtoll(now->element[0]->str, NULL, 10) * 1000 +
-                        strtoll(now->element[1]->str, NULL, 10) / 1000;
-    st->in_turn = int_or(r->element[9], 0);
+    st->server_ms = cli_server_ms(r->element[8]);
+    st->in_turn = cli_int_or(r->element[9], 0);
     if (!read_queue(r->element[6], r->element[7], st)) {
         cli_error("out of memory");
         st_code = CLI_SOFTWARE;

@@ -371,14 +371,15 @@ int cli_connect(const cli_common *cm, rlock_config **cfg_out,
     return CLI_OK;
 }
 
-/* Parses "CMD [--FLAG] [common options] [--] NAME...", the shape of info,
- * unlock and watch: one optional boolean flag (flag_id's entry in opts)
- * and at least one non-empty lock name. Returns CLI_OK with *names (the
+/* Parses "CMD [--FLAG] [--kind KIND] [common options] [--] NAME...", the
+ * shape of info, unlock and watch: one optional boolean flag (opts[0]),
+ * --kind when opts has CLI_OPT_KIND (*kind gets a cli_sync_kind; kind may
+ * be NULL otherwise) and at least one non-empty lock name. Returns CLI_OK with *names (the
  * caller frees it) and *n set; CLI_OK with *names NULL when --help was
  * printed; or a usage status. */
 int cli_parse_names(const char *cmd, int argc, char **argv, cli_common *cm,
                     const cli_opt *opts, const char *help, bool *flag,
-                    const char ***names, size_t *n)
+                    int *kind, const char ***names, size_t *n)
 {
     cli_parser p;
     const char *value;
@@ -401,12 +402,23 @@ int cli_parse_names(const char *cmd, int argc, char **argv, cli_common *cm,
             free(list);
             return CLI_OK;
         }
-        if (id == opts[0].id)
+        if (id == opts[0].id) {
             *flag = true;
-        else if (id == CLI_ARG_POSITIONAL)
+        } else if (id == CLI_OPT_KIND && kind != NULL) {
+            cli_sync_kind k;
+            if (!cli_sync_kind_parse(value, &k)) {
+                free(list);
+                return cli_usage_error(cmd, "--kind takes semaphore, "
+                                            "permit-semaphore or latch, "
+                                            "not '%s'",
+                                       value);
+            }
+            *kind = (int)k;
+        } else if (id == CLI_ARG_POSITIONAL) {
             list[count++] = value;
-        else
+        } else {
             cli_take_common(cm, id, value);
+        }
     }
     for (int i = p.rest; i >= 0 && i < argc; i++)
         list[count++] = argv[i]; /* names after "--" */

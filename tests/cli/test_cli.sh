@@ -773,6 +773,128 @@ fi
 check "the lock is free after exec" is_free np
 rcli acl deluser nopub >/dev/null
 
+# --------------------------------------------------- semaphores and latches
+
+echo "# semaphores and latches (--kind)"
+sync_t0=$(now_ms)
+# subscribers NAME-OF-CHANNEL: connections on it (a waiter stands in as a
+# redis-cli subscriber: every waiter of any client listens so)
+subscribers() {
+    rcli pubsub numsub "$1" | sed -n 2p
+}
+has_subscribers() {
+    [ "$(subscribers "$1")" -ge "$2" ]
+}
+# a waiter on CHANNEL, until the script ends
+stand_in_waiter() {
+    redis-cli -p "$PORT" subscribe "$1" >/dev/null 2>&1 &
+    PIDS+=($!)
+}
+# raw_permit ID-HEX: the 16 bytes Redisson stores for a permit id
+raw_permit() {
+    printf '%b' "$(sed 's/../\\x&/g' <<<"$1")"
+}
+
+rcli set sem 3 >/dev/null
+rcli set cdl 2 >/dev/null
+rcli set ps 1 >/dev/null
+P1=00112233445566778899aabbccddeeff
+P2=ffeeddccbbaa99887766554433221100
+p1_end=$(($(rcli time | head -1) * 1000 + 60000))
+raw_permit "$P1" | rcli -x zadd "{ps}:timeout" "$p1_end" >/dev/null
+# Redisson's score of a permit without a lease
+raw_permit "$P2" | rcli -x zadd "{ps}:timeout" 922337203685477 >/dev/null
+stand_in_waiter "redisson_sc:{sem}"
+stand_in_waiter "redisson_countdownlatch__channel__{cdl}"
+check "sync: the stand-in waiters are subscribed" wait_until 5 \
+    has_subscribers "redisson_countdownlatch__channel__{cdl}" 1
+check "sync: the semaphore's stand-in waiter is subscribed" wait_until 5 \
+    has_subscribers "redisson_sc:{sem}" 1
+
+run info sem
+expect_status 64 "info refuses a number key without --kind"
+expect_text "$err" "--kind semaphore|permit-semaphore|latch" \
+    "info says which kinds a number key could be"
+run info str
+expect_status 0 "info still shows a string holding no number as not-a-lock"
+run info --kind mutex sem
+expect_status 64 "info --kind with an unknown kind"
+run info --kind latch odd
+expect_status 1 "info --kind on a key of another type"
+expect_text "$err" "'odd' is a hash key, not a latch" "info says what the key is"
+
+run info --kind semaphore sem
+expect_status 0 "info --kind semaphore"
+read -r s_name s_kind s_permits s_ttl s_waiting <<<"$(sed -n 2p <<<"$out")"
+if [ "$s_name $s_kind $s_permits $s_ttl $s_waiting" = "sem semaphore 3 none 1" ]; then
+    ok "info table: a semaphore's permits and waiters"
+else
+    not_ok "info semaphore row" "out: $out"
+fi
+run info --json --kind semaphore sem no-sem
+json_checks "info --json --kind semaphore" \
+    'j[0]["kind"] == "semaphore" and j[0]["permits"] == 3' \
+    'j[0]["waiting"] == 1 and j[0]["exists"] is True' \
+    'j[0]["subscribers"] == {"redisson_sc:{sem}": 1}' \
+    'j[1]["permits"] == 0 and j[1]["exists"] is False and j[1]["ttl_ms"] == -2'
+
+run info --json --kind permit-semaphore ps
+expect_status 0 "info --kind permit-semaphore"
+json_checks "info --json --kind permit-semaphore: permits, held ids, leases" \
+    'j[0]["permits"] == 1 and j[0]["waiting"] == 0' \
+    'sorted(p["id"] for p in j[0]["held"]) == ["'"$P1"'", "'"$P2"'"]' \
+    '[p["lease_end_ms"] for p in j[0]["held"] if p["id"] == "'"$P1"'"] == ['"$p1_end"']' \
+    '[p["lease_end_ms"] for p in j[0]["held"] if p["id"] == "'"$P2"'"] == [None]' \
+    '55000 < [p["expires_in_ms"] for p in j[0]["held"] if p["id"] == "'"$P1"'"][0] <= 60000'
+run info --kind permit-semaphore ps
+expect_text "$out" "permit $P2  lease_ms none" "info table lists a held permit"
+
+run info --json --kind latch cdl open-latch
+expect_status 0 "info --kind latch"
+json_checks "info --json --kind latch: count, waiters, open" \
+    'j[0]["count"] == 2 and j[0]["waiting"] == 1 and j[0]["open"] is False' \
+    'j[0]["subscribers"] == {"redisson_countdownlatch__channel__{cdl}": 1}' \
+    'j[1]["count"] == 0 and j[1]["open"] is True'
+
+run watch sem
+expect_status 64 "watch refuses a number key without --kind"
+
+"$RLOCK" watch --kind semaphore sem >"$WORK/wsem.out" 2>&1 &
+WSEM=$!
+PIDS+=("$WSEM")
+"$RLOCK" watch --kind latch cdl >"$WORK/wcdl.out" 2>&1 &
+WCDL=$!
+PIDS+=("$WCDL")
+"$RLOCK" watch --kind permit-semaphore ps >"$WORK/wps.out" 2>&1 &
+WPS=$!
+PIDS+=("$WPS")
+check "watch --kind semaphore starts" wait_until 5 watch_has "$WORK/wsem.out" \
+    "sem watching: semaphore, 3 permits available; 1 waiting$"
+check "watch --kind latch starts" wait_until 5 watch_has "$WORK/wcdl.out" \
+    "cdl watching: latch count 2; 1 waiting$"
+check "watch --kind permit-semaphore starts" wait_until 5 watch_has \
+    "$WORK/wps.out" "ps watching: permit-semaphore, 1 permits available, 2 held$"
+# what a release and a count-down to zero write and publish (Redisson's)
+rcli incrby sem 2 >/dev/null
+rcli publish "redisson_sc:{sem}" 5 >/dev/null
+rcli del cdl >/dev/null
+rcli publish "redisson_countdownlatch__channel__{cdl}" 0 >/dev/null
+raw_permit "$P2" | rcli -x zrem "{ps}:timeout" >/dev/null
+rcli incr ps >/dev/null
+rcli publish "redisson_sc:{ps}" 2 >/dev/null
+check "watch shows a semaphore's release" wait_until 5 watch_has \
+    "$WORK/wsem.out" "sem released (message: 5 available): semaphore, 5 permits available; 1 waiting$"
+check "watch shows a latch opening" wait_until 5 watch_has \
+    "$WORK/wcdl.out" "cdl opened (count reached zero): latch open; 1 waiting$"
+check "watch shows a permit released by id" wait_until 5 watch_has \
+    "$WORK/wps.out" "ps released (message: 2 available): permit-semaphore, 2 permits available, 1 held$"
+kill -INT "$WSEM" "$WCDL" "$WPS"
+wait "$WSEM"
+check "watch --kind exits 0 on SIGINT" test $? -eq 0
+wait "$WCDL" "$WPS" 2>/dev/null
+rcli del sem ps "{ps}:timeout" >/dev/null
+echo "# semaphores and latches took $(($(now_ms) - sync_t0)) ms"
+
 # --------------------------------------------------------------------- TLS
 
 # A server on a TLS port (certificates from the C tests' fixture); the
