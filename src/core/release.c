@@ -23,12 +23,28 @@
  * The outcome is settled into the hold (hold.c): released, one hold less,
  * lost before the release (RLOCK_ELOST), refused (the hold stays), or
  * unknown (one hold less; the key is left to its lease).
+ *
+ * A last unlock (the client knows of no other hold of the owner on the
+ * name) that Redis answers "still held" found holds nobody will release: an
+ * acquire whose reply never came (its wait ran out, its connection died)
+ * took them. Left to their lease they would never go, since the owner's
+ * next acquire re-enters them and renews it: an owner looping lock/unlock
+ * would keep the lock from every waiter. So the unlock drops them
+ * (lock_drop.lua, which publishes as the release would have), and returns
+ * once the drop is answered, so that it cannot overtake the owner's next
+ * acquire and remove a hold it really has.
  */
 #include "core.h"
 
 #include <stdlib.h>
 
-enum { R_IDLE, R_SENDING, R_PAUSING, R_DONE };
+enum {
+    R_IDLE,
+    R_SENDING,
+    R_PAUSING,
+    R_DROPPING, /* a lost acquire's holds, found by the last unlock */
+    R_DONE,
+};
 
 /* Tells the operator that the server refused the unlock message of a
  * release of name (RLOCK_ENOTIFY): a warning the first time, then at info
@@ -152,6 +168,28 @@ static rlock__step done(rlock__release *rel, int status)
     return (rlock__step){.kind = RLOCK__STEP_DONE, .status = status};
 }
 
+/* After a last unlock that Redis answered "still held": drops the holds
+ * left in the owner's field (see the file comment), or ends the unlock
+ * when there is nothing to drop with or no memory for it (they then expire
+ * with their lease once the owner stops renewing them). */
+static rlock__step drop_unknown_holds(rlock__release *rel)
+{
+    rlock__entry *e = rel->entry;
+    int known = rlock__owner_known_holds(e, rel->owner);
+    rlock__spec spec;
+    rlock__req *r = NULL;
+    if (known == 0 && rlock__kind_has_drop(e->kind) &&
+        rlock__spec_drop_phantom(&spec, e, rel->owner, known) == 0) {
+        r = rlock__req_from_spec(e->client, &spec);
+        rlock__spec_clear(&spec);
+    }
+    if (r == NULL)
+        return done(rel, RLOCK_OK);
+    rel->state = R_DROPPING;
+    return (rlock__step){
+        .kind = RLOCK__STEP_SEND, .req = r, .timeout_ms = rel->timeout_ms};
+}
+
 /* Applies the outcome rc (RLOCK__UNLOCK_* or a code) to the hold and ends
  * the unlock with what it reports. */
 static rlock__step settle(rlock__release *rel, int rc)
@@ -164,6 +202,8 @@ static rlock__step settle(rlock__release *rel, int rc)
         rc == RLOCK__UNLOCK_STILL_HELD)
         rlock__stats_count(e->client->stats, RLOCK__STAT_RELEASES);
     switch (rc) {
+    case RLOCK__UNLOCK_STILL_HELD:
+        return drop_unknown_holds(rel);
     case RLOCK__UNLOCK_NOT_HELD:
     case RLOCK__UNLOCK_NOT_A_LOCK:
         return done(rel, RLOCK_ELOST);
@@ -205,6 +245,8 @@ static rlock__step send_attempt(rlock__release *rel)
 static rlock__step release_reply(void *op, rlock__req *r, int status)
 {
     rlock__release *rel = op;
+    if (rel->state == R_DROPPING) /* the unlock itself is settled */
+        return done(rel, RLOCK_OK);
     if (rel->state != R_SENDING)
         return (rlock__step){.kind = RLOCK__STEP_NONE};
     int rc = status == 0 ? (int)r->value : status;
@@ -250,6 +292,8 @@ static rlock__step release_cancel(void *op, int why)
         return (rlock__step){.kind = RLOCK__STEP_NONE};
     if (rel->state == R_IDLE)
         return done(rel, why);
+    if (rel->state == R_DROPPING) /* released: the holds left expire */
+        return done(rel, RLOCK_OK);
     return settle(rel, why);
 }
 

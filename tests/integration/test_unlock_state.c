@@ -2,8 +2,9 @@
  * test_unlock_state.c: what an unlock leaves behind (issue 12, items 1-3
  * and 5): a hold being released is never reported lost, an unlock the
  * server refused leaves the hold as it was, an unlock whose message was
- * refused still reports the release, and one kind's phantom drop leaves
- * another kind's hold on the same name alone.
+ * refused still reports the release, one kind's phantom drop leaves
+ * another kind's hold on the same name alone, and a last unlock that finds
+ * holds its client never knew of (a lost acquire's) drops them.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -652,6 +653,75 @@ static void test_fenced_phantom_drop_keeps_the_plain_hold(void **state)
     rlock_free(plain);
 }
 
+/* --------------------------- a lost acquire's hold found by the last unlock */
+
+/* A hold the client never learned of: what an acquire whose reply was lost
+ * (its wait over, its connection gone) leaves in the owner's field. */
+static void add_phantom_hold(rt_redis *redis, const char *name,
+                             const char *field)
+{
+    assert_int_equal(rt_cmd_int(redis, "HINCRBY %s %s 1", name, field), 2);
+}
+
+static void test_last_unlock_drops_a_lost_acquires_hold(void **state)
+{
+    lt_fixture *f = *state;
+    char name[128], field[128];
+    LT_TEST_NAME(name);
+    lt_owner_field(field, sizeof(field), f->client);
+    rlock *l = lt_get_lock(f->client, name);
+
+    assert_int_equal(rlock_lock(l), RLOCK_OK);
+    add_phantom_hold(&f->redis, name, field);
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    /* the lock is free, not left held by a hold nobody will release */
+    assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
+    rlock_free(l);
+}
+
+/* The owner's own re-entries renew a lost acquire's hold with every lease,
+ * so it never expires: an owner looping lock/unlock then kept the lock from
+ * everyone else for as long as it looped. The waiter's budget ends well
+ * within the loop; a hand-over takes milliseconds. */
+#define LOOP_MS        3000
+#define LOOP_WAIT_MS   2000 /* the waiter's budget */
+#define LOOP_HOLD_MS   5
+#define LOOP_LEASE_MS  10000 /* no hold expires during the test */
+
+static void test_looping_owner_with_a_lost_hold_lets_a_waiter_in(void **state)
+{
+    lt_fixture *f = *state;
+    char name[128], field[128];
+    LT_TEST_NAME(name);
+    lt_owner_field(field, sizeof(field), f->client);
+    rlock *l = lt_get_lock(f->client, name);
+    rlock_client *other = lt_connect(f->redis.url, NULL, 0);
+
+    assert_int_equal(rlock_trylock(l, RLOCK_WAIT_FOREVER, LOOP_LEASE_MS),
+                     RLOCK_OK);
+    add_phantom_hold(&f->redis, name, field);
+    lt_waiter w = {.l = lt_get_lock(other, name),
+                   .wait_ms = LOOP_WAIT_MS,
+                   .lease_ms = LOOP_LEASE_MS};
+    int64_t start = rt_now_ms();
+    lt_waiter_start(&w);
+    rt_sleep_ms(LOOP_HOLD_MS);
+    while (rt_now_ms() - start < LOOP_MS) {
+        assert_int_equal(rlock_unlock(l), RLOCK_OK);
+        assert_int_equal(rlock_trylock(l, RLOCK_WAIT_FOREVER, LOOP_LEASE_MS),
+                         RLOCK_OK);
+        rt_sleep_ms(LOOP_HOLD_MS);
+    }
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    lt_waiter_join(&w);
+    print_message("waiter returned %d after %lld ms\n", w.rc,
+                  (long long)(w.got_at_ms - start));
+    assert_int_equal(w.rc, RLOCK_OK);
+    rlock_free(w.l);
+    rlock_free(l);
+    rlock_client_free(other);
+}
+
 static int group_setup(void **state)
 {
     return lt_group_setup_with_watchdog(state, WATCHDOG_MS);
@@ -678,6 +748,9 @@ int main(void)
         cmocka_unit_test(
             test_force_unlock_with_publish_renamed_away_is_enotify),
         cmocka_unit_test(test_fenced_phantom_drop_keeps_the_plain_hold),
+        cmocka_unit_test(test_last_unlock_drops_a_lost_acquires_hold),
+        cmocka_unit_test(
+            test_looping_owner_with_a_lost_hold_lets_a_waiter_in),
     };
     return cmocka_run_group_tests(tests, group_setup, lt_group_teardown);
 }

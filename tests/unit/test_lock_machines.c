@@ -533,6 +533,48 @@ static void test_release_refused_keeps_the_hold(void **state)
     rlock__release_clear(&rel);
 }
 
+/* A last unlock that Redis answers "still held" found holds a lost acquire
+ * left in the owner's field: it drops them (the owner's re-entries would
+ * renew them for ever), and ends once the drop is answered. */
+static void test_last_release_still_held_drops_the_unknown_holds(
+    void **state)
+{
+    fixture *f = *state;
+    hold(f, 7);
+    rlock__release rel;
+    rlock__release_init(&rel, f->entry, 7);
+    rlock__req *r = expect_send(rlock__release_start(&rel),
+                                &rlock__script_lock_release);
+    r->value = RLOCK__UNLOCK_STILL_HELD;
+    r = expect_send(reply(&rlock__release_class, &rel, r, 0),
+                    &rlock__script_lock_drop);
+    /* none known: the drop removes every hold in the field */
+    assert_string_equal(r->argv[r->argc - 1], "0");
+    assert_int_equal(rlock__hold_count(f->entry, 7), 0);
+    rlock__step st = reply(&rlock__release_class, &rel, r, 0);
+    assert_int_equal(st.kind, RLOCK__STEP_DONE);
+    assert_int_equal(st.status, RLOCK_OK);
+    rlock__release_clear(&rel);
+}
+
+/* An inner unlock is answered "still held" as it should be: no drop. */
+static void test_inner_release_still_held_drops_nothing(void **state)
+{
+    fixture *f = *state;
+    hold(f, 7);
+    hold(f, 7);
+    rlock__release rel;
+    rlock__release_init(&rel, f->entry, 7);
+    rlock__req *r = expect_send(rlock__release_start(&rel),
+                                &rlock__script_lock_release);
+    r->value = RLOCK__UNLOCK_STILL_HELD;
+    rlock__step st = reply(&rlock__release_class, &rel, r, 0);
+    assert_int_equal(st.kind, RLOCK__STEP_DONE);
+    assert_int_equal(st.status, RLOCK_OK);
+    assert_int_equal(rlock__hold_count(f->entry, 7), 1);
+    rlock__release_clear(&rel);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -575,6 +617,12 @@ int main(void)
             test_release_retries_with_the_same_latch, setup_lock, teardown),
         cmocka_unit_test_setup_teardown(
             test_release_refused_keeps_the_hold, setup_lock, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_last_release_still_held_drops_the_unknown_holds, setup_lock,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_inner_release_still_held_drops_nothing, setup_lock,
+            teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
