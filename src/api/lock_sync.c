@@ -165,6 +165,7 @@ int rlock_unlock(rlock *l)
         return RLOCK_EDEADLK;
     rlock__release rel;
     rlock__release_init(&rel, l->entry, rlock__thread_id());
+    rel.drop_unknown = true;
     rc = rlock__sync_run(&rlock__release_class, &rel,
                          rlock__release_start(&rel));
     rlock__release_clear(&rel);

@@ -318,6 +318,12 @@ typedef struct rlock__release {
     int attempt;
     bool maybe_ran; /* an attempt's reply was lost or late */
     bool one_key;   /* its slot migrates: the release without the latch */
+    /* the owner can have no acquire in flight beside this unlock (a
+     * thread's own unlock: set by the blocking API), so holds the client
+     * does not know of are a lost acquire's, which a last unlock drops
+     * (release.c); an async owner may have one in flight, whose hold a
+     * drop would take */
+    bool drop_unknown;
     uint64_t epoch;
     int64_t lease_ms;
     char *latch;

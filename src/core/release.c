@@ -24,10 +24,11 @@
  * lost before the release (RLOCK_ELOST), refused (the hold stays), or
  * unknown (one hold less; the key is left to its lease).
  *
- * A last unlock (the client knows of no other hold of the owner on the
- * name) that Redis answers "still held" found holds nobody will release: an
- * acquire whose reply never came (its wait ran out, its connection died)
- * took them. Left to their lease they would never go, since the owner's
+ * A thread's last unlock (the client knows of no other hold of the owner
+ * on the name, and a thread has no acquire in flight while it unlocks;
+ * drop_unknown) that Redis answers "still held" found holds nobody will
+ * release: an acquire whose reply never came (its wait ran out, its
+ * connection died) took them. Left to their lease they would never go, since the owner's
  * next acquire re-enters them and renews it: an owner looping lock/unlock
  * would keep the lock from every waiter. So the unlock drops them
  * (lock_drop.lua, which publishes as the release would have), and returns
@@ -178,7 +179,7 @@ static rlock__step drop_unknown_holds(rlock__release *rel)
     int known = rlock__owner_known_holds(e, rel->owner);
     rlock__spec spec;
     rlock__req *r = NULL;
-    if (known == 0 && rlock__kind_has_drop(e->kind) &&
+    if (known == 0 && rel->drop_unknown && rlock__kind_has_drop(e->kind) &&
         rlock__spec_drop_phantom(&spec, e, rel->owner, known) == 0) {
         r = rlock__req_from_spec(e->client, &spec);
         rlock__spec_clear(&spec);

@@ -543,6 +543,7 @@ static void test_last_release_still_held_drops_the_unknown_holds(
     hold(f, 7);
     rlock__release rel;
     rlock__release_init(&rel, f->entry, 7);
+    rel.drop_unknown = true; /* a thread's unlock */
     rlock__req *r = expect_send(rlock__release_start(&rel),
                                 &rlock__script_lock_release);
     r->value = RLOCK__UNLOCK_STILL_HELD;
@@ -565,6 +566,7 @@ static void test_inner_release_still_held_drops_nothing(void **state)
     hold(f, 7);
     rlock__release rel;
     rlock__release_init(&rel, f->entry, 7);
+    rel.drop_unknown = true;
     rlock__req *r = expect_send(rlock__release_start(&rel),
                                 &rlock__script_lock_release);
     r->value = RLOCK__UNLOCK_STILL_HELD;
@@ -572,6 +574,24 @@ static void test_inner_release_still_held_drops_nothing(void **state)
     assert_int_equal(st.kind, RLOCK__STEP_DONE);
     assert_int_equal(st.status, RLOCK_OK);
     assert_int_equal(rlock__hold_count(f->entry, 7), 1);
+    rlock__release_clear(&rel);
+}
+
+/* An async owner's last unlock answered "still held" drops nothing: the
+ * owner may have an acquire in flight whose hold the drop would take. */
+static void test_async_last_release_still_held_drops_nothing(void **state)
+{
+    fixture *f = *state;
+    hold(f, 7);
+    rlock__release rel;
+    rlock__release_init(&rel, f->entry, 7); /* drop_unknown left false */
+    rlock__req *r = expect_send(rlock__release_start(&rel),
+                                &rlock__script_lock_release);
+    r->value = RLOCK__UNLOCK_STILL_HELD;
+    rlock__step st = reply(&rlock__release_class, &rel, r, 0);
+    assert_int_equal(st.kind, RLOCK__STEP_DONE);
+    assert_int_equal(st.status, RLOCK_OK);
+    assert_int_equal(rlock__hold_count(f->entry, 7), 0);
     rlock__release_clear(&rel);
 }
 
@@ -622,6 +642,9 @@ int main(void)
             teardown),
         cmocka_unit_test_setup_teardown(
             test_inner_release_still_held_drops_nothing, setup_lock,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_async_last_release_still_held_drops_nothing, setup_lock,
             teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
