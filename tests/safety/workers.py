@@ -20,16 +20,21 @@ def faketime_env(offset_s):
     """The environment that runs a worker with its wall clock offset_s
     seconds off: libfaketime (the faketime package's multi-threaded
     library) preloaded into the worker itself, with CLOCK_MONOTONIC left
-    true (DONT_FAKE_MONOTONIC=1) so its history stays comparable. Not the
-    faketime command: it would stand between the harness and the worker,
-    which then outlives a SIGTERM or kill -9 meant for it. None when the
-    library is missing."""
+    true (DONT_FAKE_MONOTONIC=1) so its history stays comparable, and
+    without libfaketime's "monotonic fix" (FAKETIME_FORCE_MONOTONIC_FIX=0),
+    which shifts the deadline of a pthread_cond_timedwait on a
+    CLOCK_MONOTONIC condition variable by the fake offset: with it, a worker
+    5 s behind ended thousands of 3 s waits with RLOCK_ETIMEDOUT at once,
+    which a real skewed clock does not do (rlock's deadlines are monotonic).
+    Not the faketime command: it would stand between the harness and the
+    worker, which then outlives a SIGTERM or kill -9 meant for it. None
+    when the library is missing."""
     libs = glob.glob("/usr/lib/*/faketime/libfaketimeMT.so.1") + \
         glob.glob("/usr/lib/faketime/libfaketimeMT.so.1")
     if not libs:
         return None
     return dict(os.environ, LD_PRELOAD=libs[0], FAKETIME="%+ds" % offset_s,
-                DONT_FAKE_MONOTONIC="1")
+                DONT_FAKE_MONOTONIC="1", FAKETIME_FORCE_MONOTONIC_FIX="0")
 
 
 class Worker:
