@@ -26,6 +26,7 @@
 #include <cmocka.h>
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,22 @@
 #include "harness.h"
 #include "lock_testing.h"
 #include "rlock.h"
+
+/* Whether this program runs under a sanitizer's runtime (clang says so
+ * with __has_feature, gcc with __SANITIZE_*__). */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define BUILT_WITH_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define BUILT_WITH_SANITIZER 1
+#endif
+#endif
+#ifndef BUILT_WITH_SANITIZER
+#define BUILT_WITH_SANITIZER 0
+#endif
+
+/* How long a skewed child may take: its calls' timeouts are seconds. */
+#define SKEWED_CHILD_MAX_MS 60000
 
 #define LT_SUITE "permit_semaphore"
 
@@ -358,6 +375,13 @@ static int skewed_child(char **argv)
 static int run_skewed(const char *offset, const char *url, const char *name,
                       const char *lease_ms)
 {
+    if (offset != NULL && BUILT_WITH_SANITIZER) {
+        /* the child hangs at start-up: libfaketime allocates before the
+         * sanitizer's runtime is ready, and ASan's allocator deadlocks */
+        print_message("skipped: libfaketime and a sanitizer runtime do not "
+                      "start together (the other passes run this)\n");
+        skip();
+    }
     if (offset != NULL &&
         system("command -v faketime >/dev/null 2>&1") != 0) {
         print_message("skipped: no faketime (Debian's faketime package)\n");
@@ -370,8 +394,12 @@ static int run_skewed(const char *offset, const char *url, const char *name,
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
-        /* the wall clock alone: timers and waits stay true */
+        /* the wall clock alone: timers and waits stay true (without the
+         * "monotonic fix", libfaketime would shift the deadlines of waits
+         * on CLOCK_MONOTONIC condition variables by the offset) */
         setenv("FAKETIME_DONT_FAKE_MONOTONIC", "1", 1);
+        setenv("DONT_FAKE_MONOTONIC", "1", 1);
+        setenv("FAKETIME_FORCE_MONOTONIC_FIX", "0", 1);
         /* an ASan build runs under libfaketime's LD_PRELOAD too */
         const char *asan = getenv("ASAN_OPTIONS");
         char opts[512];
@@ -384,8 +412,20 @@ static int run_skewed(const char *offset, const char *url, const char *name,
                name, lease_ms, (char *)NULL);
         _exit(3);
     }
+    /* a child that hangs fails the test rather than the whole run */
     int status = 0;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
+    int64_t until = rt_now_ms() + SKEWED_CHILD_MAX_MS;
+    pid_t done;
+    while ((done = waitpid(pid, &status, WNOHANG)) == 0 &&
+           rt_now_ms() < until)
+        rt_sleep_ms(20);
+    if (done == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        fail_msg("the skewed child did not end within %d ms",
+                 SKEWED_CHILD_MAX_MS);
+    }
+    assert_int_equal(done, pid);
     assert_true(WIFEXITED(status));
     int code = WEXITSTATUS(status);
     if (offset != NULL && code != CHILD_TOOK && code != CHILD_TIMEDOUT &&
