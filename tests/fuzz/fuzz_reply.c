@@ -72,6 +72,11 @@ static int expected_error(const redisReply *r)
     if (has_prefix(r, "LOADING") || has_prefix(r, "BUSY") ||
         has_prefix(r, "MASTERDOWN"))
         return RLOCK_ECONN;
+    /* a non-reentrant lock's refusal, bare or as Redis 7 wraps a script's
+     * error_reply() */
+    if (has_prefix(r, "NON_REENTRANT_REACQUIRE") ||
+        has_prefix(r, "ERR NON_REENTRANT_REACQUIRE"))
+        return RLOCK_EREENTRY;
     return RLOCK_ESERVER;
 }
 
