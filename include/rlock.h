@@ -770,8 +770,8 @@ typedef struct rlock_histogram {
 typedef struct rlock_stats {
     size_t size; /* in: sizeof(rlock_stats); out: the bytes filled */
 
-    /* acquire calls (blocking, async and each lock of a multi-lock)
-     * that ended: */
+    /* acquire calls (blocking, async and each lock of a multi-lock; a
+     * semaphore's acquires too) that ended: */
     uint64_t acquired_immediately; /* held at the first attempt */
     uint64_t acquired_after_wait;  /* held after one or more failed tries */
     uint64_t acquire_timeouts;     /* RLOCK_ETIMEDOUT: the wait ran out */

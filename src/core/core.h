@@ -537,6 +537,9 @@ typedef struct rlock__sem_acquire {
     int64_t lease_ms;
     char id[RLOCK__PERMIT_ID_LEN + 1];
     int64_t lease_end_ms;
+    /* for the client's statistics, as a lock's acquire */
+    int64_t started_us;
+    bool waited;
 } rlock__sem_acquire;
 
 extern const rlock__op_class rlock__sem_acquire_class;

@@ -83,6 +83,8 @@ static rlock__step sem_done(rlock__sem_acquire *a, int status)
         rlock__waiter_leave(&a->waiter);
     a->entered = false;
     a->state = S_DONE;
+    rlock__stats_acquire_done(sem_client(a)->stats, status, a->waited,
+                              a->started_us);
     return (rlock__step){.kind = RLOCK__STEP_DONE, .status = status};
 }
 
@@ -140,6 +142,7 @@ static rlock__step sem_busy(rlock__sem_acquire *a)
     int64_t now = rlock__now_ms();
     if (a->wait_ms == 0 || now >= a->deadline_ms)
         return sem_done(a, RLOCK_ETIMEDOUT);
+    a->waited = true;
     if (!a->entered) {
         a->waiter.need = a->permits;
         rlock__waiter_enter(a->entry, &a->waiter, a->kick);
@@ -243,7 +246,9 @@ rlock__step rlock__sem_acquire_start(rlock__sem_acquire *a, rlock__entry *e,
                               .permits = permits,
                               .wait_ms = wait_ms,
                               .lease_ms = lease_ms,
-                              .deadline_ms = INT64_MAX};
+                              .deadline_ms = INT64_MAX,
+                              .started_us =
+                                  rlock__stats_clock(e->client->stats)};
     if (expirable(a)) {
         unsigned char raw[RLOCK__PERMIT_ID_LEN / 2];
         if (rlock__random_bytes(raw, sizeof(raw)) != 0)

@@ -661,10 +661,43 @@ static void test_never_more_holders_than_permits(void **state)
     rlock_client_free(c2);
 }
 
+/* A semaphore's acquires count in the client's statistics as a lock's do:
+ * at once, after a wait, or timed out. */
+static void test_acquires_count_in_the_client_statistics(void **state)
+{
+    lt_fixture *f = *state;
+    char name[128];
+    LT_TEST_NAME(name);
+    rlock_client *c = lt_connect(f->redis.url, NULL, 0);
+    rlock_semaphore *s = sem_of(c, name);
+    rlock_stats before = RLOCK_STATS_INIT, after = RLOCK_STATS_INIT;
+    assert_int_equal(rlock_client_stats(c, &before), RLOCK_OK);
+
+    assert_int_equal(rlock_semaphore_try_set_permits(s, 1, 0), 1);
+    assert_int_equal(rlock_semaphore_acquire(s, 1, 0), RLOCK_OK);
+    assert_int_equal(rlock_semaphore_acquire(s, 1, 0), RLOCK_ETIMEDOUT);
+    waiter w;
+    waiter_start(&w, s, 1, 5000);
+    await_subscribed(&f->redis, name, 1);
+    assert_int_equal(rlock_semaphore_release(s, 1), RLOCK_OK);
+    waiter_join(&w);
+    assert_int_equal(atomic_load(&w.rc), RLOCK_OK);
+
+    assert_int_equal(rlock_client_stats(c, &after), RLOCK_OK);
+    assert_int_equal(after.acquired_immediately - before.acquired_immediately,
+                     1);
+    assert_int_equal(after.acquired_after_wait - before.acquired_after_wait,
+                     1);
+    assert_int_equal(after.acquire_timeouts - before.acquire_timeouts, 1);
+    rlock_semaphore_free(s);
+    rlock_client_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_try_set_permits_sets_only_once),
+        cmocka_unit_test(test_acquires_count_in_the_client_statistics),
         cmocka_unit_test(test_try_set_permits_with_ttl_expires_the_key),
         cmocka_unit_test(test_try_set_permits_publishes_the_count),
         cmocka_unit_test(test_acquire_takes_permits_when_enough),
