@@ -28,12 +28,12 @@
  * on the name, and a thread has no acquire in flight while it unlocks;
  * drop_unknown) that Redis answers "still held" found holds nobody will
  * release: an acquire whose reply never came (its wait ran out, its
- * connection died) took them. Left to their lease they would never go, since the owner's
- * next acquire re-enters them and renews it: an owner looping lock/unlock
- * would keep the lock from every waiter. So the unlock drops them
- * (lock_drop.lua, which publishes as the release would have), and returns
- * once the drop is answered, so that it cannot overtake the owner's next
- * acquire and remove a hold it really has.
+ * connection died) took them. Left to their lease they would never go,
+ * since the owner's next acquire re-enters them and renews it: an owner
+ * looping lock/unlock would keep the lock from every waiter. So the unlock
+ * drops them (lock_drop.lua, which publishes as the release would have),
+ * and returns once the drop is answered, so that it cannot overtake the
+ * owner's next acquire and remove a hold it really has.
  */
 #include "core.h"
 
