@@ -96,7 +96,7 @@ int rlock__kind_make_names(int kind, const char *name, const char *waiter,
 bool rlock__kind_has_drop(int kind)
 {
     return kind == RLOCK_KIND_LOCK || kind == RLOCK_KIND_FENCED ||
-           kind == RLOCK_KIND_SPIN;
+           kind == RLOCK_KIND_SPIN || kind == RLOCK_KIND_FAIR;
 }
 
 static void spec_init(rlock__spec *s, const rlock__script *script,
@@ -269,7 +269,7 @@ int rlock__kind_release(rlock__spec *s, const rlock__lock_desc *d,
 bool rlock__kind_has_one_key_release(int kind)
 {
     return kind == RLOCK_KIND_LOCK || kind == RLOCK_KIND_FENCED ||
-           kind == RLOCK_KIND_SPIN;
+           kind == RLOCK_KIND_SPIN || kind == RLOCK_KIND_FAIR;
 }
 
 /* One release of owner's hold without the unlock latch, naming only the
@@ -290,6 +290,18 @@ int rlock__kind_release_one_key(rlock__spec *s, const rlock__lock_desc *d,
     return RLOCK_OK;
 }
 
+/* A fair lock's drop of the holds above known (every hold: 0), which
+ * wakes the fair queue's head as its unlock does when it frees the lock. */
+static void fair_drop(rlock__spec *s, const rlock__lock_desc *d,
+                      uint64_t owner, int known)
+{
+    spec_init(s, &rlock__script_fair_drop, RLOCK__REPLY_INTEGER, 4);
+    rlock__kind_tag(s->owner, d->kind, d->client_id, owner);
+    RLOCK__SPEC_SET(s,
+        d->name, d->aux[0], d->aux[1], d->channel, "0", s->owner,
+        publish_any(d), num(s, 0, known), num(s, 1, d->wall_ms()));
+}
+
 /* Removes every hold owner has, whatever its count (a phantom acquire, or
  * a client shutting down): only for kinds rlock__kind_has_drop() names. */
 int rlock__kind_drop(rlock__spec *s, const rlock__lock_desc *d,
@@ -297,6 +309,10 @@ int rlock__kind_drop(rlock__spec *s, const rlock__lock_desc *d,
 {
     if (!rlock__kind_has_drop(d->kind))
         return RLOCK_ENOTSUP;
+    if (d->kind == RLOCK_KIND_FAIR) {
+        fair_drop(s, d, owner, 0);
+        return RLOCK_OK;
+    }
     spec_init(s, &rlock__script_lock_release_owner, RLOCK__REPLY_INTEGER, 2);
     rlock__kind_tag(s->owner, d->kind, d->client_id, owner);
     RLOCK__SPEC_SET(s, d->name, d->channel, "0", s->owner, publish_command(d));
@@ -311,6 +327,10 @@ int rlock__kind_drop_phantom(rlock__spec *s, const rlock__lock_desc *d,
 {
     if (!rlock__kind_has_drop(d->kind))
         return RLOCK_ENOTSUP;
+    if (d->kind == RLOCK_KIND_FAIR) {
+        fair_drop(s, d, owner, known);
+        return RLOCK_OK;
+    }
     spec_init(s, &rlock__script_lock_drop, RLOCK__REPLY_INTEGER, 2);
     rlock__kind_tag(s->owner, d->kind, d->client_id, owner);
     RLOCK__SPEC_SET(s, d->name, d->channel, "0", s->owner, publish_command(d),
@@ -402,6 +422,7 @@ const rlock__script *const rlock__all_scripts[] = {
     &rlock__script_read_renew,          &rlock__script_write_acquire,
     &rlock__script_write_release,       &rlock__script_rw_force_release,
     &rlock__script_rw_is_locked,        &rlock__script_lock_drop,
+    &rlock__script_fair_drop,
     &rlock__script_lock_acquire_queued,  &rlock__script_lock_give_up,
     &rlock__script_lock_release_one_key,
     &rlock__script_latch_try_set_count, &rlock__script_latch_count_down,

@@ -24,6 +24,7 @@ extern const rlock__script rlock__script_lock_force_release;
 extern const rlock__script rlock__script_lock_renew;
 extern const rlock__script rlock__script_lock_release_owner;
 extern const rlock__script rlock__script_lock_drop;
+extern const rlock__script rlock__script_fair_drop;
 extern const rlock__script rlock__script_lock_acquire_queued;
 extern const rlock__script rlock__script_lock_give_up;
 extern const rlock__script rlock__script_fair_acquire;

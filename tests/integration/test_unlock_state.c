@@ -722,6 +722,66 @@ static void test_looping_owner_with_a_lost_hold_lets_a_waiter_in(void **state)
     rlock_client_free(other);
 }
 
+/* The fair lock's: its last unlock, answered "still held" by a lost
+ * acquire's hold, removes that hold too and frees the lock. */
+static void test_fair_last_unlock_drops_a_lost_acquires_hold(void **state)
+{
+    lt_fixture *f = *state;
+    char name[128], field[128];
+    LT_TEST_NAME(name);
+    lt_owner_field(field, sizeof(field), f->client);
+    rlock *l = NULL;
+    assert_int_equal(rlock_fair_get(f->client, name, &l), RLOCK_OK);
+
+    assert_int_equal(rlock_lock(l), RLOCK_OK);
+    add_phantom_hold(&f->redis, name, field);
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
+    rlock_free(l);
+}
+
+/* A fair waiter queued behind the owner is woken on its own channel when
+ * that drop frees the lock, as by an unlock: not by its re-check, nor by
+ * the end of the lease that a hold nobody releases would leave it to. */
+#define FAIR_DROP_LEASE_MS   15000
+#define FAIR_DROP_WAIT_MS    20000
+#define FAIR_DROP_WOKEN_MS   5000 /* well below the two below */
+#define FAIR_DROP_RECHECK_MS 10000
+
+static void test_fair_drop_of_a_lost_hold_wakes_the_queue(void **state)
+{
+    lt_fixture *f = *state;
+    char name[128], field[128];
+    LT_TEST_NAME(name);
+    lt_owner_field(field, sizeof(field), f->client);
+    rlock *l = NULL;
+    assert_int_equal(rlock_fair_get(f->client, name, &l), RLOCK_OK);
+    rlock_client *other = lt_connect(f->redis.url, rlock_config_set_recheck_interval,
+                                     FAIR_DROP_RECHECK_MS);
+    lt_waiter w = {.wait_ms = FAIR_DROP_WAIT_MS, .lease_ms = 30000};
+    assert_int_equal(rlock_fair_get(other, name, &w.l), RLOCK_OK);
+
+    assert_int_equal(rlock_trylock(l, 0, FAIR_DROP_LEASE_MS), RLOCK_OK);
+    add_phantom_hold(&f->redis, name, field);
+    lt_waiter_start(&w);
+    char queue[160];
+    snprintf(queue, sizeof(queue), "redisson_lock_queue:{%s}", name);
+    int64_t until = rt_now_ms() + 5000;
+    while (rt_cmd_int(&f->redis, "LLEN %s", queue) < 1 &&
+           rt_now_ms() < until)
+        rt_sleep_ms(10);
+    assert_int_equal(rt_cmd_int(&f->redis, "LLEN %s", queue), 1);
+    rt_sleep_ms(200); /* its subscription, after its queued try */
+
+    int64_t unlocked = rt_now_ms();
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    lt_waiter_join(&w);
+    lt_waiter_assert_woken(&w, unlocked, "drop", FAIR_DROP_WOKEN_MS);
+    rlock_free(w.l);
+    rlock_free(l);
+    rlock_client_free(other);
+}
+
 static int group_setup(void **state)
 {
     return lt_group_setup_with_watchdog(state, WATCHDOG_MS);
@@ -751,6 +811,8 @@ int main(void)
         cmocka_unit_test(test_last_unlock_drops_a_lost_acquires_hold),
         cmocka_unit_test(
             test_looping_owner_with_a_lost_hold_lets_a_waiter_in),
+        cmocka_unit_test(test_fair_last_unlock_drops_a_lost_acquires_hold),
+        cmocka_unit_test(test_fair_drop_of_a_lost_hold_wakes_the_queue),
     };
     return cmocka_run_group_tests(tests, group_setup, lt_group_teardown);
 }
