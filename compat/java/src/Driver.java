@@ -43,6 +43,10 @@
  *     contend COUNTER ITER THINK_MS
  *         ITER times: lock, GET COUNTER, sleep 1 ms, SET +1, RPUSH COUNTER:log j,
  *         unlock, sleep THINK_MS                         iterations, ms
+ *     bench COUNTER SECONDS
+ *         for SECONDS: lock, GET COUNTER, SET +1, unlock, at full speed
+ *         (rlock-bench's mixed-java scenario)   acquisitions, ms, waits_us
+ *                                               (every lock() call's wait)
  *
  * KIND sem is an RSemaphore (getSemaphore(NAME)), with its own ops:
  *
@@ -161,6 +165,8 @@ public final class Driver {
                 b.append("null");
             else if (v instanceof Number || v instanceof Boolean)
                 b.append(v);
+            else if (v instanceof long[])
+                appendArray(b, (long[]) v);
             else
                 quote(b, v.toString());
         }
@@ -168,6 +174,13 @@ public final class Driver {
         synchronized (OUT) {
             OUT.println(b);
         }
+    }
+
+    private static void appendArray(StringBuilder b, long[] v) {
+        b.append('[');
+        for (int i = 0; i < v.length; i++)
+            b.append(i > 0 ? "," : "").append(v[i]);
+        b.append(']');
     }
 
     private static String describe(Throwable e) {
@@ -300,6 +313,9 @@ public final class Driver {
                 break;
             case "contend":
                 contend(tid, lock, a[4], Long.parseLong(a[5]), Long.parseLong(a[6]));
+                break;
+            case "bench":
+                bench(tid, lock, a[4], Double.parseDouble(a[5]));
                 break;
             default:
                 throw new IllegalArgumentException("unknown op " + op);
@@ -462,6 +478,37 @@ public final class Driver {
         }
         emit("contend", tid, "iterations", iterations, "ms",
              (System.nanoTime() - start) / 1000000);
+    }
+
+    /* The Java side of rlock-bench's mixed-java scenario: the critical
+     * section of rlock-bench's contended workers (GET then SET +1, two
+     * commands) at full speed, no pause, so that both sides compete for the
+     * lock alike. Every lock() call's wait is kept, in microseconds, for the
+     * benchmark's own percentiles and longest wait. */
+    private void bench(String tid, RLock lock, String counter, double seconds) {
+        RBucket<String> bucket = client.getBucket(counter, StringCodec.INSTANCE);
+        long[] waits = new long[4096];
+        int n = 0;
+        long start = System.nanoTime();
+        long until = start + (long) (seconds * 1e9);
+        long end = start;
+        while (end < until) {
+            long t0 = System.nanoTime();
+            lock.lock();
+            long waited = System.nanoTime() - t0;
+            try {
+                String v = bucket.get();
+                bucket.set(Long.toString((v == null ? 0 : Long.parseLong(v)) + 1));
+            } finally {
+                lock.unlock();
+            }
+            if (n == waits.length)
+                waits = java.util.Arrays.copyOf(waits, 2 * n);
+            waits[n++] = waited / 1000;
+            end = System.nanoTime();
+        }
+        emit("bench", tid, "acquisitions", n, "ms", (end - start) / 1e6, "waits_us",
+             java.util.Arrays.copyOf(waits, n));
     }
 
     private void dispatch(String line) {
