@@ -12,6 +12,9 @@
  *   fanout.c       "fanout": one RLock's channel heard by N processes
  *   ring.c         "ring": the floor of an orderly hand-over, no library
  *   held.c         "held": K locks kept alive by the watchdog
+ *   jvms.c         "mixed-java": the Java Redisson processes beside
+ *                  contended.c's rlock processes on one lock
+ *   side.c         "mixed-java": the figures of each side
  *   main.c         options, the embedded limit run, ratios, JSON output
  */
 #ifndef RLOCK_BENCH_H
@@ -44,6 +47,9 @@ typedef struct bench_opts {
     bool barging;         /* --barging on: rlock_config_set_lock_barging */
     bool queue_off;       /* --queue off: rlock_config_set_lock_queue */
     double limit_seconds; /* embedded limit run, 0: none */
+    int java_procs;          /* mixed-java: Redisson JVMs beside --workers */
+    const char *java_driver; /* mixed-java: compat/java/build/<version> */
+    double java_warmup;      /* mixed-java: each JVM's warm-up, seconds */
     char prefix[96];      /* key prefix, unique per run */
 } bench_opts;
 
@@ -160,6 +166,47 @@ int bench_run_contended(const bench_opts *o, json_t *out);
 int bench_run_held(const bench_opts *o, json_t *out);
 int bench_run_fanout(const bench_opts *o, json_t *out);
 int bench_run_ring(const bench_opts *o, json_t *out);
+
+/* ------------------------------------------------------ jvms.c, side.c */
+
+/* One side of the mixed-java scenario: each worker's acquisitions and
+ * every lock call's wait. Zero-initialise; free with bench_side_free(). */
+typedef struct bench_side {
+    int workers;
+    long long *acq;      /* per worker, `workers` of them */
+    bench_samples waits; /* ns, one per lock call */
+    double seconds;      /* the side's timed loop, to its last unlock */
+} bench_side;
+
+/* The side's figures: procs, acquisitions, acq_per_s, min_acq, max_acq,
+ * acq (each worker's), max_wait_ms, wait_p50_us, wait_p99_us. Sorts the
+ * waits. Ownership: a new reference. */
+json_t *bench_side_json(bench_side *s);
+
+void bench_side_free(bench_side *s);
+
+/* The Java Redisson processes of the mixed-java scenario. */
+typedef struct bench_jvms bench_jvms;
+
+/* Spawns o->java_procs JVMs of compat/java's Driver (o->java_driver) on
+ * o->url, waits until each is connected, then warms each up for
+ * o->java_warmup seconds on a lock of its own. Returns 0 or -1 (message
+ * on stderr); *out is set either way, for bench_jvms_free(). */
+int bench_jvms_start(const bench_opts *o, bench_jvms **out);
+
+/* Starts every JVM's timed loop (lock, GET counter, SET +1, unlock) on the
+ * lock `name` of o->kind for o->seconds. Returns 0 or -1. */
+int bench_jvms_go(bench_jvms *s, const char *name, const char *counter);
+
+/* Waits for every JVM's loop to end and fills side. Returns 0 or -1. */
+int bench_jvms_collect(bench_jvms *s, bench_side *side);
+
+/* Redisson's version, as the first JVM reported it. Borrowed from s. */
+const char *bench_jvms_version(const bench_jvms *s);
+
+/* Ends the JVMs (end of input, then SIGKILL after 5 s) and frees s.
+ * NULL is a no-op. */
+void bench_jvms_free(bench_jvms *s);
 
 /* Sets a number field rounded for output. */
 void bench_set_num(json_t *obj, const char *key, double v);

@@ -194,10 +194,29 @@ static int start_workers(const bench_opts *o, shared *sh, worker *w,
     return 0;
 }
 
-/* Fills out from the shared records and counters. */
+/* mixed-java: the figures of each side, rlock's from the records (n of
+ * them, the last unlock at `end`), the JVMs' as they reported them. */
+static void report_sides(const bench_opts *o, shared *sh, long long n,
+                         int64_t start, int64_t end, bench_side *java,
+                         json_t *out)
+{
+    bench_side mine = {.workers = o->workers,
+                       .acq = sh->acq,
+                       .seconds = (double)(end - start) / 1e9};
+    for (long long k = 0; k < n; k++)
+        bench_samples_add(&mine.waits, sh->records[k].lock_ret -
+                                           sh->records[k].lock_call);
+    json_object_set_new(out, "rlock", bench_side_json(&mine));
+    json_object_set_new(out, "java", bench_side_json(java));
+    bench_samples_free(&mine.waits); /* acq is the shared region's */
+}
+
+/* Fills out from the shared records and counters, and java's figures
+ * (mixed-java; NULL otherwise). */
 static void report(const bench_opts *o, shared *sh, int64_t start,
                    long long counter, const bench_counters *before,
-                   const bench_counters *after, json_t *out)
+                   const bench_counters *after, bench_side *java,
+                   json_t *out)
 {
     long long total = 0, min_acq = -1, max_acq = 0;
     for (int i = 0; i < o->workers; i++) {
@@ -227,6 +246,13 @@ static void report(const bench_opts *o, shared *sh, int64_t start,
         same += r->worker == sh->records[k - 1].worker;
     }
     double elapsed = (double)(end - start) / 1e9;
+    if (java != NULL) {
+        report_sides(o, sh, n, start, end, java, out);
+        for (int i = 0; i < java->workers; i++)
+            total += java->acq[i];
+        if (java->seconds > elapsed)
+            elapsed = java->seconds;
+    }
     double acq = total > 0 ? (double)total : 1;
     long long cmds = after->calls - before->calls -
                      (after->info_calls - before->info_calls) - 2 * total;
@@ -234,16 +260,22 @@ static void report(const bench_opts *o, shared *sh, int64_t start,
                       (after->info_calls - before->info_calls) - 2 * total;
     bench_set_num(out, "acq_per_s", elapsed > 0 ? (double)total / elapsed : 0);
     json_object_set_new(out, "lost_increments", json_integer(total - counter));
-    bench_set_num(out, "handoff_p50_us", bench_samples_pct_us(&handoff, 50));
-    bench_set_num(out, "handoff_p99_us", bench_samples_pct_us(&handoff, 99));
-    bench_set_num(out, "hold_p50_us", bench_samples_pct_us(&hold, 50));
-    bench_set_num(out, "max_wait_ms", (double)max_wait / 1e6);
-    json_object_set_new(out, "min_acq", json_integer(min_acq));
-    json_object_set_new(out, "max_acq", json_integer(max_acq));
     bench_set_num(out, "redis_cmds_per_acq", (double)cmds / acq);
     bench_set_num(out, "redis_reads_per_acq", (double)reads / acq);
-    bench_set_num(out, "same_worker_pct",
-                  n > 1 ? 100.0 * (double)same / (double)(n - 1) : 0);
+    /* mixed-java: the records are rlock's acquisitions only (Java holders
+     * may come between two of them), so these are the sides' figures */
+    if (java == NULL) {
+        bench_set_num(out, "handoff_p50_us",
+                      bench_samples_pct_us(&handoff, 50));
+        bench_set_num(out, "handoff_p99_us",
+                      bench_samples_pct_us(&handoff, 99));
+        bench_set_num(out, "hold_p50_us", bench_samples_pct_us(&hold, 50));
+        bench_set_num(out, "max_wait_ms", (double)max_wait / 1e6);
+        json_object_set_new(out, "min_acq", json_integer(min_acq));
+        json_object_set_new(out, "max_acq", json_integer(max_acq));
+        bench_set_num(out, "same_worker_pct",
+                      n > 1 ? 100.0 * (double)same / (double)(n - 1) : 0);
+    }
     json_object_set_new(out, "acquisitions", json_integer(total));
     json_object_set_new(out, "procs", json_boolean(o->procs));
     json_object_set_new(out, "kind", json_string(o->kind));
@@ -260,8 +292,10 @@ int bench_run_contended(const bench_opts *o, json_t *out)
     pid_t *pid = calloc((size_t)o->workers, sizeof(*pid));
     rlock_client *client = NULL;
     redisContext *c = NULL;
+    bench_jvms *jvms = NULL;
+    bench_side java = {0};
     bench_counters before, after;
-    char counter[160];
+    char counter[160], name[160];
     int64_t start = 0, cpu = 0;
     int rc = -1;
     shared *sh = mmap(NULL, size, PROT_READ | PROT_WRITE,
@@ -276,12 +310,16 @@ int bench_run_contended(const bench_opts *o, json_t *out)
     }
     sh->cap = cap;
     snprintf(counter, sizeof(counter), "%scounter", o->prefix);
+    snprintf(name, sizeof(name), "%scontended", o->prefix);
     if ((c = bench_connect(o)) == NULL ||
         bench_cmd_ok(c, "SET %s 0", counter) != 0)
         goto out;
     /* threads share one client, made before they start; processes each
      * make their own after fork() */
     if (!o->procs && bench_client(o, &client) != 0)
+        goto out;
+    /* mixed-java: the JVMs are up and warm before rlock's workers start */
+    if (o->java_procs > 0 && bench_jvms_start(o, &jvms) != 0)
         goto out;
     if (start_workers(o, sh, w, tid, pid, client) != 0) {
         fprintf(stderr, "rlock-bench: cannot start the workers\n");
@@ -296,7 +334,7 @@ int bench_run_contended(const bench_opts *o, json_t *out)
     cpu = bench_cpu_ns();
     sh->until = start + (int64_t)(o->seconds * 1e9);
     atomic_store(&sh->go, 1);
-    rc = 0;
+    rc = jvms != NULL ? bench_jvms_go(jvms, name, counter) : 0;
 out_join:
     for (int i = 0; i < o->workers; i++) {
         if (o->procs && pid[i] > 0) {
@@ -310,6 +348,8 @@ out_join:
                 rc = -1;
         }
     }
+    if (rc == 0 && jvms != NULL && bench_jvms_collect(jvms, &java) != 0)
+        rc = -1;
     if (rc == 0) {
         redisReply *r = redisCommand(c, "GET %s", counter);
         long long value =
@@ -318,7 +358,14 @@ out_join:
         if (bench_counters_read(c, &after) != 0)
             rc = -1;
         else
-            report(o, sh, start, value, &before, &after, out);
+            report(o, sh, start, value, &before, &after,
+                   jvms != NULL ? &java : NULL, out);
+        if (jvms != NULL) {
+            json_object_set_new(out, "java_procs", json_integer(o->java_procs));
+            json_object_set_new(out, "redisson_version",
+                                json_string(bench_jvms_version(jvms)));
+            bench_set_num(out, "java_warmup_s", o->java_warmup);
+        }
         /* threads only: processes' CPU is not this process's */
         json_int_t acquired =
             json_integer_value(json_object_get(out, "acquisitions"));
@@ -328,6 +375,8 @@ out_join:
                               (double)acquired);
     }
 out:
+    bench_jvms_free(jvms);
+    bench_side_free(&java);
     rlock_client_free(client);
     redisFree(c);
     if (sh != MAP_FAILED)

@@ -6,7 +6,8 @@
  *               [--workers N] [--seconds S] [--procs] [--locks K]
  *               [--watchdog-ms MS] [--connections N] [--limit-seconds S]
  *               [--prefix P] [--stats on|off] [--barging on|off]
- *               [--queue on|off]
+ *               [--queue on|off] [--java-procs M] [--java-driver DIR]
+ *               [--java-warmup S]
  *
  * One run prints one JSON object on one line of stdout. Every scenario
  * other than "limit" first measures the limit itself for --limit-seconds
@@ -21,6 +22,12 @@
  *                          wake-up message plus the winning acquire;
  *                          acq_per_s / 1e6 over (GET + SET + unlock +
  *                          wake-up + acquire), the serial critical path
+ * "mixed-java" is "contended" with --procs, --workers rlock processes and
+ * beside them --java-procs JVMs of the real Java Redisson (compat/java's
+ * Driver, built in DIR = compat/java/build/<version> by scripts/deps) on
+ * the same lock: every JVM is started and warmed up (--java-warmup, default
+ * 3 s) before the timed window; the JSON has each side's figures under
+ * "rlock" and "java" (jvms.c, side.c).
  * Exit status: 0; 1 when the run failed (the JSON then has "error"); 3
  * when it ran but broke an invariant (lost_increments or expired not 0).
  */
@@ -40,8 +47,9 @@ static void usage(FILE *f)
                "         [--watchdog-ms MS] [--connections N]\n"
                "         [--limit-seconds S] [--prefix P] [--stats on|off]\n"
                "         [--barging on|off] [--queue on|off]\n"
+               "         [--java-procs M] [--java-driver DIR] [--java-warmup S]\n"
                "scenarios: uncontended contended parallel held limit fanout\n"
-               "           ring\n");
+               "           ring mixed-java (needs --java-driver)\n");
 }
 
 int bench_client(const bench_opts *o, rlock_client **out)
@@ -85,12 +93,15 @@ static int parse_args(int argc, char **argv, bench_opts *o)
         {"stats", required_argument, NULL, 'S'},
         {"barging", required_argument, NULL, 'B'},
         {"queue", required_argument, NULL, 'Q'},
+        {"java-procs", required_argument, NULL, 'J'},
+        {"java-driver", required_argument, NULL, 'D'},
+        {"java-warmup", required_argument, NULL, 'W'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     *o = (bench_opts){
         .workers = 1, .seconds = 5, .locks = 10000, .limit_seconds = 1,
-        .kind = "lock"};
+        .kind = "lock", .java_procs = 1, .java_warmup = 3};
     snprintf(o->prefix, sizeof(o->prefix), "rlock-bench:%ld:", (long)getpid());
     int opt;
     while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -149,6 +160,15 @@ static int parse_args(int argc, char **argv, bench_opts *o)
             }
             o->queue_off = strcmp(optarg, "off") == 0;
             break;
+        case 'J':
+            o->java_procs = atoi(optarg);
+            break;
+        case 'D':
+            o->java_driver = optarg;
+            break;
+        case 'W':
+            o->java_warmup = atof(optarg);
+            break;
         case 'h':
             usage(stdout);
             exit(0);
@@ -166,6 +186,15 @@ static int parse_args(int argc, char **argv, bench_opts *o)
     }
     if (strcmp(o->scenario, "held") == 0 && o->watchdog_ms == 0)
         o->watchdog_ms = 1000;
+    if (strcmp(o->scenario, "mixed-java") != 0) {
+        o->java_procs = 0; /* the JVMs are that scenario's alone */
+    } else if (o->java_procs < 1 || o->java_driver == NULL ||
+               o->java_warmup < 0) {
+        usage(stderr);
+        return 2;
+    } else {
+        o->procs = true; /* one JVM per Java process, so rlock's alike */
+    }
     return bench_parse_url(o) == 0 ? 0 : 2;
 }
 
@@ -215,7 +244,8 @@ static int run(const bench_opts *o, json_t *out)
         return bench_run_uncontended(o, out);
     if (strcmp(o->scenario, "parallel") == 0)
         return bench_run_parallel(o, out);
-    if (strcmp(o->scenario, "contended") == 0)
+    if (strcmp(o->scenario, "contended") == 0 ||
+        strcmp(o->scenario, "mixed-java") == 0)
         return bench_run_contended(o, out);
     if (strcmp(o->scenario, "held") == 0)
         return bench_run_held(o, out);
