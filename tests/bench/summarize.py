@@ -47,6 +47,24 @@ FIGURES = {
              ("min_pttl_ms", "smallest lease seen (ms)", "high")],
 }
 
+# mixed-java: (figure, side or None for the whole run, label, better)
+MIXED = [("acq_per_s", None, "acquisitions/s, whole run", "high"),
+         ("acq_per_s", "rlock", "rlock: acquisitions/s", None),
+         ("acq_per_s", "java", "Java: acquisitions/s", None),
+         ("min_acq", "rlock", "rlock: fewest acquisitions of a process", "high"),
+         ("max_acq", "rlock", "rlock: most acquisitions of a process", None),
+         ("min_acq", "java", "Java: fewest acquisitions of a process", "high"),
+         ("max_acq", "java", "Java: most acquisitions of a process", None),
+         ("max_wait_ms", "rlock", "rlock: longest wait (ms)", "low"),
+         ("max_wait_ms", "java", "Java: longest wait (ms)", "low"),
+         ("wait_p50_us", "rlock", "rlock: wait p50 (us)", "low"),
+         ("wait_p50_us", "java", "Java: wait p50 (us)", "low"),
+         ("wait_p99_us", "rlock", "rlock: wait p99 (us)", "low"),
+         ("wait_p99_us", "java", "Java: wait p99 (us)", "low"),
+         ("redis_cmds_per_acq", None, "Redis commands/acq (incl. in scripts)",
+          "low"),
+         ("lost_increments", None, "lost increments", "low")]
+
 # the floor each figure is compared with: key in vs_limit
 VS_LIMIT = {"p50_us", "p99_us", "cycles_per_s", "handoff_p50_us",
             "handoff_p99_us", "acq_per_s"}
@@ -145,6 +163,26 @@ def issue17(meta, med, target):
                % (tag, workers), v, "8", v is not None and v <= 8)
 
 
+def mixed(meta, groups, med, w):
+    """The mixed fleet: rlock's processes and the real Java Redisson's JVMs
+    on one lock, each side's figures for each setting of rlock."""
+    libs = [(lib, label) for lib, label in
+            [("rlock", "rlock")] + VARIANTS if ("mixed-java", lib) in groups]
+    if not libs:
+        return
+    w("**mixed-java: %s rlock processes and %s JVMs of Java Redisson %s on "
+      "one lock**" % (meta.get("rlock_procs", "?"), meta.get("java_procs", "?"),
+                      meta.get("redisson", "?")))
+    w("")
+    w("| figure | " + " | ".join(label for _, label in libs) + " |")
+    w("|---|" + "---:|" * len(libs))
+    for field, side, label, better in MIXED:
+        arrow = {"high": " ↑", "low": " ↓"}.get(better, "")
+        w("| %s%s | %s |" % (label, arrow, " | ".join(
+            fmt(med("mixed-java", lib, field, side)) for lib, _ in libs)))
+    w("")
+
+
 def main():
     meta, runs = load(sys.argv[1])
     groups = {}
@@ -225,6 +263,7 @@ def main():
                                              extra, " | ".join(cells)))
         w("")
 
+    mixed(meta, groups, med, w)
     v = med("fanout", "rlock", "acq_per_s")
     if v is not None:
         w("**fanout: the ceiling of one RLock whose unlock channel %s other "
