@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -61,6 +62,8 @@ static int spawn(const bench_opts *o, jvm *j)
     fflush(NULL);
     j->pid = fork();
     if (j->pid == 0) {
+        /* a bench killed mid-run takes its JVMs with it */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         dup2(in[0], STDIN_FILENO);
         dup2(out[1], STDOUT_FILENO);
         execlp("java", "java", "-cp", cp, "Driver", "single", o->url, max,
