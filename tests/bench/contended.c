@@ -287,9 +287,10 @@ int bench_run_contended(const bench_opts *o, json_t *out)
 {
     long long cap = (long long)(o->seconds * 100000) + 100000;
     size_t size = sizeof(shared) + sizeof(record) * (size_t)cap;
-    worker *w = calloc((size_t)o->workers, sizeof(*w));
-    pthread_t *tid = calloc((size_t)o->workers, sizeof(*tid));
-    pid_t *pid = calloc((size_t)o->workers, sizeof(*pid));
+    /* (one more: mixed-java's --workers 0 runs the JVMs alone) */
+    worker *w = calloc((size_t)o->workers + 1, sizeof(*w));
+    pthread_t *tid = calloc((size_t)o->workers + 1, sizeof(*tid));
+    pid_t *pid = calloc((size_t)o->workers + 1, sizeof(*pid));
     rlock_client *client = NULL;
     redisContext *c = NULL;
     bench_jvms *jvms = NULL;

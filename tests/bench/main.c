@@ -27,7 +27,7 @@
  * Driver, built in DIR = compat/java/build/<version> by scripts/deps) on
  * the same lock: every JVM is started and warmed up (--java-warmup, default
  * 3 s) before the timed window; the JSON has each side's figures under
- * "rlock" and "java" (jvms.c, side.c).
+ * "rlock" and "java" (jvms.c, side.c). --workers 0 measures the JVMs alone.
  * Exit status: 0; 1 when the run failed (the JSON then has "error"); 3
  * when it ran but broke an invariant (lost_increments or expired not 0).
  */
@@ -178,7 +178,7 @@ static int parse_args(int argc, char **argv, bench_opts *o)
         }
     }
     if (o->url == NULL || o->scenario == NULL || optind != argc ||
-        o->workers < 1 || o->seconds <= 0 || o->locks < 1 ||
+        o->workers < 0 || o->seconds <= 0 || o->locks < 1 ||
         o->watchdog_ms < 0 || o->limit_seconds < 0 ||
         bench_kind_get(o->kind, NULL, NULL, NULL, NULL) == RLOCK_EINVAL) {
         usage(stderr);
@@ -188,6 +188,10 @@ static int parse_args(int argc, char **argv, bench_opts *o)
         o->watchdog_ms = 1000;
     if (strcmp(o->scenario, "mixed-java") != 0) {
         o->java_procs = 0; /* the JVMs are that scenario's alone */
+        if (o->workers < 1) { /* only mixed-java has another side */
+            usage(stderr);
+            return 2;
+        }
     } else if (o->java_procs < 1 || o->java_driver == NULL ||
                o->java_warmup < 0) {
         usage(stderr);

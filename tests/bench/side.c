@@ -23,7 +23,7 @@ json_t *bench_side_json(bench_side *s)
     json_object_set_new(out, "acquisitions", json_integer(total));
     bench_set_num(out, "acq_per_s",
                   s->seconds > 0 ? (double)total / s->seconds : 0);
-    json_object_set_new(out, "min_acq", json_integer(min_acq));
+    json_object_set_new(out, "min_acq", json_integer(min_acq < 0 ? 0 : min_acq));
     json_object_set_new(out, "max_acq", json_integer(max_acq));
     json_object_set_new(out, "acq", acq);
     bench_set_num(out, "max_wait_ms",
