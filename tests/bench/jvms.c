@@ -122,7 +122,10 @@ static json_t *next_event(jvm *j, int index, int timeout_ms)
         }
         int left = (int)((until - bench_now_ns()) / 1000000);
         struct pollfd p = {.fd = j->out, .events = POLLIN};
-        if (left <= 0 || poll(&p, 1, left) == 0) {
+        int ready = left > 0 ? poll(&p, 1, left) : 0;
+        if (ready < 0 && errno == EINTR)
+            continue;
+        if (ready <= 0) {
             fprintf(stderr, "rlock-bench: java %d: no answer in %d ms\n",
                     index, timeout_ms);
             return NULL;
@@ -134,7 +137,7 @@ static json_t *next_event(jvm *j, int index, int timeout_ms)
             j->buf = grown;
             j->cap += 65536 + j->cap / 2;
         }
-        ssize_t r = read(j->out, j->buf + j->len, j->cap - j->len - 1);
+        ssize_t r = read(j->out, j->buf + j->len, j->cap - j->len);
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0) {
