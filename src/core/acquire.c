@@ -250,9 +250,10 @@ static rlock__step finish(rlock__acquire *a, int status)
 /* After an attempt whose reply was lost with its connection, the script
  * may or may not have run. Kinds with a drop script remove every hold in
  * the owner's field beyond those this client knows of, whichever kind took
- * them (lock_drop.lua), so a phantom, even a reentrant one, is gone and
- * another kind's hold on the name stays. Other kinds give one release (if
- * the owner held no hold before: a reentrant phantom cannot be told apart
+ * them (lock_drop.lua; fair_drop.lua, and a write side's write_drop.lua in
+ * its own field), so a phantom, even a reentrant one, is gone and another
+ * kind's hold on the name stays. A read side gives one release (if the
+ * owner held no hold before: a reentrant phantom cannot be told apart
  * there and is left to the lease). The reply is waited for, so that the
  * drop cannot overtake a retried acquire on another connection. */
 static rlock__step send_drop(rlock__acquire *a)

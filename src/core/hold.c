@@ -187,19 +187,23 @@ int rlock__hold_check(rlock__entry *pub, uint64_t owner)
 
 /* Returns how many holds owner is known to have in the field e's scripts
  * write: plain, fair, fenced and spin locks on one name share that field
- * ("<uuid>:<owner>"), so each kind's holds count. Holds found lost are not
- * counted. */
+ * ("<uuid>:<owner>"), so each kind's holds count; a write side's field
+ * ("<uuid>:<owner>:write") is its own. Holds found lost are not counted. */
 int rlock__owner_known_holds(rlock__entry *pub, uint64_t owner)
 {
     static const int sharing[] = {RLOCK_KIND_LOCK, RLOCK_KIND_FAIR,
                                   RLOCK_KIND_FENCED, RLOCK_KIND_SPIN};
+    static const int alone[] = {RLOCK_KIND_WRITE};
+    bool shares = pub->kind != RLOCK_KIND_WRITE;
+    const int *kinds = shares ? sharing : alone;
+    size_t n = shares ? sizeof(sharing) / sizeof(*sharing) : 1;
     rlock_client *c = pub->client;
     int known = 0;
     pthread_mutex_lock(&c->entries_mu);
-    for (size_t i = 0; i < sizeof(sharing) / sizeof(*sharing); i++) {
+    for (size_t i = 0; i < n; i++) {
         entry *other = entry_of(pub);
-        if (sharing[i] != pub->kind) {
-            char *key = rlock__entry_key(sharing[i], pub->name, NULL);
+        if (kinds[i] != pub->kind) {
+            char *key = rlock__entry_key(kinds[i], pub->name, NULL);
             other = key != NULL ? rlock__map_get(&c->entries, key) : NULL;
             free(key);
             /* out of memory: the drop may remove a hold of another kind,

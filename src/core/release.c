@@ -31,7 +31,8 @@
  * connection died) took them. Left to their lease they would never go,
  * since the owner's next acquire re-enters them and renews it: an owner
  * looping lock/unlock would keep the lock from every waiter. So the unlock
- * drops them (lock_drop.lua, which publishes as the release would have),
+ * drops them (lock_drop.lua, fair_drop.lua or write_drop.lua, which
+ * publish as the release would have),
  * and returns once the drop is answered, so that it cannot overtake the
  * owner's next acquire and remove a hold it really has.
  */

@@ -96,7 +96,8 @@ int rlock__kind_make_names(int kind, const char *name, const char *waiter,
 bool rlock__kind_has_drop(int kind)
 {
     return kind == RLOCK_KIND_LOCK || kind == RLOCK_KIND_FENCED ||
-           kind == RLOCK_KIND_SPIN || kind == RLOCK_KIND_FAIR;
+           kind == RLOCK_KIND_SPIN || kind == RLOCK_KIND_FAIR ||
+           kind == RLOCK_KIND_WRITE;
 }
 
 static void spec_init(rlock__spec *s, const rlock__script *script,
@@ -302,6 +303,18 @@ static void fair_drop(rlock__spec *s, const rlock__lock_desc *d,
         publish_any(d), num(s, 0, known), num(s, 1, d->wall_ms()));
 }
 
+/* A write side's drop (write_drop.lua) of owner's write holds above known
+ * (every hold: 0), waking every waiter as its unlock does when it frees
+ * the lock. */
+static void write_drop(rlock__spec *s, const rlock__lock_desc *d,
+                       uint64_t owner, int known)
+{
+    spec_init(s, &rlock__script_write_drop, RLOCK__REPLY_INTEGER, 2);
+    rlock__kind_tag(s->owner, d->kind, d->client_id, owner);
+    RLOCK__SPEC_SET(s, d->name, d->channel, "1", s->owner, publish_command(d),
+                    num(s, 0, known));
+}
+
 /* Removes every hold owner has, whatever its count (a phantom acquire, or
  * a client shutting down): only for kinds rlock__kind_has_drop() names. */
 int rlock__kind_drop(rlock__spec *s, const rlock__lock_desc *d,
@@ -311,6 +324,10 @@ int rlock__kind_drop(rlock__spec *s, const rlock__lock_desc *d,
         return RLOCK_ENOTSUP;
     if (d->kind == RLOCK_KIND_FAIR) {
         fair_drop(s, d, owner, 0);
+        return RLOCK_OK;
+    }
+    if (d->kind == RLOCK_KIND_WRITE) {
+        write_drop(s, d, owner, 0);
         return RLOCK_OK;
     }
     spec_init(s, &rlock__script_lock_release_owner, RLOCK__REPLY_INTEGER, 2);
@@ -329,6 +346,10 @@ int rlock__kind_drop_phantom(rlock__spec *s, const rlock__lock_desc *d,
         return RLOCK_ENOTSUP;
     if (d->kind == RLOCK_KIND_FAIR) {
         fair_drop(s, d, owner, known);
+        return RLOCK_OK;
+    }
+    if (d->kind == RLOCK_KIND_WRITE) {
+        write_drop(s, d, owner, known);
         return RLOCK_OK;
     }
     spec_init(s, &rlock__script_lock_drop, RLOCK__REPLY_INTEGER, 2);
@@ -420,7 +441,8 @@ const rlock__script *const rlock__all_scripts[] = {
     &rlock__script_fair_force_release,  &rlock__script_fenced_acquire,
     &rlock__script_read_acquire,        &rlock__script_read_release,
     &rlock__script_read_renew,          &rlock__script_write_acquire,
-    &rlock__script_write_release,       &rlock__script_rw_force_release,
+    &rlock__script_write_release,       &rlock__script_write_drop,
+    &rlock__script_rw_force_release,
     &rlock__script_rw_is_locked,        &rlock__script_lock_drop,
     &rlock__script_fair_drop,
     &rlock__script_lock_acquire_queued,  &rlock__script_lock_give_up,

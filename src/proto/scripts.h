@@ -37,6 +37,7 @@ extern const rlock__script rlock__script_read_release;
 extern const rlock__script rlock__script_read_renew;
 extern const rlock__script rlock__script_write_acquire;
 extern const rlock__script rlock__script_write_release;
+extern const rlock__script rlock__script_write_drop;
 extern const rlock__script rlock__script_rw_force_release;
 extern const rlock__script rlock__script_rw_is_locked;
 /* semaphores (proto/semaphore.c) */
