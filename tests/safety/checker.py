@@ -5,8 +5,8 @@ updates, fencing tokens and liveness after a heal (tests/safety/checking/
 has one module per check, each saying what it checks and why).
 
   checker.py [--json OUT] [--liveness-bound-ms B] [--heal-mono-ns T]
-             [--final KEY=VALUE]... [--budget-s S] [--unknown-effect-ms MS]
-             HISTORY...
+             [--lease-ms L --fair-slack-ms W] [--final KEY=VALUE]...
+             [--budget-s S] [--unknown-effect-ms MS] HISTORY...
 
 Exit status: 0 no violation of any kind, 1 violations, 2 unreadable input
 or bad arguments. A lock whose search did not finish within the budget is
@@ -39,6 +39,13 @@ def parse_args(argv):
     p.add_argument("--heal-mono-ns", type=int, metavar="T",
                    help="CLOCK_MONOTONIC instant the faults were healed; "
                    "turns the liveness check on")
+    p.add_argument("--lease-ms", type=float, metavar="L",
+                   help="the lease a killed holder's hold keeps; with "
+                   "--fair-slack-ms, a fair lock's liveness is judged once "
+                   "a killed process's queued threads lost their places")
+    p.add_argument("--fair-slack-ms", type=float, metavar="W",
+                   help="how long past the one before it a queued fair "
+                   "waiter keeps its place (the workers' wait)")
     p.add_argument("--final", action="append", default=[],
                    metavar="KEY=VALUE", help="a counter's value after the "
                    "run (KEY: safety:counter:<lock> or the lock name)")
@@ -53,10 +60,12 @@ def parse_args(argv):
 
 
 def run_checks(history, finals, budget_s, heal_ns=None, bound_ms=30000,
-               unknown_effect_ms=30000):
+               unknown_effect_ms=30000, lease_ms=None, fair_slack_ms=None):
     """Runs every check on a History; returns the Report. budget_s is the
     search time for all locks: each gets an even share of what is left, so
-    a lock decided quickly leaves its time to the others."""
+    a lock decided quickly leaves its time to the others. With lease_ms
+    and fair_slack_ms, a fair lock heals once a killed process's queued
+    threads lost their places (checking/liveness.py)."""
     horizon_ns = None if unknown_effect_ms < 0 \
         else int(unknown_effect_ms * 1e6)
     report = Report(history)
@@ -75,8 +84,12 @@ def run_checks(history, finals, budget_s, heal_ns=None, bound_ms=30000,
     report.counters = counters.check_counters(history.ops, finals)
     report.tokens = tokens.check_tokens(history.ops)
     if heal_ns is not None:
+        places = None
+        if lease_ms is not None and fair_slack_ms is not None:
+            places = liveness.dead_fair_places(history.ops, heal_ns,
+                                               lease_ms, fair_slack_ms)
         report.liveness = liveness.check_liveness(
-            history.ops, heal_ns, bound_ms, history.last_ns)
+            history.ops, heal_ns, bound_ms, history.last_ns, places)
     return report
 
 
@@ -89,7 +102,8 @@ def main(argv=None):
         print("checker: %s" % e, file=sys.stderr)
         return 2
     report = run_checks(history, finals, args.budget_s, args.heal_mono_ns,
-                        args.liveness_bound_ms, args.unknown_effect_ms)
+                        args.liveness_bound_ms, args.unknown_effect_ms,
+                        args.lease_ms, args.fair_slack_ms)
     totals = report.totals()
     print("\n".join(report.summary(totals)))
     if args.json:

@@ -38,6 +38,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 CHECKER_TIMEOUT_S = 300
 HEAL_GRACE_S = 45
+# the watchdog timeout the workers run with (rlock's default; --watchdog-ms is
+# never passed): a killed holder's hold lasts that long with --lease-ms -1
+WATCHDOG_LEASE_MS = 30000
 
 
 class Interrupted(Exception):
@@ -210,9 +213,13 @@ class Run:
     def check(self, histories, heal_ns, finals, s):
         out = os.path.join(self.dir, "checker.json")
         bound = max(s["lease_ms"], 0) + s["wait_ms"] + 5000
+        # a killed holder's hold lasts its lease (the watchdog's 30 s when
+        # renewed); a queued fair waiter's place, the wait it was given
+        lease = s["lease_ms"] if s["lease_ms"] >= 0 else WATCHDOG_LEASE_MS
         argv = list(self.tools["checker"]) + [
             "--json", out, "--liveness-bound-ms", str(bound),
-            "--heal-mono-ns", str(heal_ns)]
+            "--heal-mono-ns", str(heal_ns), "--lease-ms", str(lease),
+            "--fair-slack-ms", str(s["wait_ms"])]
         for lock, v in sorted(finals.items()):
             argv += ["--final", "%s=%d" % (lock, v)]
         argv += histories

@@ -81,17 +81,19 @@ class CheckerCase(unittest.TestCase):
         self.addCleanup(self.tmp.cleanup)
 
     def check(self, script, finals=None, heal_ms=None, bound_ms=1000,
-              budget_s=30, tail="", unknown_effect_ms=30000):
+              budget_s=30, tail="", unknown_effect_ms=30000, **fair):
         path = script.write_file(self.tmp.name, tail=tail)
         return self.check_files([path], finals, heal_ms, bound_ms, budget_s,
-                                unknown_effect_ms)
+                                unknown_effect_ms, **fair)
 
     def check_files(self, paths, finals=None, heal_ms=None, bound_ms=1000,
-                    budget_s=30, unknown_effect_ms=30000):
+                    budget_s=30, unknown_effect_ms=30000, lease_ms=None,
+                    fair_slack_ms=None):
         history = read_histories(paths)
         heal_ns = None if heal_ms is None else int(heal_ms * MS)
         report = checker.run_checks(history, finals or {}, budget_s,
-                                    heal_ns, bound_ms, unknown_effect_ms)
+                                    heal_ns, bound_ms, unknown_effect_ms,
+                                    lease_ms, fair_slack_ms)
         return report.totals()
 
 
@@ -449,6 +451,46 @@ class Liveness(CheckerCase):
         t = self.check(s, heal_ms=800, bound_ms=1000)
         self.assertEqual(t["stuck_waiters"], 0)
         self.assertEqual(t["slowest_acquire_after_heal_ms"], 40.0)
+
+    @staticmethod
+    def killed_with_two_queued(waiter_inv_ms, waiter_ret_ms):
+        """Fair lock: process K holds, and two of its threads queue (their
+        acquires never return: K is killed at 11 ms, before the heal at
+        50 ms); W, of another process, fails after a 3 s wait."""
+        s = Script(kind="fair")
+        s.acquire("K", 0, 1)
+        s.acquire("K", 10, None, "pending").acquire("K", 11, None, "pending")
+        s.acquire("W", waiter_inv_ms, waiter_ret_ms, "fail",
+                  err="RLOCK_ETIMEDOUT")
+        return s
+
+    def test_fair_waiter_behind_a_killed_process_s_places_is_not_stuck(self):
+        # the places last until 11 + 1000 (lease) + 2 * 1000 (slack) ms
+        s = self.killed_with_two_queued(100, 3100)
+        t = self.check(s, heal_ms=50, bound_ms=10000, lease_ms=1000,
+                       fair_slack_ms=1000)
+        self.assertEqual(t["stuck_waiters"], 0)
+        self.assertEqual(t["liveness"]["behind_dead_places"], 1)
+
+    def test_fair_waiter_getting_in_behind_dead_places_counts_ok(self):
+        s = self.killed_with_two_queued(100, 200)
+        s.lines = [line for line in s.lines if line["proc"] != "W"]
+        s.acquire("W", 100, 200)
+        t = self.check(s, heal_ms=50, bound_ms=10000, lease_ms=1000,
+                       fair_slack_ms=1000)
+        self.assertEqual(t["liveness"]["ok"], 1)
+        self.assertEqual(t["liveness"]["behind_dead_places"], 0)
+
+    def test_fair_waiter_behind_dead_places_is_stuck_without_slack(self):
+        s = self.killed_with_two_queued(100, 3100)
+        t = self.check(s, heal_ms=50, bound_ms=10000)
+        self.assertEqual(t["stuck_waiters"], 1)
+
+    def test_fair_waiter_after_the_dead_places_ended_is_stuck(self):
+        s = self.killed_with_two_queued(3100, 6100)
+        t = self.check(s, heal_ms=50, bound_ms=10000, lease_ms=1000,
+                       fair_slack_ms=1000)
+        self.assertEqual(t["stuck_waiters"], 1)
 
     def test_without_a_heal_time_there_is_no_liveness_check(self):
         s = Script()

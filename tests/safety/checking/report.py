@@ -126,6 +126,10 @@ class Report:
             out.append("%-28s %d" % (key.replace("_", " "), totals[key]))
         if self.liveness:
             out.append("%-28s %d" % ("stuck waiters", totals["stuck_waiters"]))
+            behind = self.liveness.counts["behind_dead_places"]
+            if behind:
+                out.append("%-28s %d" % ("behind killed fair waiters",
+                                         behind))
             slow = totals["slowest_acquire_after_heal_ms"]
             out.append("%-28s %s" % ("slowest acquire after heal",
                                      "none" if slow is None
