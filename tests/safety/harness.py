@@ -195,8 +195,8 @@ class Run:
                 result["problems"].append("worker %s exit %s" % (name, code))
         masters = topo.masters()
         result["masters_after"] = [m.name for m in masters]
-        result["leaked_keys"], result["expiring_keys"] = \
-            results.leaked_keys(masters)
+        result["leaked_keys"], result["expiring_keys"], \
+            result["queued_places"] = results.leaked_keys(masters)
         finals = results.final_counters(self.store)
         result["final_counters"] = finals
         histories = workers.histories()

@@ -5,7 +5,12 @@
   queue and timeout keys, unlock latches, pub/sub channels are not keys):
   names as src/proto/keys.c and the Lua scripts make them. A key with no
   TTL outlives every lease: a leak. A key with a TTL will expire (a killed
-  worker's lock, for instance) and is listed apart.
+  worker's lock, for instance) and is listed apart. So are a fair lock's
+  queue and timeout keys that hold only the places of waiters that never
+  left (a killed worker's queued threads): Redisson's fair-lock protocol
+  gives them no TTL, and the next acquire or unlock of that lock purges
+  each once its deadline passed. They are a leak when they do not match
+  (a queued owner with no deadline would block the queue for good).
 - longest unavailability: the longest stretch with no acquire ok on any
   lock while some acquire was waiting.
 - the markdown row of the run for docs/SAFETY.md.
@@ -40,9 +45,30 @@ def scan_keys(node):
     return out
 
 
+FAIR_QUEUE, FAIR_TIMEOUT = "redisson_lock_queue:", "redisson_lock_timeout:"
+
+
+def fair_places_left_ms(node, key):
+    """For a fair lock's queue or timeout key: ms until the last queued
+    place's deadline (by the server's clock; negative when passed), or None
+    when the queue and the deadlines do not match."""
+    braced = key.split(":", 1)[1]
+    with resp.Conn(node.port, timeout=3.0) as c:
+        queued = c.cmd("LRANGE", FAIR_QUEUE + braced, 0, -1)
+        flat = c.cmd("ZRANGE", FAIR_TIMEOUT + braced, 0, -1, "WITHSCORES")
+        secs, micros = c.cmd("TIME")
+    deadlines = dict(zip(flat[0::2], (float(v) for v in flat[1::2])))
+    if not queued or sorted(queued) != sorted(deadlines):
+        return None
+    now_ms = int(secs) * 1000 + int(micros) // 1000
+    return int(max(deadlines.values()) - now_ms)
+
+
 def leaked_keys(masters):
-    """({node: [key]}, {node: {key: ttl}}): never-expiring, expiring."""
-    leaked, expiring = {}, {}
+    """({node: [key]}, {node: {key: ttl}}, {node: {key: ms}}):
+    never-expiring; expiring; fair queue keys of places left by waiters that
+    never left, with the ms until the last one's deadline."""
+    leaked, expiring, queued = {}, {}, {}
     for n in masters:
         try:
             keys = scan_keys(n)
@@ -52,11 +78,19 @@ def leaked_keys(masters):
         for k, ttl in sorted(keys.items()):
             if any(k.startswith(p) or p in k for p in KEPT_BY_DESIGN):
                 continue
-            if ttl == -1:
+            left = None
+            if ttl == -1 and k.startswith((FAIR_QUEUE, FAIR_TIMEOUT)):
+                try:
+                    left = fair_places_left_ms(n, k)
+                except (OSError, resp.RespError, ValueError):
+                    left = None
+            if left is not None:
+                queued.setdefault(n.name, {})[k] = left
+            elif ttl == -1:
                 leaked.setdefault(n.name, []).append(k)
             elif ttl >= 0:
                 expiring.setdefault(n.name, {})[k] = ttl
-    return leaked, expiring
+    return leaked, expiring, queued
 
 
 def read_history(paths):
