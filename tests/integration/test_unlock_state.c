@@ -655,14 +655,6 @@ static void test_fenced_phantom_drop_keeps_the_plain_hold(void **state)
 
 /* --------------------------- a lost acquire's hold found by the last unlock */
 
-/* A hold the client never learned of: what an acquire whose reply was lost
- * (its wait over, its connection gone) leaves in the owner's field. */
-static void add_phantom_hold(rt_redis *redis, const char *name,
-                             const char *field)
-{
-    assert_int_equal(rt_cmd_int(redis, "HINCRBY %s %s 1", name, field), 2);
-}
-
 static void test_last_unlock_drops_a_lost_acquires_hold(void **state)
 {
     lt_fixture *f = *state;
@@ -672,7 +664,7 @@ static void test_last_unlock_drops_a_lost_acquires_hold(void **state)
     rlock *l = lt_get_lock(f->client, name);
 
     assert_int_equal(rlock_lock(l), RLOCK_OK);
-    add_phantom_hold(&f->redis, name, field);
+    lt_add_lost_hold(&f->redis, name, field);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     /* the lock is free, not left held by a hold nobody will release */
     assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
@@ -699,23 +691,11 @@ static void test_looping_owner_with_a_lost_hold_lets_a_waiter_in(void **state)
 
     assert_int_equal(rlock_trylock(l, RLOCK_WAIT_FOREVER, LOOP_LEASE_MS),
                      RLOCK_OK);
-    add_phantom_hold(&f->redis, name, field);
+    lt_add_lost_hold(&f->redis, name, field);
     lt_waiter w = {.l = lt_get_lock(other, name),
                    .wait_ms = LOOP_WAIT_MS,
                    .lease_ms = LOOP_LEASE_MS};
-    int64_t start = rt_now_ms();
-    lt_waiter_start(&w);
-    rt_sleep_ms(LOOP_HOLD_MS);
-    while (rt_now_ms() - start < LOOP_MS) {
-        assert_int_equal(rlock_unlock(l), RLOCK_OK);
-        assert_int_equal(rlock_trylock(l, RLOCK_WAIT_FOREVER, LOOP_LEASE_MS),
-                         RLOCK_OK);
-        rt_sleep_ms(LOOP_HOLD_MS);
-    }
-    assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    lt_waiter_join(&w);
-    print_message("waiter returned %d after %lld ms\n", w.rc,
-                  (long long)(w.got_at_ms - start));
+    lt_loop_beside_waiter(l, &w, LOOP_MS, LOOP_HOLD_MS, 0, LOOP_LEASE_MS);
     assert_int_equal(w.rc, RLOCK_OK);
     rlock_free(w.l);
     rlock_free(l);
@@ -734,7 +714,7 @@ static void test_fair_last_unlock_drops_a_lost_acquires_hold(void **state)
     assert_int_equal(rlock_fair_get(f->client, name, &l), RLOCK_OK);
 
     assert_int_equal(rlock_lock(l), RLOCK_OK);
-    add_phantom_hold(&f->redis, name, field);
+    lt_add_lost_hold(&f->redis, name, field);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
     rlock_free(l);
@@ -762,7 +742,7 @@ static void test_fair_drop_of_a_lost_hold_wakes_the_queue(void **state)
     assert_int_equal(rlock_fair_get(other, name, &w.l), RLOCK_OK);
 
     assert_int_equal(rlock_trylock(l, 0, FAIR_DROP_LEASE_MS), RLOCK_OK);
-    add_phantom_hold(&f->redis, name, field);
+    lt_add_lost_hold(&f->redis, name, field);
     lt_waiter_start(&w);
     char queue[160];
     snprintf(queue, sizeof(queue), "redisson_lock_queue:{%s}", name);

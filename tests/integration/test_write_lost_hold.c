@@ -29,13 +29,6 @@ static void writer_field(char *buf, size_t n, rlock_client *c)
     snprintf(buf, n, "%s:write", owner);
 }
 
-/* A write hold the client never learned of, beside the one it knows. */
-static void add_lost_write_hold(rt_redis *redis, const char *name,
-                                const char *field)
-{
-    assert_int_equal(rt_cmd_int(redis, "HINCRBY %s %s 1", name, field), 2);
-}
-
 static void test_last_write_unlock_drops_a_lost_acquires_hold(void **state)
 {
     lt_fixture *f = *state;
@@ -46,7 +39,7 @@ static void test_last_write_unlock_drops_a_lost_acquires_hold(void **state)
     assert_int_equal(rlock_rw_get(f->client, name, &rw), RLOCK_OK);
 
     assert_int_equal(rlock_lock(rlock_rw_write(rw)), RLOCK_OK);
-    add_lost_write_hold(&f->redis, name, field);
+    lt_add_lost_hold(&f->redis, name, field);
     assert_int_equal(rlock_unlock(rlock_rw_write(rw)), RLOCK_OK);
     /* free, not left held by a hold nobody will release */
     assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
@@ -68,7 +61,7 @@ static void test_write_drop_keeps_the_writers_read_hold(void **state)
 
     assert_int_equal(rlock_lock(rlock_rw_write(rw)), RLOCK_OK);
     assert_int_equal(rlock_lock(rlock_rw_read(rw)), RLOCK_OK);
-    add_lost_write_hold(&f->redis, name, field);
+    lt_add_lost_hold(&f->redis, name, field);
     assert_int_equal(rlock_unlock(rlock_rw_write(rw)), RLOCK_OK);
     char *mode = rt_cmd_str(&f->redis, "HGET %s mode", name);
     assert_non_null(mode);
@@ -108,25 +101,12 @@ static void test_looping_writer_with_a_lost_hold_lets_a_reader_in(void **state)
 
     assert_int_equal(rlock_trylock(write, RLOCK_WAIT_FOREVER, LOOP_LEASE_MS),
                      RLOCK_OK);
-    add_lost_write_hold(&f->redis, name, field);
+    lt_add_lost_hold(&f->redis, name, field);
     lt_waiter w = {.l = rlock_rw_read(other_rw),
                    .wait_ms = LOOP_WAIT_MS,
                    .lease_ms = LOOP_LEASE_MS};
-    int64_t start = rt_now_ms();
-    lt_waiter_start(&w);
-    rt_sleep_ms(LOOP_HOLD_MS);
-    while (rt_now_ms() - start < LOOP_MS) {
-        assert_int_equal(rlock_unlock(write), RLOCK_OK);
-        rt_sleep_ms(LOOP_GAP_MS);
-        assert_int_equal(
-            rlock_trylock(write, RLOCK_WAIT_FOREVER, LOOP_LEASE_MS),
-            RLOCK_OK);
-        rt_sleep_ms(LOOP_HOLD_MS);
-    }
-    assert_int_equal(rlock_unlock(write), RLOCK_OK);
-    lt_waiter_join(&w);
-    print_message("reader returned %d after %lld ms\n", w.rc,
-                  (long long)(w.got_at_ms - start));
+    lt_loop_beside_waiter(write, &w, LOOP_MS, LOOP_HOLD_MS, LOOP_GAP_MS,
+                          LOOP_LEASE_MS);
     assert_int_equal(w.rc, RLOCK_OK);
     rlock_rw_free(other_rw);
     rlock_client_free(other);

@@ -218,6 +218,31 @@ void lt_waiter_join(lt_waiter *w)
     pthread_join(w->thread, NULL);
 }
 
+void lt_add_lost_hold(rt_redis *r, const char *name, const char *field)
+{
+    assert_int_equal(rt_cmd_int(r, "HINCRBY %s %s 1", name, field), 2);
+}
+
+void lt_loop_beside_waiter(rlock *l, lt_waiter *w, int64_t loop_ms,
+                           int64_t hold_ms, int64_t gap_ms, int64_t lease_ms)
+{
+    int64_t start = rt_now_ms();
+    lt_waiter_start(w);
+    rt_sleep_ms(hold_ms);
+    while (rt_now_ms() - start < loop_ms) {
+        assert_int_equal(rlock_unlock(l), RLOCK_OK);
+        if (gap_ms > 0)
+            rt_sleep_ms(gap_ms);
+        assert_int_equal(rlock_trylock(l, RLOCK_WAIT_FOREVER, lease_ms),
+                         RLOCK_OK);
+        rt_sleep_ms(hold_ms);
+    }
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    lt_waiter_join(w);
+    print_message("waiter returned %d after %lld ms\n", w->rc,
+                  (long long)(w->got_at_ms - start));
+}
+
 void lt_waiter_assert_woken(const lt_waiter *w, int64_t since_ms,
                             const char *what, int64_t within_ms)
 {

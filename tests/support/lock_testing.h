@@ -133,6 +133,18 @@ void lt_waiter_join(lt_waiter *w);
 void lt_waiter_assert_woken(const lt_waiter *w, int64_t since_ms,
                             const char *what, int64_t within_ms);
 
+/* Adds one hold to field of lock hash name that its client never learned
+ * of, beside the one it holds: what an acquire whose reply was lost (its
+ * wait over, its connection gone) leaves. Asserts the field counts 2. */
+void lt_add_lost_hold(rt_redis *r, const char *name, const char *field);
+
+/* With l held (taken with lease_ms), starts w, then for loop_ms unlocks
+ * l, waits gap_ms, takes it again (waiting as long as it takes) and holds
+ * it hold_ms; then unlocks it and joins w, printing what w got and when
+ * (from the start of the loop). An owner looping on a lock. */
+void lt_loop_beside_waiter(rlock *l, lt_waiter *w, int64_t loop_ms,
+                           int64_t hold_ms, int64_t gap_ms, int64_t lease_ms);
+
 /* A lock held on one client while a waiter of another (lt_waiter) waits
  * for it: the hand-over a holder's unlock must wake the waiter for. */
 typedef struct lt_handover {
