@@ -15,6 +15,10 @@
  *   jvms.c         "mixed-java": the Java Redisson processes beside
  *                  contended.c's rlock processes on one lock
  *   side.c         "mixed-java": the figures of each side
+ *   waiters.c      "waiters": async waiters on one libev loop, woken
+ *   names.c        "names": a million distinct names, each locked once
+ *   evloop.c       a libev loop thread for the async scenarios
+ *   memory.c       the client's heap and resident set
  *   main.c         options, the embedded limit run, ratios, JSON output
  */
 #ifndef RLOCK_BENCH_H
@@ -41,6 +45,9 @@ typedef struct bench_opts {
     bool procs;           /* contended: processes instead of threads */
     const char *kind;     /* contended: lock|fair|spin|fenced|write */
     int locks;            /* held: number of locks */
+    int names;            /* waiters, names: distinct lock names */
+    int waiters;          /* waiters: async waiters in all */
+    int inflight;         /* names: lock+unlock cycles in flight */
     int64_t watchdog_ms;  /* watchdog timeout (held: default 1000) */
     int connections;      /* rlock command connections, 0: default */
     bool stats_off;       /* --stats off: rlock_config_set_stats(cfg, 0) */
@@ -106,19 +113,33 @@ int bench_parse_url(bench_opts *o);
  * stderr). Ownership: caller frees with redisFree(). */
 redisContext *bench_connect(const bench_opts *o);
 
+/* Connections to every node the URL names (the seeds of a
+ * redis+cluster:// URL; the one server of a redis:// URL), at most max,
+ * into out; returns how many, or -1 (message on stderr). Ownership: the
+ * caller frees each with redisFree(). */
+int bench_connect_nodes(const bench_opts *o, redisContext **out, int max);
+
 /* Counters read from INFO: the calls of every command (commandstats), the
  * INFO calls among them, the script calls, and INFO stats figures. */
 typedef struct bench_counters {
     long long calls;        /* every command, also those run by scripts */
-    long long info_calls;   /* INFO itself (ours) */
+    long long info_calls;   /* INFO and DBSIZE themselves (ours) */
     long long script_calls; /* EVAL, EVALSHA and their _RO forms */
     long long reads;        /* total_reads_processed: request batches */
     long long expired_keys; /* keys Redis expired */
     long long used_memory;  /* server memory, bytes */
+    long long script_usec;  /* CPU time Redis spent in script calls, us */
+    long long pttl_usec;    /* ... in PTTL (the held scenario's probes) */
+    long long cpu_us;       /* used_cpu_sys + used_cpu_user, us */
+    long long keys;         /* DBSIZE of the database */
 } bench_counters;
 
-/* Reads the counters on c; returns 0 or -1. Costs two INFO calls. */
+/* Reads the counters on c; returns 0 or -1. Costs two INFO calls and a
+ * DBSIZE. */
 int bench_counters_read(redisContext *c, bench_counters *out);
+
+/* Adds one node's counters to sum (every field). */
+void bench_counters_add(bench_counters *sum, const bench_counters *one);
 
 /* Runs a command that must not fail (FLUSH, SET, ...); returns 0 or -1
  * with a message. */
@@ -131,6 +152,30 @@ void bench_redis_version(redisContext *c, char *out, size_t len);
  * "end" (a scenario's stop), 0 for any other, -1 when the connection
  * failed. */
 int bench_next_message(redisContext *c);
+
+/* -------------------------------------------------------------- memory.c */
+
+/* The client process's heap in use (glibc mallinfo2, every arena). */
+long long bench_heap_bytes(void);
+
+/* Its resident set size, bytes. */
+long long bench_rss_bytes(void);
+
+/* -------------------------------------------------------------- evloop.c */
+
+typedef struct bench_loop bench_loop;
+
+/* Makes a libev loop, attaches c's async completions to it and runs it on
+ * a new thread; NULL on failure (message on stderr). */
+bench_loop *bench_loop_start(rlock_client *c);
+
+/* Detaches the client on the loop's thread, which lets the loop end. Any
+ * thread, completions included. */
+void bench_loop_stop(bench_loop *bl);
+
+/* Waits for the loop's thread to end (after bench_loop_stop) and frees
+ * the loop; NULL is ignored. Not from the loop's thread. */
+void bench_loop_join(bench_loop *bl);
 
 /* ---------------------------------------------------------------- limit.c */
 
@@ -166,6 +211,8 @@ int bench_run_contended(const bench_opts *o, json_t *out);
 int bench_run_held(const bench_opts *o, json_t *out);
 int bench_run_fanout(const bench_opts *o, json_t *out);
 int bench_run_ring(const bench_opts *o, json_t *out);
+int bench_run_waiters(const bench_opts *o, json_t *out);
+int bench_run_names(const bench_opts *o, json_t *out);
 
 /* ------------------------------------------------------ jvms.c, side.c */
 

@@ -6,7 +6,11 @@
  * The locks are taken by --workers holder threads (the owner of a lock is
  * its thread, and a thread that exits abandons its holds, so the holders
  * stay alive until they unlock). While they hold, the main thread sweeps
- * the PTTL of every lock with one pipeline every tenth of the timeout.
+ * the PTTL of every lock with one pipeline every tenth of the timeout, or
+ * less often when a sweep itself takes longer than a fortieth of it (at
+ * 100,000 locks and a short timeout, sweeping every tenth would keep Redis
+ * busier with the probes than with the renewals measured): a sweep at most
+ * a quarter of the time.
  * Figures:
  *   locks                      K
  *   expired                    locks seen without a lease left (PTTL <= 0
@@ -20,15 +24,33 @@
  *   bytes_per_lock             client heap (glibc mallinfo2, every arena)
  *                              grown per held lock, handles included
  *   rss_bytes_per_lock         the same from the resident set size
+ *   setup_s, acquire_per_s     the time taking the K locks took, and its
+ *                              rate (--workers holder threads)
+ *   renewals_per_tick          holds the watchdog renewed per tick (the
+ *                              client's statistics)
+ *   lease_margin_min_ms        the least lease a renewal's reply found left
+ *                              (the client's statistics): how near a lock
+ *                              came to expiring, seen by the client
+ *   redis_cpu_us_per_s         Redis's CPU time (INFO cpu, sys + user) per
+ *                              second of the hold: renewals, probes and all
+ *   renew_script_us_per_s      of it, the time inside the renewal scripts
+ *                              (INFO commandstats usec of EVALSHA/EVAL)
+ *   sweep_us_per_s             ... and inside the probes' PTTLs, to tell
+ *                              the benchmark's own share apart
+ *   nodes                      the nodes probed and counted: 1, or every
+ *                              seed of a redis+cluster:// URL, whose
+ *                              counters are summed (replicas included:
+ *                              their CPU is part of what renewals cost)
  */
 #include "bench.h"
 
-#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+
+/* Nodes a cluster's URL may name: 3 masters and their replicas. */
+#define MAX_NODES 16
 
 typedef struct holders {
     pthread_mutex_t mu;
@@ -87,47 +109,48 @@ static void *holder_main(void *arg)
     return NULL;
 }
 
-/* Heap in use, every arena, small and mmap'ed chunks. */
-static long long heap_bytes(void)
-{
-    struct mallinfo2 mi = mallinfo2();
-    return (long long)(mi.uordblks + mi.hblkhd);
-}
-
-static long long rss_bytes(void)
-{
-    long long pages = 0, resident = 0;
-    FILE *f = fopen("/proc/self/statm", "r");
-    if (f != NULL) {
-        if (fscanf(f, "%lld %lld", &pages, &resident) != 2)
-            resident = 0;
-        fclose(f);
-    }
-    return resident * sysconf(_SC_PAGESIZE);
-}
-
-/* One pipelined PTTL sweep over every lock: marks the ones without a lease
- * in gone[] and lowers *min_pttl. Returns 0 or -1. */
-static int sweep(const bench_opts *o, redisContext *c, unsigned char *gone,
-                 long long *min_pttl)
+/* One pipelined PTTL sweep over every lock, on every node: marks the ones
+ * without a lease in gone[] and lowers *min_pttl. On a cluster every node
+ * is asked about every lock, and only the one serving its slot answers
+ * with a number (the others with MOVED), which spares the benchmark a map
+ * of the slots. Returns 0 or -1. */
+static int sweep(const bench_opts *o, redisContext **nodes, int nn,
+                 unsigned char *gone, long long *min_pttl)
 {
     char name[160];
-    for (int i = 0; i < o->locks; i++) {
-        lock_name(o, i, name, sizeof(name));
-        if (redisAppendCommand(c, "PTTL %s", name) != REDIS_OK)
-            return -1;
-    }
-    for (int i = 0; i < o->locks; i++) {
-        redisReply *r = NULL;
-        if (redisGetReply(c, (void **)&r) != REDIS_OK || r == NULL)
-            return -1;
-        if (r->type == REDIS_REPLY_INTEGER) {
-            if (r->integer <= 0)
-                gone[i] = 1;
-            else if (*min_pttl < 0 || r->integer < *min_pttl)
-                *min_pttl = r->integer;
+    for (int k = 0; k < nn; k++) {
+        for (int i = 0; i < o->locks; i++) {
+            lock_name(o, i, name, sizeof(name));
+            if (redisAppendCommand(nodes[k], "PTTL %s", name) != REDIS_OK)
+                return -1;
         }
-        freeReplyObject(r);
+    }
+    for (int k = 0; k < nn; k++) {
+        for (int i = 0; i < o->locks; i++) {
+            redisReply *r = NULL;
+            if (redisGetReply(nodes[k], (void **)&r) != REDIS_OK || r == NULL)
+                return -1;
+            if (r->type == REDIS_REPLY_INTEGER) {
+                if (r->integer <= 0)
+                    gone[i] = 1;
+                else if (*min_pttl < 0 || r->integer < *min_pttl)
+                    *min_pttl = r->integer;
+            }
+            freeReplyObject(r);
+        }
+    }
+    return 0;
+}
+
+/* The counters summed over every node; returns 0 or -1. */
+static int counters_read(redisContext **nodes, int nn, bench_counters *sum)
+{
+    memset(sum, 0, sizeof(*sum));
+    for (int k = 0; k < nn; k++) {
+        bench_counters one;
+        if (bench_counters_read(nodes[k], &one) != 0)
+            return -1;
+        bench_counters_add(sum, &one);
     }
     return 0;
 }
@@ -141,14 +164,15 @@ int bench_run_held(const bench_opts *o, json_t *out)
     pthread_t *tid = calloc((size_t)nh, sizeof(*tid));
     unsigned char *gone = calloc((size_t)o->locks, 1);
     rlock_client *client = NULL;
-    redisContext *c = bench_connect(o);
+    redisContext *nodes[MAX_NODES];
+    int nn = bench_connect_nodes(o, nodes, MAX_NODES);
     bench_counters before, after;
     int rc = -1, started = 0;
-    if (h == NULL || tid == NULL || gone == NULL || c == NULL ||
+    if (h == NULL || tid == NULL || gone == NULL || nn < 1 ||
         bench_client(o, &client) != 0)
         goto out;
 
-    long long heap0 = heap_bytes(), rss0 = rss_bytes();
+    long long heap0 = bench_heap_bytes(), rss0 = bench_rss_bytes();
     int64_t t0 = bench_now_ns();
     for (; started < nh; started++) {
         int per = o->locks / nh;
@@ -177,18 +201,26 @@ int bench_run_held(const bench_opts *o, json_t *out)
         hold = o->watchdog_ms * 3000000;
     int64_t every = o->watchdog_ms * 100000; /* a tenth of the timeout */
     long long min_pttl = -1;
-    if (rc == 0 && bench_counters_read(c, &before) != 0)
+    rlock_stats st0 = RLOCK_STATS_INIT, st1 = RLOCK_STATS_INIT;
+    if (rc == 0 && counters_read(nodes, nn, &before) != 0)
         rc = -1;
+    /* with --stats off these stay zero and the margin says -1 */
+    if (rlock_client_stats(client, &st0) != 0)
+        st0.lease_margin_min_ms = -1;
     int64_t hold_start = bench_now_ns(), sweeps = 0;
     while (rc == 0 && bench_now_ns() - hold_start < hold) {
-        if (sweep(o, c, gone, &min_pttl) != 0)
+        int64_t s0 = bench_now_ns();
+        if (sweep(o, nodes, nn, gone, &min_pttl) != 0)
             rc = -1;
         sweeps++;
-        bench_sleep_ns(every);
+        int64_t took = bench_now_ns() - s0;
+        bench_sleep_ns(took * 3 > every - took ? took * 3 : every - took);
     }
     int64_t hold_ns = bench_now_ns() - hold_start;
-    long long heap1 = heap_bytes(), rss1 = rss_bytes();
-    if (rc == 0 && bench_counters_read(c, &after) != 0)
+    if (rlock_client_stats(client, &st1) != 0)
+        st1.lease_margin_min_ms = -1;
+    long long heap1 = bench_heap_bytes(), rss1 = bench_rss_bytes();
+    if (rc == 0 && counters_read(nodes, nn, &after) != 0)
         rc = -1;
 
     pthread_mutex_lock(&hs.mu);
@@ -228,9 +260,23 @@ int bench_run_held(const bench_opts *o, json_t *out)
     bench_set_num(out, "acquire_per_s",
                   (double)o->locks / ((double)(t1 - t0) / 1e9));
     json_object_set_new(out, "holder_threads", json_integer(nh));
+    json_object_set_new(out, "nodes", json_integer(nn));
+    bench_set_num(out, "setup_s", (double)(t1 - t0) / 1e9);
+    bench_set_num(out, "renewals_per_tick",
+                  (double)(st1.renewals_sent - st0.renewals_sent) / ticks);
+    json_object_set_new(out, "lease_margin_min_ms",
+                        json_integer(st1.lease_margin_min_ms));
+    double hold_s = (double)hold_ns / 1e9;
+    bench_set_num(out, "redis_cpu_us_per_s",
+                  (double)(after.cpu_us - before.cpu_us) / hold_s);
+    bench_set_num(out, "renew_script_us_per_s",
+                  (double)(after.script_usec - before.script_usec) / hold_s);
+    bench_set_num(out, "sweep_us_per_s",
+                  (double)(after.pttl_usec - before.pttl_usec) / hold_s);
 out:
     rlock_client_free(client);
-    redisFree(c);
+    for (int k = 0; k < nn; k++)
+        redisFree(nodes[k]);
     free(h);
     free(tid);
     free(gone);

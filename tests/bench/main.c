@@ -7,7 +7,7 @@
  *               [--watchdog-ms MS] [--connections N] [--limit-seconds S]
  *               [--prefix P] [--stats on|off] [--barging on|off]
  *               [--queue on|off] [--java-procs M] [--java-driver DIR]
- *               [--java-warmup S]
+ *               [--java-warmup S] [--names N] [--waiters W] [--inflight N]
  *
  * One run prints one JSON object on one line of stdout. Every scenario
  * other than "limit" first measures the limit itself for --limit-seconds
@@ -29,7 +29,8 @@
  * 3 s) before the timed window; the JSON has each side's figures under
  * "rlock" and "java" (jvms.c, side.c). --workers 0 measures the JVMs alone.
  * Exit status: 0; 1 when the run failed (the JSON then has "error"); 3
- * when it ran but broke an invariant (lost_increments or expired not 0).
+ * when it ran but broke an invariant (lost_increments, expired, failed,
+ * keys_left or woken_before_unlock not 0).
  */
 #include "bench.h"
 
@@ -48,8 +49,9 @@ static void usage(FILE *f)
                "         [--limit-seconds S] [--prefix P] [--stats on|off]\n"
                "         [--barging on|off] [--queue on|off]\n"
                "         [--java-procs M] [--java-driver DIR] [--java-warmup S]\n"
+               "         [--names N] [--waiters W] [--inflight N]\n"
                "scenarios: uncontended contended parallel held limit fanout\n"
-               "           ring mixed-java (needs --java-driver)\n");
+               "           ring waiters names mixed-java (needs --java-driver)\n");
 }
 
 int bench_client(const bench_opts *o, rlock_client **out)
@@ -96,12 +98,16 @@ static int parse_args(int argc, char **argv, bench_opts *o)
         {"java-procs", required_argument, NULL, 'J'},
         {"java-driver", required_argument, NULL, 'D'},
         {"java-warmup", required_argument, NULL, 'W'},
+        {"names", required_argument, NULL, 'N'},
+        {"waiters", required_argument, NULL, 'V'},
+        {"inflight", required_argument, NULL, 'I'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     *o = (bench_opts){
         .workers = 1, .seconds = 5, .locks = 10000, .limit_seconds = 1,
-        .kind = "lock", .java_procs = 1, .java_warmup = 3};
+        .kind = "lock", .java_procs = 1, .java_warmup = 3, .waiters = 10000,
+        .inflight = 128};
     snprintf(o->prefix, sizeof(o->prefix), "rlock-bench:%ld:", (long)getpid());
     int opt;
     while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -169,6 +175,15 @@ static int parse_args(int argc, char **argv, bench_opts *o)
         case 'W':
             o->java_warmup = atof(optarg);
             break;
+        case 'N':
+            o->names = atoi(optarg);
+            break;
+        case 'V':
+            o->waiters = atoi(optarg);
+            break;
+        case 'I':
+            o->inflight = atoi(optarg);
+            break;
         case 'h':
             usage(stdout);
             exit(0);
@@ -179,7 +194,8 @@ static int parse_args(int argc, char **argv, bench_opts *o)
     }
     if (o->url == NULL || o->scenario == NULL || optind != argc ||
         o->workers < 0 || o->seconds <= 0 || o->locks < 1 ||
-        o->watchdog_ms < 0 || o->limit_seconds < 0 ||
+        o->watchdog_ms < 0 || o->limit_seconds < 0 || o->names < 0 ||
+        o->waiters < 1 || o->inflight < 1 ||
         bench_kind_get(o->kind, NULL, NULL, NULL, NULL) == RLOCK_EINVAL) {
         usage(stderr);
         return 2;
@@ -198,6 +214,12 @@ static int parse_args(int argc, char **argv, bench_opts *o)
         return 2;
     } else {
         o->procs = true; /* one JVM per Java process, so rlock's alike */
+    }
+    if (o->names == 0) /* the scale each scenario is about */
+        o->names = strcmp(o->scenario, "names") == 0 ? 1000000 : 1000;
+    if (strcmp(o->scenario, "waiters") == 0 && o->waiters < o->names) {
+        usage(stderr);
+        return 2;
     }
     return bench_parse_url(o) == 0 ? 0 : 2;
 }
@@ -257,6 +279,10 @@ static int run(const bench_opts *o, json_t *out)
         return bench_run_fanout(o, out);
     if (strcmp(o->scenario, "ring") == 0)
         return bench_run_ring(o, out);
+    if (strcmp(o->scenario, "waiters") == 0)
+        return bench_run_waiters(o, out);
+    if (strcmp(o->scenario, "names") == 0)
+        return bench_run_names(o, out);
     fprintf(stderr, "rlock-bench: unknown scenario '%s'\n", o->scenario);
     return -1;
 }
@@ -309,7 +335,9 @@ int main(int argc, char **argv)
     if (rc != 0) {
         json_object_set_new(out, "error", json_string("run failed"));
         status = 1;
-    } else if (num(out, "lost_increments") != 0 || num(out, "expired") != 0) {
+    } else if (num(out, "lost_increments") != 0 || num(out, "expired") != 0 ||
+               num(out, "failed") != 0 || num(out, "keys_left") != 0 ||
+               num(out, "woken_before_unlock") != 0) {
         status = 3;
     }
     json_object_set_new(out, "ok", json_boolean(status == 0));

@@ -65,6 +65,51 @@ redisContext *bench_connect(const bench_opts *o)
     return c;
 }
 
+/* A redis+cluster:// URL lists its seeds, "host:port" separated by
+ * commas; a redis:// URL has one. Each gets a connection of its own. */
+int bench_connect_nodes(const bench_opts *o, redisContext **out, int max)
+{
+    const char *p = o->url;
+    int n = 0;
+    if (strncmp(p, "redis+cluster://", 16) != 0) {
+        out[0] = bench_connect(o);
+        return out[0] != NULL ? 1 : -1;
+    }
+    for (p += 16; *p != '\0' && n < max; n++) {
+        size_t len = strcspn(p, ",");
+        bench_opts one = *o;
+        char url[300];
+        snprintf(url, sizeof(url), "redis://%.*s", (int)len, p);
+        one.url = url;
+        if (bench_parse_url(&one) != 0 ||
+            (out[n] = bench_connect(&one)) == NULL)
+            goto out_free;
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    return n;
+out_free:
+    while (n-- > 0)
+        redisFree(out[n]);
+    return -1;
+}
+
+/* Adds one node's counters to a sum over the nodes. */
+void bench_counters_add(bench_counters *sum, const bench_counters *one)
+{
+    sum->calls += one->calls;
+    sum->info_calls += one->info_calls;
+    sum->script_calls += one->script_calls;
+    sum->reads += one->reads;
+    sum->expired_keys += one->expired_keys;
+    sum->used_memory += one->used_memory;
+    sum->script_usec += one->script_usec;
+    sum->pttl_usec += one->pttl_usec;
+    sum->cpu_us += one->cpu_us;
+    sum->keys += one->keys;
+}
+
 /* One command whose reply only matters as "not an error". */
 int bench_cmd_ok(redisContext *c, const char *fmt, ...)
 {
@@ -91,6 +136,17 @@ static long long info_field(const char *text, const char *name)
     return -1;
 }
 
+/* Returns the value of "name:seconds.fraction" in an INFO text, or 0. */
+static double info_real(const char *text, const char *name)
+{
+    size_t len = strlen(name);
+    for (const char *p = text; (p = strstr(p, name)) != NULL; p += len) {
+        if ((p == text || p[-1] == '\n') && p[len] == ':')
+            return strtod(p + len + 1, NULL);
+    }
+    return 0;
+}
+
 /* Adds up commandstats lines "cmdstat_NAME:calls=N,...". */
 static void sum_commandstats(const char *text, bench_counters *out)
 {
@@ -103,22 +159,29 @@ static void sum_commandstats(const char *text, bench_counters *out)
         if (calls == NULL)
             break;
         long long n = strtoll(calls + 6, NULL, 10);
+        const char *usec_at = strstr(calls, "usec=");
+        long long usec = usec_at != NULL ? strtoll(usec_at + 5, NULL, 10) : 0;
         size_t nlen = (size_t)(colon - name);
         out->calls += n;
-        if (nlen == 4 && strncmp(name, "info", 4) == 0)
+        if (nlen == 4 && strncmp(name, "pttl", 4) == 0)
+            out->pttl_usec += usec;
+        if ((nlen == 4 && strncmp(name, "info", 4) == 0) ||
+            (nlen == 6 && strncmp(name, "dbsize", 6) == 0))
             out->info_calls += n;
         if ((nlen == 4 && strncmp(name, "eval", 4) == 0) ||
             (nlen == 7 && strncmp(name, "evalsha", 7) == 0) ||
             (nlen == 7 && strncmp(name, "eval_ro", 7) == 0) ||
-            (nlen == 10 && strncmp(name, "evalsha_ro", 10) == 0))
+            (nlen == 10 && strncmp(name, "evalsha_ro", 10) == 0)) {
             out->script_calls += n;
+            out->script_usec += usec;
+        }
         p = colon;
     }
 }
 
-/* Two INFO calls: commandstats for the per-command calls, "all" for the
- * stats section. Both are counted by Redis in info_calls, which callers
- * subtract. */
+/* Two INFO calls: commandstats for the per-command calls and their CPU
+ * time, "all" for the stats and cpu sections; then DBSIZE. The INFO calls
+ * and DBSIZE calls are counted in info_calls, which callers subtract. */
 int bench_counters_read(redisContext *c, bench_counters *out)
 {
     memset(out, 0, sizeof(*out));
@@ -137,6 +200,16 @@ int bench_counters_read(redisContext *c, bench_counters *out)
     out->reads = info_field(r->str, "total_reads_processed");
     out->expired_keys = info_field(r->str, "expired_keys");
     out->used_memory = info_field(r->str, "used_memory");
+    out->cpu_us = (long long)((info_real(r->str, "used_cpu_sys") +
+                               info_real(r->str, "used_cpu_user")) *
+                              1e6);
+    freeReplyObject(r);
+    r = redisCommand(c, "DBSIZE");
+    if (r == NULL || r->type != REDIS_REPLY_INTEGER) {
+        freeReplyObject(r);
+        return -1;
+    }
+    out->keys = r->integer;
     freeReplyObject(r);
     return 0;
 }

@@ -3,7 +3,8 @@
  * about a second against a redis-server of the test's own, and its JSON is
  * checked: one object, the issue's field names, the embedded limit, no
  * lost increment under contention (threads and processes), no held lock
- * expired under the watchdog, renewals batched. Speed is not asserted: the
+ * expired under the watchdog, renewals batched, async waiters all woken,
+ * distinct names leaving no key behind. Speed is not asserted: the
  * figures depend on the machine.
  */
 #include <setjmp.h>
@@ -238,9 +239,10 @@ static void test_contended_spin_threads(void **state)
 
 static void test_held(void **state)
 {
-    static const char *const fields[] = {"locks", "expired",
-                                         "renew_roundtrips_per_tick",
-                                         "bytes_per_lock", NULL};
+    static const char *const fields[] = {
+        "locks",          "expired",           "renew_roundtrips_per_tick",
+        "bytes_per_lock", "setup_s",           "redis_cpu_us_per_s",
+        "renew_script_us_per_s", "lease_margin_min_ms", NULL};
     (void)state;
     /* a lease long enough for sanitizer builds, where taking the locks
      * alone can take a second */
@@ -258,6 +260,49 @@ static void test_held(void **state)
     json_decref(j);
 }
 
+/* 100 async waiters on 10 names all get the lock in turn once the holder
+ * lets go, none before; the wake-up figures and the server's
+ * subscriptions are reported. */
+static void test_waiters(void **state)
+{
+    static const char *const fields[] = {
+        "waiters",         "completed",     "failed",
+        "wake_p50_us",     "wake_p99_us",   "bytes_per_waiter",
+        "subscriptions",   "lock_channel_subscribers", NULL};
+    (void)state;
+    json_t *j = bench("--scenario waiters --names 10 --waiters 100 "
+                      "--seconds 0.2 --limit-seconds 0.2");
+    assert_common(j, "waiters");
+    assert_numbers(j, fields);
+    assert_int_equal(json_integer_value(json_object_get(j, "completed")), 100);
+    assert_int_equal(json_integer_value(json_object_get(j, "failed")), 0);
+    assert_int_equal(
+        json_integer_value(json_object_get(j, "woken_before_unlock")), 0);
+    /* the one client listens on each name's channel once at most */
+    assert_int_equal(
+        json_integer_value(json_object_get(j, "lock_channel_subscribers")), 1);
+    assert_true(json_integer_value(json_object_get(j, "subscriptions")) >= 10);
+    json_decref(j);
+}
+
+/* Distinct names locked once each leave no key behind. */
+static void test_names(void **state)
+{
+    static const char *const fields[] = {"names", "completed", "failed",
+                                         "cycles_per_s", "heap_growth_per_name",
+                                         "keys_left", NULL};
+    (void)state;
+    json_t *j = bench("--scenario names --names 2000 --limit-seconds 0.2");
+    assert_common(j, "names");
+    assert_numbers(j, fields);
+    assert_int_equal(json_integer_value(json_object_get(j, "completed")), 2000);
+    assert_int_equal(json_integer_value(json_object_get(j, "failed")), 0);
+    assert_int_equal(json_integer_value(json_object_get(j, "keys_left")), 0);
+    assert_int_equal(
+        json_array_size(json_object_get(j, "heap_samples_bytes")), 10);
+    json_decref(j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -272,6 +317,8 @@ int main(void)
         cmocka_unit_test(test_ring),
         cmocka_unit_test(test_contended_spin_threads),
         cmocka_unit_test(test_held),
+        cmocka_unit_test(test_waiters),
+        cmocka_unit_test(test_names),
     };
     return cmocka_run_group_tests_name("bench", tests, group_setup,
                                        group_teardown);
