@@ -44,7 +44,35 @@ FIGURES = {
     "held": [("expired", "locks expired", "low"),
              ("renew_roundtrips_per_tick", "renewal calls per tick", "low"),
              ("bytes_per_lock", "client bytes per lock", "low"),
-             ("min_pttl_ms", "smallest lease seen (ms)", "high")],
+             ("min_pttl_ms", "smallest lease seen (ms)", "high"),
+             ("lease_margin_min_ms", "least lease left at a renewal (ms)",
+              "high"),
+             ("setup_s", "taking the locks (s)", "low"),
+             ("redis_cpu_us_per_s", "Redis CPU per second of the hold (us)",
+              "low"),
+             ("renew_script_us_per_s", "... in renewal scripts (us/s)", "low"),
+             ("sweep_us_per_s", "... in the probes' PTTLs (us/s)", None)],
+    "waiters": [("completed", "waiters that got the lock", "high"),
+                ("failed", "waiters that failed", "low"),
+                ("wake_p50_us", "wake-up p50 (us)", "low"),
+                ("wake_p99_us", "wake-up p99 (us)", "low"),
+                ("wake_max_ms", "longest wake-up (ms)", "low"),
+                ("handovers_per_s", "hand-overs/s", "high"),
+                ("bytes_per_waiter", "client bytes per waiter", "low"),
+                ("subscriptions", "subscriptions on the server", "low"),
+                ("lock_channel_subscribers",
+                 "most subscribers of one lock channel", "low"),
+                ("waiting_scripts_per_s", "scripts/s while waiting", "low"),
+                ("rechecks_found_free", "turns found by a re-check", "low")],
+    "names": [("completed", "names locked and released", "high"),
+              ("failed", "cycles that failed", "low"),
+              ("cycles_per_s", "cycles/s", "high"),
+              ("heap_before_bytes", "client heap before (bytes)", None),
+              ("heap_peak_bytes", "client heap, largest sample (bytes)",
+               "low"),
+              ("heap_after_bytes", "client heap after (bytes)", "low"),
+              ("heap_growth_per_name", "heap grown per name (bytes)", "low"),
+              ("keys_left", "keys left in Redis", "low")],
 }
 
 # mixed-java: (figure, side or None for the whole run, label, better)
@@ -65,6 +93,8 @@ MIXED = [("acq_per_s", None, "acquisitions/s, whole run", "high"),
           "low"),
          ("lost_increments", None, "lost increments", "low")]
 
+# the scenarios whose figures rlock-bench compares with the floor
+FLOORED = {"uncontended", "parallel", "contended", "contended-procs"}
 # the floor each figure is compared with: key in vs_limit
 VS_LIMIT = {"p50_us", "p99_us", "cycles_per_s", "handoff_p50_us",
             "handoff_p99_us", "acq_per_s"}
@@ -230,9 +260,13 @@ def main():
                     % meta.get("threads", "?"),
         "held": "held: %s locks for several watchdog timeouts of %s ms"
                 % (meta.get("locks", "?"), meta.get("watchdog_ms", "?")),
+        "waiters": "waiters: %s async waiters on one libev loop, 10 per name"
+                   % meta.get("waiters", "?"),
+        "names": "names: %s distinct names, each locked and released once"
+                 % meta.get("names", "?"),
     }
     for scen in ["uncontended", "contended", "contended-procs", "parallel",
-                 "held"]:
+                 "held", "waiters", "names"]:
         if not any(k[0] == scen for k in groups):
             continue
         figs = FIGURES["contended" if scen.startswith("contended") else scen]
@@ -246,7 +280,7 @@ def main():
         for field, label, better in figs:
             mine = med(scen, "rlock", field)
             floor = (fmt(med(scen, "rlock", field, "vs_limit"))
-                     if field in VS_LIMIT else "")
+                     if field in VS_LIMIT and scen in FLOORED else "")
             cells = []
             for p in PEERS:
                 theirs = med(scen, p, field)

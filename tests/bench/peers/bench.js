@@ -19,6 +19,10 @@
 // Linux), so they compare across processes as rlock-bench's do.
 // redlock has no watchdog: for "held" the program renews every lock with
 // lock.extend() every third of the timeout, as its users must.
+// "waiters" (node-redisson only: redlock has no waiting on a channel) is
+// rlock-bench's scenario of the same name: W lock() calls pending at once,
+// each on a lock object of its own (its own owner id), across N names a
+// second Redisson instance holds, then handed on name by name.
 'use strict';
 
 const { fork } = require('node:child_process');
@@ -28,6 +32,7 @@ const Redis = require('ioredis');
 
 function parseArgs(argv) {
     const o = { workers: 1, seconds: 5, procs: false, locks: 10000,
+                names: 1000, waiters: 10000,
                 watchdogMs: 0, prefix: `peer-bench:${process.pid}:`,
                 child: -1 };
     for (let i = 0; i < argv.length; i++) {
@@ -40,6 +45,8 @@ function parseArgs(argv) {
         case '--seconds': o.seconds = Number(v()); break;
         case '--procs': o.procs = true; break;
         case '--locks': o.locks = Number(v()); break;
+        case '--names': o.names = Number(v()); break;
+        case '--waiters': o.waiters = Number(v()); break;
         case '--watchdog-ms': o.watchdogMs = Number(v()); break;
         case '--prefix': o.prefix = v(); break;
         case '--child': o.child = Number(v()); break;
@@ -74,6 +81,8 @@ function redisson(o) {
             const l = r.getLock(name);
             return { lock: () => l.lock(), unlock: () => l.unlock() };
         },
+        // a second client, for a scenario's other process
+        other: () => redisson(o),
         close: () => r.quit(),
         stats: {},
     };
@@ -153,18 +162,26 @@ function round(x) {
 async function counters(c) {
     const cs = await c.info('commandstats');
     const all = await c.info('all');
-    const out = { calls: 0, info: 0, scripts: 0 };
-    for (const m of cs.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+    const out = { calls: 0, info: 0, scripts: 0, scriptUsec: 0, pttlUsec: 0 };
+    for (const m of cs.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) {
         const n = Number(m[2]);
         out.calls += n;
         if (m[1] === 'info')
             out.info += n;
-        if (/^(eval|evalsha|eval_ro|evalsha_ro)$/.test(m[1]))
+        if (/^(eval|evalsha|eval_ro|evalsha_ro)$/.test(m[1])) {
             out.scripts += n;
+            out.scriptUsec += Number(m[3]);
+        }
+        if (m[1] === 'pttl')
+            out.pttlUsec += Number(m[3]);
     }
     const field = (name) =>
         Number((new RegExp(`^${name}:(\\d+)`, 'm').exec(all) || [])[1] || 0);
     out.reads = field('total_reads_processed');
+    // Redis's own CPU time, seconds with a fraction, to microseconds
+    const cpu = (name) =>
+        Number((new RegExp(`^${name}:([\\d.]+)`, 'm').exec(all) || [])[1] || 0);
+    out.cpuUs = Math.round((cpu('used_cpu_sys') + cpu('used_cpu_user')) * 1e6);
     return out;
 }
 
@@ -418,6 +435,7 @@ async function held(o, lib, c) {
         expired += lost[i] || gone[i] ? 1 : 0;
     const heap = (m) => m.heapUsed + m.external;
     const ticks = holdNs / (o.watchdogMs * 1e6 / 3);
+    const perS = (a, b) => round((a - b) / (holdNs / 1e9));
     return {
         locks: n,
         expired,
@@ -431,6 +449,111 @@ async function held(o, lib, c) {
         watchdog_periods: round(holdNs / (o.watchdogMs * 1e6)),
         sweeps,
         acquire_per_s: round(n / ((t1 - t0) / 1e9)),
+        setup_s: round((t1 - t0) / 1e9),
+        redis_cpu_us_per_s: perS(after.cpuUs, before.cpuUs),
+        renew_script_us_per_s: perS(after.scriptUsec, before.scriptUsec),
+        sweep_us_per_s: perS(after.pttlUsec, before.pttlUsec),
+    };
+}
+
+// ------------------------------------------------------------------ waiters
+
+// Subscriptions of every client (CLIENT LIST sub + ssub).
+async function serverSubscriptions(c) {
+    const list = await c.client('LIST');
+    let n = 0;
+    for (const m of list.matchAll(/ s?sub=(\d+)/g))
+        n += Number(m[1]);
+    return n;
+}
+
+async function waiters(o, lib, c) {
+    if (!lib.other)
+        throw new Error(`${o.lib} has no waiters on a channel`);
+    const holderLib = lib.other();
+    const per = Math.floor(o.waiters / o.names), total = per * o.names;
+    const name = (i) => `${o.prefix}waiters:${i}`;
+    const held = [];
+    for (let i = 0; i < o.names; i++) {
+        const l = holderLib.newLock(name(i));
+        await l.lock();
+        held.push(l);
+    }
+    if (global.gc)
+        global.gc();
+    const mem0 = process.memoryUsage();
+    // unlockedAt[i][k]: the k-th unlock of name i returned; wokeAt: the
+    // k-th waiter of name i got it
+    const unlockedAt = Array.from({ length: o.names }, () => []);
+    const wokeAt = Array.from({ length: o.names }, () => []);
+    let unlocking = false, early = 0, failed = 0;
+    const t0 = now();
+    const done = [];
+    for (let w = 0; w < total; w++) {
+        const i = w % o.names, l = lib.newLock(name(i));
+        done.push(l.lock().then(async () => {
+            if (!unlocking)
+                early++;
+            const k = wokeAt[i].length;
+            wokeAt[i].push(now());
+            await l.unlock();
+            unlockedAt[i][k + 1] = now();
+        }, () => { failed++; }));
+    }
+    // settled: the server's subscriptions the same for half a second
+    let subs = -1, same = 0;
+    for (let t = 0; t < 300 && same < 5; t++) {
+        await sleep(100);
+        const n = await serverSubscriptions(c);
+        same = n === subs && n > 0 ? same + 1 : 0;
+        subs = n;
+    }
+    const t1 = now();
+    if (global.gc)
+        global.gc();
+    const mem1 = process.memoryUsage();
+    let most = 0;
+    for (let i = 0; i < o.names; i++) {
+        const [, n] = await c.pubsub('NUMSUB',
+                                     `redisson_lock__channel:{${name(i)}}`);
+        most = Math.max(most, Number(n));
+    }
+    const before = await counters(c);
+    await sleep(o.seconds * 1000);
+    const after = await counters(c);
+    unlocking = true;
+    const t2 = now();
+    for (let i = 0; i < o.names; i++) {
+        await held[i].unlock();
+        unlockedAt[i][0] = now();
+    }
+    await Promise.all(done);
+    const t3 = now();
+    const lat = [];
+    for (let i = 0; i < o.names; i++)
+        wokeAt[i].forEach((t, k) => {
+            const u = unlockedAt[i][k];
+            lat.push(u && t > u ? t - u : 0); // ns
+        });
+    await holderLib.close();
+    const heap = (m) => m.heapUsed + m.external;
+    return {
+        waiters: total,
+        names: o.names,
+        completed: lat.length,
+        failed,
+        woken_before_unlock: early,
+        wake_p50_us: round(pct(lat, 50)),
+        wake_p99_us: round(pct(lat, 99)),
+        wake_max_ms: round(lat.reduce((a, b) => Math.max(a, b), 0) / 1e6),
+        handovers_per_s: round(total / ((t3 - t2) / 1e9)),
+        bytes_per_waiter: round((heap(mem1) - heap(mem0)) / total),
+        rss_bytes_per_waiter: round((mem1.rss - mem0.rss) / total),
+        subscriptions: subs,
+        lock_channel_subscribers: most,
+        waiting_scripts_per_s: round((after.scripts - before.scripts) /
+                                     o.seconds),
+        setup_s: round((t1 - t0) / 1e9),
     };
 }
 
@@ -455,10 +578,12 @@ async function main() {
     case 'parallel': figures = await cycles(o, lib, o.workers); break;
     case 'contended': figures = await contended(o, lib, c); break;
     case 'held': figures = await held(o, lib, c); break;
+    case 'waiters': figures = await waiters(o, lib, c); break;
     default: throw new Error(`unknown scenario ${o.scenario}`);
     }
     Object.assign(out, figures);
-    out.ok = !out.lost_increments && !out.expired;
+    out.ok = !out.lost_increments && !out.expired && !out.failed &&
+             !out.woken_before_unlock;
     await lib.close();
     c.disconnect();
     // stdout is a pipe or a file here, written synchronously; exit at once

@@ -76,7 +76,8 @@ def rnd(x):
 
 def counters(c):
     """INFO counters as rlock-bench reads them (tests/bench/redis.c)."""
-    out = {"calls": 0, "info": 0, "scripts": 0}
+    out = {"calls": 0, "info": 0, "scripts": 0, "script_usec": 0,
+           "pttl_usec": 0}
     for name, stats in c.info("commandstats").items():
         n = stats["calls"]
         out["calls"] += n
@@ -85,7 +86,14 @@ def counters(c):
             out["info"] += n
         if cmd in ("eval", "evalsha", "eval_ro", "evalsha_ro"):
             out["scripts"] += n
-    out["reads"] = c.info("all").get("total_reads_processed", 0)
+            out["script_usec"] += stats["usec"]
+        if cmd == "pttl":
+            out["pttl_usec"] += stats["usec"]
+    info = c.info("all")
+    out["reads"] = info.get("total_reads_processed", 0)
+    # Redis's own CPU time (seconds with a fraction) in microseconds
+    out["cpu_us"] = round((info.get("used_cpu_sys", 0) +
+                           info.get("used_cpu_user", 0)) * 1e6)
     return out
 
 
@@ -303,6 +311,14 @@ def held(o, c):
         "watchdog_periods": rnd(hold_ns / (o.watchdog_ms * 1e6)),
         "sweeps": sweeps,
         "acquire_per_s": rnd(n / ((t1 - t0) / 1e9)),
+        "setup_s": rnd((t1 - t0) / 1e9),
+        "redis_cpu_us_per_s": rnd((after["cpu_us"] - before["cpu_us"])
+                                  / (hold_ns / 1e9)),
+        "renew_script_us_per_s": rnd((after["script_usec"]
+                                      - before["script_usec"])
+                                     / (hold_ns / 1e9)),
+        "sweep_us_per_s": rnd((after["pttl_usec"] - before["pttl_usec"])
+                              / (hold_ns / 1e9)),
     }
 
 
