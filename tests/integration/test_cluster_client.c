@@ -9,7 +9,8 @@
  * failover or during a hand-driven migration the same calls still succeed,
  * through MOVED, ASK and TRYAGAIN. With WAIT after lock scripts on, lock
  * calls WAIT on their slot's master, and an acquire no replica acknowledges
- * (its replica SIGSTOPped) is undone.
+ * (its replica SIGSTOPped) is undone. The watchdog renews in one call the
+ * holds of one slot, never across slots.
  *
  * Cases run in order and share the cluster: those that change it (the
  * migration, the failover) come last, and each asks the fixture who serves
@@ -892,6 +893,83 @@ static void test_locks_work_again_after_a_master_crash(void **state)
     rlock_free(l);
 }
 
+/* ------------------------------------------------------ watchdog batching */
+
+/* Script calls every node ran so far (INFO commandstats EVAL/EVALSHA). */
+static long long script_calls(void)
+{
+    long long n = 0;
+    for (int i = 0; i < RT_CLUSTER_NODES; i++) {
+        redisReply *r = rt_cmd(&cluster.node[i], "INFO commandstats");
+        assert_non_null(r);
+        assert_int_equal(r->type, REDIS_REPLY_STRING);
+        const char *at = strstr(r->str, "cmdstat_evalsha:calls=");
+        if (at != NULL)
+            n += strtoll(at + strlen("cmdstat_evalsha:calls="), NULL, 10);
+        at = strstr(r->str, "cmdstat_eval:calls=");
+        if (at != NULL)
+            n += strtoll(at + strlen("cmdstat_eval:calls="), NULL, 10);
+        freeReplyObject(r);
+    }
+    return n;
+}
+
+/* A renewal call's keys must share a slot, so the watchdog batches per
+ * slot: 150 holds of one hash tag's slot take 2 calls a tick (100 and 50),
+ * and one hold on each master's slots one call each; 5 calls for 153
+ * holds, where a call per hold would be 153. Measured as holds renewed
+ * (the client's statistics) per script call the nodes ran. */
+static void test_renewals_are_batched_per_slot(void **state)
+{
+    enum { TAGGED = 150 };
+    (void)state;
+    rlock_config *cfg = NULL;
+    rlock_client *c = NULL;
+    char uri[128], name[64];
+    rlock *l[TAGGED + 3];
+    seeds_uri(uri, sizeof(uri), 0, 1);
+    assert_int_equal(rlock_config_new(&cfg), RLOCK_OK);
+    /* a tick a second: long enough for the slowest CI pass */
+    assert_int_equal(rlock_config_set_watchdog_timeout(cfg, 3000), RLOCK_OK);
+    assert_int_equal(rlock_client_connect_with(&c, uri, cfg), RLOCK_OK);
+    rlock_config_free(cfg);
+    for (int i = 0; i < TAGGED + 3; i++) {
+        if (i < TAGGED)
+            snprintf(name, sizeof(name), "{batched}:%d", i);
+        else
+            name_on(i - TAGGED, "batched-alone", name, sizeof(name));
+        assert_int_equal(rlock_get(c, name, &l[i]), RLOCK_OK);
+        assert_int_equal(rlock_lock(l[i]), RLOCK_OK);
+    }
+    rlock_stats st0 = RLOCK_STATS_INIT, st1 = RLOCK_STATS_INIT;
+    assert_int_equal(rlock_client_stats(c, &st0), RLOCK_OK);
+    long long calls0 = script_calls();
+    /* three ticks, about 3 s; up to 15 s where the process runs slowly
+     * (under valgrind) */
+    uint64_t renewed = 0;
+    for (int waited = 0; waited < 15000 && renewed < 3 * (TAGGED + 3);
+         waited += 500) {
+        rt_sleep_ms(500);
+        assert_int_equal(rlock_client_stats(c, &st1), RLOCK_OK);
+        renewed = st1.renewals_sent - st0.renewals_sent;
+    }
+    long long calls = script_calls() - calls0;
+    assert_true(renewed >= TAGGED + 3); /* at least one tick */
+    assert_true(calls > 0);
+    /* 153 / 5 = 30.6 holds a call; a tick cut by the window's edges moves
+     * it a little, a call per hold would make it 1 */
+    double per_call = (double)renewed / (double)calls;
+    if (per_call < 20 || per_call > 45)
+        fail_msg("%llu renewals in %lld script calls: %.1f a call, not "
+                 "about 30.6",
+                 (unsigned long long)renewed, calls, per_call);
+    for (int i = 0; i < TAGGED + 3; i++) {
+        assert_int_equal(rlock_unlock(l[i]), RLOCK_OK);
+        rlock_free(l[i]);
+    }
+    rlock_client_free(c);
+}
+
 /* ------------------------------------------------------------------ main */
 
 static int group_setup(void **state)
@@ -932,6 +1010,7 @@ int main(void)
         cmocka_unit_test(test_in_mode_both_the_waiter_behind_the_head_is_told),
         cmocka_unit_test(test_mode_setter_refuses_an_unknown_mode),
         cmocka_unit_test(test_admin_commands_go_to_the_slot_s_master),
+        cmocka_unit_test(test_renewals_are_batched_per_slot),
         cmocka_unit_test(test_without_sync_a_lock_call_sends_no_wait),
         cmocka_unit_test(test_with_sync_lock_and_unlock_wait_on_the_master),
         cmocka_unit_test(test_with_sync_no_replica_ack_undoes_the_acquire),
