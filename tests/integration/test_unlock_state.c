@@ -655,20 +655,27 @@ static void test_fenced_phantom_drop_keeps_the_plain_hold(void **state)
 
 /* --------------------------- a lost acquire's hold found by the last unlock */
 
-static void test_last_unlock_drops_a_lost_acquires_hold(void **state)
+/* Locks l (lock name, of f's client), adds a lost acquire's hold beside
+ * it and unlocks: the lock must be free, not left held by a hold nobody
+ * will release. Frees l. */
+static void assert_last_unlock_frees(lt_fixture *f, rlock *l,
+                                     const char *name)
 {
-    lt_fixture *f = *state;
-    char name[128], field[128];
-    LT_TEST_NAME(name);
+    char field[128];
     lt_owner_field(field, sizeof(field), f->client);
-    rlock *l = lt_get_lock(f->client, name);
-
     assert_int_equal(rlock_lock(l), RLOCK_OK);
     lt_add_lost_hold(&f->redis, name, field);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    /* the lock is free, not left held by a hold nobody will release */
     assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
     rlock_free(l);
+}
+
+static void test_last_unlock_drops_a_lost_acquires_hold(void **state)
+{
+    lt_fixture *f = *state;
+    char name[128];
+    LT_TEST_NAME(name);
+    assert_last_unlock_frees(f, lt_get_lock(f->client, name), name);
 }
 
 /* The owner's own re-entries renew a lost acquire's hold with every lease,
@@ -707,17 +714,11 @@ static void test_looping_owner_with_a_lost_hold_lets_a_waiter_in(void **state)
 static void test_fair_last_unlock_drops_a_lost_acquires_hold(void **state)
 {
     lt_fixture *f = *state;
-    char name[128], field[128];
+    char name[128];
     LT_TEST_NAME(name);
-    lt_owner_field(field, sizeof(field), f->client);
     rlock *l = NULL;
     assert_int_equal(rlock_fair_get(f->client, name, &l), RLOCK_OK);
-
-    assert_int_equal(rlock_lock(l), RLOCK_OK);
-    lt_add_lost_hold(&f->redis, name, field);
-    assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    assert_int_equal(rt_cmd_int(&f->redis, "EXISTS %s", name), 0);
-    rlock_free(l);
+    assert_last_unlock_frees(f, l, name);
 }
 
 /* A fair waiter queued behind the owner is woken on its own channel when
