@@ -132,7 +132,18 @@ typedef struct bench_counters {
     long long pttl_usec;    /* ... in PTTL (the held scenario's probes) */
     long long cpu_us;       /* used_cpu_sys + used_cpu_user, us */
     long long keys;         /* DBSIZE of the database */
+    long long host_busy;    /* the machine's busy jiffies, all CPUs */
+    long long host_total;   /* ... and all its jiffies (/proc/stat) */
 } bench_counters;
+
+/* From two counter readings around a window of elapsed_s seconds, sets
+ * on out: redis_cpu_share (Redis's CPU time over the window, in cores),
+ * redis_cpu_us_per_acq (over acq acquisitions) and host_idle_share (the
+ * share of all the machine's CPUs left idle): which of Redis, the
+ * clients or neither bounds a hand-over's rate. */
+void bench_set_cpu_split(json_t *out, const bench_counters *before,
+                         const bench_counters *after, double elapsed_s,
+                         double acq);
 
 /* Reads the counters on c; returns 0 or -1. Costs two INFO calls and a
  * DBSIZE. */

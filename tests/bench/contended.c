@@ -262,6 +262,7 @@ static void report(const bench_opts *o, shared *sh, int64_t start,
     json_object_set_new(out, "lost_increments", json_integer(total - counter));
     bench_set_num(out, "redis_cmds_per_acq", (double)cmds / acq);
     bench_set_num(out, "redis_reads_per_acq", (double)reads / acq);
+    bench_set_cpu_split(out, before, after, elapsed, acq);
     /* mixed-java: the records are rlock's acquisitions only (Java holders
      * may come between two of them), so these are the sides' figures */
     if (java == NULL) {

@@ -179,6 +179,27 @@ static void sum_commandstats(const char *text, bench_counters *out)
     }
 }
 
+/* The machine's busy and total jiffies over all CPUs (the first line of
+ * /proc/stat: user nice system idle iowait irq softirq steal ...; idle and
+ * iowait are not busy); both stay 0 where it cannot be read. */
+static void read_host_jiffies(bench_counters *out)
+{
+    FILE *f = fopen("/proc/stat", "r");
+    if (f == NULL)
+        return;
+    long long v[8] = {0};
+    int n = fscanf(f, "cpu %lld %lld %lld %lld %lld %lld %lld %lld", &v[0],
+                   &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
+    fclose(f);
+    if (n < 5)
+        return;
+    long long total = 0;
+    for (int i = 0; i < 8; i++)
+        total += v[i];
+    out->host_total = total;
+    out->host_busy = total - v[3] - v[4];
+}
+
 /* Two INFO calls: commandstats for the per-command calls and their CPU
  * time, "all" for the stats and cpu sections; then DBSIZE. The INFO calls
  * and DBSIZE calls are counted in info_calls, which callers subtract. */
@@ -211,7 +232,24 @@ int bench_counters_read(redisContext *c, bench_counters *out)
     }
     out->keys = r->integer;
     freeReplyObject(r);
+    read_host_jiffies(out);
     return 0;
+}
+
+void bench_set_cpu_split(json_t *out, const bench_counters *before,
+                         const bench_counters *after, double elapsed_s,
+                         double acq)
+{
+    double redis_us = (double)(after->cpu_us - before->cpu_us);
+    if (elapsed_s > 0)
+        bench_set_num(out, "redis_cpu_share", redis_us / (elapsed_s * 1e6));
+    if (acq > 0)
+        bench_set_num(out, "redis_cpu_us_per_acq", redis_us / acq);
+    long long total = after->host_total - before->host_total;
+    if (total > 0 && before->host_total > 0)
+        bench_set_num(out, "host_idle_share",
+                      1.0 - (double)(after->host_busy - before->host_busy) /
+                                (double)total);
 }
 
 /* Copies redis_version from INFO server. */

@@ -259,6 +259,7 @@ out_stop:
     json_object_set_new(out, "max_acq", json_integer(max_acq));
     bench_set_num(out, "redis_cmds_per_acq", (double)cmds / acq);
     bench_set_num(out, "redis_reads_per_acq", (double)reads / acq);
+    bench_set_cpu_split(out, &before, &after, elapsed, acq);
     json_object_set_new(out, "acquisitions", json_integer(total));
     json_object_set_new(out, "procs", json_true());
 out:

@@ -40,6 +40,11 @@ FIGURES = {
                   ("redis_cmds_per_acq", "Redis commands/acq (incl. in scripts)",
                    "low"),
                   ("redis_reads_per_acq", "request batches/acq", "low"),
+                  ("redis_cpu_us_per_acq", "Redis CPU per acquisition (us)",
+                   "low"),
+                  ("redis_cpu_share", "Redis CPU (cores)", None),
+                  ("host_idle_share", "machine's CPUs left idle (share)",
+                   None),
                   ("lost_increments", "lost increments", "low")],
     "held": [("expired", "locks expired", "low"),
              ("renew_roundtrips_per_tick", "renewal calls per tick", "low"),
@@ -325,11 +330,15 @@ def main():
         w("Each process takes the lock with Redisson's acquire script only "
           "when the release before it told it on a channel of its own, makes "
           "the same two round trips and releases: %s acquisitions/s, %s Redis "
-          "commands and %s request batches per acquisition, fewest/most "
+          "commands and %s request batches per acquisition (Redis CPU %s us "
+          "per acquisition, %s cores; machine idle %s), fewest/most "
           "acquisitions of a process %s/%s. rlock's RLock in the same run: "
           "%s of it."
           % (fmt(v), fmt(med("ring", "rlock", "redis_cmds_per_acq")),
              fmt(med("ring", "rlock", "redis_reads_per_acq")),
+             fmt(med("ring", "rlock", "redis_cpu_us_per_acq")),
+             fmt(med("ring", "rlock", "redis_cpu_share")),
+             fmt(med("ring", "rlock", "host_idle_share")),
              fmt(med("ring", "rlock", "min_acq")),
              fmt(med("ring", "rlock", "max_acq")),
              "%sx" % fmt(ratio(mine, v)) if mine is not None else "n/a"))
