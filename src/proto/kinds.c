@@ -270,7 +270,7 @@ int rlock__kind_release(rlock__spec *s, const rlock__lock_desc *d,
 bool rlock__kind_has_one_key_release(int kind)
 {
     return kind == RLOCK_KIND_LOCK || kind == RLOCK_KIND_FENCED ||
-           kind == RLOCK_KIND_SPIN || kind == RLOCK_KIND_FAIR;
+           kind == RLOCK_KIND_SPIN;
 }
 
 /* One release of owner's hold without the unlock latch, naming only the

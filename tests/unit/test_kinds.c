@@ -179,6 +179,22 @@ static int64_t fixed_wall_ms(void)
 /* proto builds a call from a description alone, no client or entry: the
  * fair acquire carries the wall clock it is handed and the settings of
  * the description. */
+/* The one-key release (a migrating slot's fallback) is lock_release.lua's
+ * path without the latch: only for the kinds whose waiters hear Redisson's
+ * RLock unlock message. A fair lock's waiters wait on channels of their
+ * own and its queue needs its keys; a read-write lock has its own scripts. */
+static void test_one_key_release_only_where_lock_release_is_the_release(
+    void **state)
+{
+    (void)state;
+    assert_true(rlock__kind_has_one_key_release(RLOCK_KIND_LOCK));
+    assert_true(rlock__kind_has_one_key_release(RLOCK_KIND_FENCED));
+    assert_true(rlock__kind_has_one_key_release(RLOCK_KIND_SPIN));
+    assert_false(rlock__kind_has_one_key_release(RLOCK_KIND_FAIR));
+    assert_false(rlock__kind_has_one_key_release(RLOCK_KIND_READ));
+    assert_false(rlock__kind_has_one_key_release(RLOCK_KIND_WRITE));
+}
+
 static void test_fair_acquire_from_a_description_alone(void **state)
 {
     rlock__lock_desc d = {
@@ -361,6 +377,8 @@ int main(void)
         cmocka_unit_test(
             test_fenced_lock_calls_carry_what_their_scripts_read),
         cmocka_unit_test(test_spin_lock_calls_carry_what_their_scripts_read),
+        cmocka_unit_test(
+            test_one_key_release_only_where_lock_release_is_the_release),
         cmocka_unit_test(test_fair_acquire_from_a_description_alone),
         cmocka_unit_test(test_semaphore_calls_carry_what_their_scripts_read),
         cmocka_unit_test(test_permit_calls_carry_what_their_scripts_read),
