@@ -5,8 +5,8 @@
  * checker reads both alike. Run through the compat driver:
  *
  *     java -cp build/V/classes:build/V/lib/* Driver safety
- *          --uri URI --store URI --process NAME --kind lock|fair|rw|fenced
- *          --history FILE [--threads N] [--names N] [--seconds S | --ops N]
+ *          --uri URI [--uri URI...] --store URI --process NAME
+ *          --kind lock|fair|rw|fenced|redlock --history FILE [--threads N] [--names N] [--seconds S | --ops N]
  *          [--lease-ms L] [--wait-ms W] [--hold-ms H] [--seed N]
  *          [--watchdog-ms W] [--sync-replicas N] [--queue on|off]
  *          [--fence-script FILE]
@@ -16,11 +16,21 @@
  * single, sentinel or cluster config as Driver.config() makes them. Each
  * actor is a Java thread, the owner of its locks as in Redisson: owner is
  * "<client id>:<thread id>", what Redisson writes in the lock hash.
+ *
+ * --kind redlock takes one --uri per independent master, as the C worker
+ * does, and one RedissonClient each; an acquire is a RedissonRedLock over
+ * the RLock of the same name on every master (safety:redlock:N), made once
+ * per actor and name, as the C worker makes its rlock_redlock_new. Each
+ * master then holds what a plain RLock writes there, the hash field named
+ * by that master's client id and the thread id, as rlock's Redlock writes
+ * through its per-master clients: the two exclude each other. The owner in
+ * the history is the first client's, as in the C worker. RedissonRedLock's
+ * unlock ignores every master's error, so its release is always ok.
  * --sync-replicas N > 0 sets checkLockSyncedSlaves (Redisson's default is
  * on, rlock's off: both are set to the same). --queue is accepted and
- * ignored: Redisson has no waiter queue. --kind redlock and --async are
- * refused (exit 2), and so is fenced on a version without getFencedLock
- * (before 3.19). Redisson has no lost-lock signal: no "lost" lines.
+ * ignored: Redisson has no waiter queue. --async is refused (exit 2), and
+ * so are several --uri for another kind than redlock, and fenced on a
+ * version without getFencedLock (before 3.19). Redisson has no lost-lock signal: no "lost" lines.
  *
  * How outcomes map (as tests/safety/outcome.c, in Java's terms):
  *   acquire  true: ok; false: fail RLOCK_ETIMEDOUT; an exception: info
@@ -53,6 +63,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 import org.redisson.Redisson;
+import org.redisson.RedissonRedLock;
 import org.redisson.api.RLock;
 import org.redisson.api.RScript;
 import org.redisson.api.RedissonClient;
@@ -63,14 +74,21 @@ import org.redisson.client.codec.StringCodec;
 import org.redisson.config.Config;
 
 final class SafetyWorker {
-    private static final List<String> KINDS = Arrays.asList("lock", "fair", "rw", "fenced");
+    private static final List<String> KINDS =
+        Arrays.asList("lock", "fair", "rw", "fenced", "redlock");
+    /* The C worker's WORKER_MAX_URIS: a Redlock's masters. */
+    private static final int MAX_URIS = 5;
 
     /* Options, with the C worker's defaults. */
-    private String uri, storeUri, process, kind, historyPath, fenceScriptPath;
+    private final List<String> uris = new ArrayList<>();
+    private String storeUri, process, kind, historyPath, fenceScriptPath;
     private int threads = 4, names = 2, syncReplicas = 0;
     private long seconds = 0, ops = 0, leaseMs = -1, waitMs = 3000, holdMs = 5;
     private long watchdogMs = 30000, seed = System.nanoTime();
 
+    /* clients[0] is the client of every kind but redlock, which has one
+     * per --uri. */
+    private RedissonClient[] clients;
     private RedissonClient client, store;
     private FileOutputStream history;
     private String fenceScript;
@@ -81,8 +99,9 @@ final class SafetyWorker {
 
     private static void usage(String why) {
         System.err.println("Driver safety: " + why);
-        System.err.println("usage: Driver safety --uri URI --store URI --process NAME"
-                           + " --kind lock|fair|rw|fenced --history FILE [--threads N]"
+        System.err.println("usage: Driver safety --uri URI [--uri URI...] --store URI"
+                           + " --process NAME --kind lock|fair|rw|fenced|redlock"
+                           + " --history FILE [--threads N]"
                            + " [--names N] [--seconds S | --ops N] [--lease-ms L]"
                            + " [--wait-ms W] [--hold-ms H] [--seed N] [--watchdog-ms W]"
                            + " [--sync-replicas N] [--queue on|off] [--fence-script FILE]");
@@ -110,7 +129,11 @@ final class SafetyWorker {
                 usage(o + ": a value is needed");
             String v = args[++i];
             switch (o) {
-            case "--uri": if (uri != null) usage("one --uri only (no redlock)"); uri = v; break;
+            case "--uri":
+                if (uris.size() == MAX_URIS)
+                    usage("too many --uri");
+                uris.add(v);
+                break;
             case "--store": storeUri = v; break;
             case "--process": process = v; break;
             case "--kind": kind = v; break;
@@ -133,13 +156,15 @@ final class SafetyWorker {
             default: usage("unknown option " + o);
             }
         }
-        if (uri == null || storeUri == null || process == null || kind == null
+        if (uris.isEmpty() || storeUri == null || process == null || kind == null
             || historyPath == null)
             usage("--uri, --store, --process, --kind and --history are needed");
         if (!process.matches("[A-Za-z0-9_.-]{1,32}"))
             usage("--process: 1-32 of A-Z a-z 0-9 _ . -");
         if (!KINDS.contains(kind))
-            usage("--kind must be lock, fair, rw or fenced");
+            usage("--kind must be lock, fair, rw, fenced or redlock");
+        if (!kind.equals("redlock") && uris.size() != 1)
+            usage("only --kind redlock takes several --uri");
         if (leaseMs == 0)
             usage("--lease-ms must be -1 or positive");
         if (seconds > 0 && ops > 0)
@@ -212,7 +237,10 @@ final class SafetyWorker {
     private final class Actor implements Runnable {
         final int index;
         final Random rng;
+        /* This thread's Redlock per name, made on first use. */
+        final RLock[] redlocks = new RLock[names];
         String owner = "", lock = "";
+        int nameIndex;
         char mode = 'x';
         long seq = 1, token = 0, value = 0, done = 0;
         boolean readOk;
@@ -243,9 +271,22 @@ final class SafetyWorker {
             case "fenced":
                 return (RLock) RedissonClient.class.getMethod("getFencedLock", String.class)
                     .invoke(client, lock);
+            case "redlock":
+                return redlock();
             default:
                 return client.getLock(lock);
             }
+        }
+
+        @SuppressWarnings("deprecation")
+        private RLock redlock() {
+            if (redlocks[nameIndex] == null) {
+                RLock[] perMaster = new RLock[clients.length];
+                for (int i = 0; i < clients.length; i++)
+                    perMaster[i] = clients[i].getLock(lock);
+                redlocks[nameIndex] = new RedissonRedLock(perMaster);
+            }
+            return redlocks[nameIndex];
         }
 
         /* tryLock, or the fenced lock's tryLockAndGetToken (by reflection:
@@ -261,7 +302,8 @@ final class SafetyWorker {
         }
 
         private void operation() {
-            lock = "safety:" + kind + ":" + rng.nextInt(names);
+            nameIndex = rng.nextInt(names);
+            lock = "safety:" + kind + ":" + nameIndex;
             mode = kind.equals("rw") && rng.nextInt(3) != 0 ? 'r' : 'x';
             token = 0;
             readOk = false;
@@ -402,7 +444,9 @@ final class SafetyWorker {
     }
 
     private void run() {
-        String[] addr = redissonAddresses(uri);
+        List<String[]> addrs = new ArrayList<>();
+        for (String uri : uris)
+            addrs.add(redissonAddresses(uri));
         String[] storeAddr = redissonAddresses(storeUri);
         if (!storeAddr[0].equals("single"))
             usage("--store must be redis://host:port");
@@ -419,7 +463,10 @@ final class SafetyWorker {
             }
             history = new FileOutputStream(historyPath, true);
             store = connect(storeAddr, 30000, 0);
-            client = connect(addr, watchdogMs, syncReplicas);
+            clients = new RedissonClient[addrs.size()];
+            for (int i = 0; i < clients.length; i++)
+                clients[i] = connect(addrs.get(i), watchdogMs, syncReplicas);
+            client = clients[0];
         } catch (Exception e) {
             System.err.println("Driver safety: cannot start: " + name(e) + ": " + e.getMessage());
             Runtime.getRuntime().halt(1);
