@@ -73,8 +73,11 @@ def fleet_of(topology, setting):
                  ("c3", "fair", False), ("c4", "rw", False),
                  ("c5", "fenced", False)]
     out = [(n, k, a, False) for n, k, a in fleet]
-    if setting.get("java") and topology != "redlock":
-        out.append(("j1", "lock", False, True))
+    if setting.get("java"):
+        # beside the C processes, on their lock names: a Redisson Redlock
+        # on the redlock masters, a plain RLock elsewhere
+        out.append(("j1", "redlock" if topology == "redlock" else "lock",
+                    False, True))
     return out
 
 
@@ -293,7 +296,8 @@ def short_plan(a):
 
 def full_plan(a):
     """The matrix: each topology x fault mix x setting, a Java fleet per
-    topology, and the broken-lock check."""
+    topology, and the broken-lock check. The redlock Java fleet came last,
+    after the broken-lock check, so that every other run kept its seed."""
     secs = a.seconds or 60
     plan = []
     strict = ["partition-client", "partition-oneway", "blackhole",
@@ -314,6 +318,7 @@ def full_plan(a):
             plan.append((topo, ["all"], dict(seconds=secs, java=True),
                          "fenced"))
     plan.append(broken_lock_plan(20))
+    plan.append(("redlock", ["all"], dict(seconds=secs, java=True), "fenced"))
     return plan
 
 
