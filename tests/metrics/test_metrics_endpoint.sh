@@ -22,40 +22,73 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# three free loopback ports, from the kernel
-read -r REDIS_PORT APP_PORT METRICS_PORT < <(python3 - <<'PY'
-import socket
-socks = [socket.socket() for _ in range(3)]
+# free loopback ports, from the kernel
+free_ports() {
+    python3 - "$1" <<'PY'
+import socket, sys
+socks = [socket.socket() for _ in range(int(sys.argv[1]))]
 for s in socks:
     s.bind(("127.0.0.1", 0))
 print(*[s.getsockname()[1] for s in socks])
 PY
-)
-"$REDIS_SERVER" --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no \
-    --dir "$WORK" >"$WORK/redis.log" 2>&1 &
-PIDS+=($!)
-# generous waits: a loaded machine (the sanitizer passes) can take seconds
-# to start a server
-up=0
-for _ in $(seq 600); do
-    redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && { up=1; break; }
-    sleep 0.05
+}
+
+# start_until_ready PATTERN CMD...: runs CMD in the background (output in
+# $WORK/out) and waits up to 30 s (a loaded machine, the sanitizer passes,
+# can take seconds) for PATTERN in its output, or for `redis-cli -p
+# $REDIS_PORT ping` when PATTERN is "ping". Returns 0 when ready, 2 when
+# CMD exited because a port was taken between our pick and its bind
+# (another test on the machine got it first: pick again), 1 otherwise.
+start_until_ready() {
+    local pattern=$1 pid
+    shift
+    "$@" >"$WORK/out" 2>&1 &
+    pid=$!
+    for _ in $(seq 600); do
+        if [ "$pattern" = ping ]; then
+            redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break
+        else
+            grep -q "$pattern" "$WORK/out" && break
+        fi
+        if ! kill -0 "$pid" 2>/dev/null; then
+            wait "$pid" 2>/dev/null
+            grep -qi "address already in use" "$WORK/out" && return 2
+            return 1
+        fi
+        sleep 0.05
+    done
+    PIDS+=("$pid")
+    if [ "$pattern" = ping ]; then
+        redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 || return 1
+    else
+        grep -q "$pattern" "$WORK/out" || return 1
+    fi
+}
+
+ready=1
+for _ in 1 2 3 4 5; do
+    read -r REDIS_PORT < <(free_ports 1)
+    start_until_ready ping "$REDIS_SERVER" --port "$REDIS_PORT" \
+        --bind 127.0.0.1 --save "" --appendonly no --dir "$WORK"
+    ready=$?
+    [ "$ready" = 2 ] || break
 done
-if [ "$up" != 1 ]; then
+if [ "$ready" != 0 ]; then
     echo "test_metrics_endpoint: $REDIS_SERVER did not answer within 30 s"
-    cat "$WORK/redis.log"
+    cat "$WORK/out"
     exit 1
 fi
+mv "$WORK/out" "$WORK/redis.log"
 
-"$SERVER" "redis://127.0.0.1:$REDIS_PORT" "$APP_PORT" "$METRICS_PORT" \
-    >"$WORK/server.out" 2>&1 &
-PIDS+=($!)
-up=0
-for _ in $(seq 600); do
-    grep -q listening "$WORK/server.out" && { up=1; break; }
-    sleep 0.05
+for _ in 1 2 3 4 5; do
+    read -r APP_PORT METRICS_PORT < <(free_ports 2)
+    start_until_ready listening "$SERVER" "redis://127.0.0.1:$REDIS_PORT" \
+        "$APP_PORT" "$METRICS_PORT"
+    ready=$?
+    [ "$ready" = 2 ] || break
 done
-if [ "$up" != 1 ]; then
+mv "$WORK/out" "$WORK/server.out"
+if [ "$ready" != 0 ]; then
     echo "test_metrics_endpoint: async_server not listening within 30 s"
     cat "$WORK/server.out"
     exit 1
