@@ -56,7 +56,9 @@ now_ms() {
 # start_redis VAR [--tls TLSVAR TLS-ARGS...]: starts a redis-server on a
 # free loopback port and stores the port in VAR; with --tls, a TLS port too
 # (the next one up, stored in TLSVAR), with the --tls-* TLS-ARGS. Picks
-# random ports until they bind.
+# random ports until they bind, below the kernel's ephemeral range (where
+# other tests' outgoing connections take ports), and accepts only the
+# server it started: another test's server may answer on a taken port.
 start_redis() {
     local var=$1 tls_var= port pid dir
     local -a tls=()
@@ -66,7 +68,7 @@ start_redis() {
         shift 2
     fi
     for _ in $(seq 20); do
-        port=$((20000 + RANDOM % 40000))
+        port=$((10000 + RANDOM % 12000))
         [ -n "$tls_var" ] && tls=(--tls-port $((port + 1)) "$@")
         dir="$WORK/redis-$port"
         mkdir -p "$dir"
@@ -74,7 +76,8 @@ start_redis() {
             --appendonly no --dir "$dir" "${tls[@]}" >"$dir/log" 2>&1 &
         pid=$!
         for _ in $(seq 100); do
-            if [ "$(redis-cli -p "$port" ping 2>/dev/null)" = PONG ]; then
+            if redis-cli -p "$port" info server 2>/dev/null |
+                grep -q "^process_id:$pid"; then
                 REDIS_PIDS+=("$pid")
                 printf -v "$var" '%s' "$port"
                 [ -n "$tls_var" ] && printf -v "$tls_var" '%s' $((port + 1))

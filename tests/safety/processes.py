@@ -12,6 +12,7 @@ lives as long as the run, never by the nemesis's short-lived fault threads.
 import ctypes
 import os
 import queue
+import random
 import signal
 import socket
 import subprocess
@@ -30,19 +31,48 @@ def _die_with_parent():
         pass
 
 
+def _ephemeral_low():
+    """The lowest port the kernel gives outgoing connections (32768 if
+    unknown)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def _binds(port):
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
 class Ports:
-    """Free loopback ports, never 6379, never the same one twice a run."""
+    """Free loopback ports, never 6379, never the same one twice a run.
+
+    Taken from below the kernel's ephemeral range: there, between the pick
+    and the server's bind, any outgoing connection on the machine can take
+    the port as its source port (tests run side by side). port + 10000,
+    an old server's cluster bus, stays below the range and free too."""
 
     def __init__(self):
         self.given = {6379}
+        self.random = random.Random()
 
     def take(self):
-        for _ in range(200):
-            with socket.socket() as s:
-                s.bind(("127.0.0.1", 0))
-                port = s.getsockname()[1]
-            # a bus port is port + 10000 on old servers: keep room for it
-            if port not in self.given and port < 55000:
+        top = _ephemeral_low() - 10000
+        for _ in range(500):
+            if top > 11000:
+                port = self.random.randrange(10000, top)
+            else:  # a machine whose ephemeral range starts low
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", 0))
+                    port = s.getsockname()[1]
+            if (port not in self.given and port + 10000 <= 65535
+                    and _binds(port) and _binds(port + 10000)):
                 self.given.add(port)
                 return port
         raise RuntimeError("no free loopback port")

@@ -396,10 +396,64 @@ static int make_dir(rt_redis *r)
     return 0;
 }
 
+/* The lowest port the kernel hands out for outgoing connections and for
+ * bind(port 0); 32768 when it cannot be read. */
+static int ephemeral_low(void)
+{
+    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+    int low = 32768, high = 0;
+
+    if (f != NULL) {
+        if (fscanf(f, "%d %d", &low, &high) != 2)
+            low = 32768;
+        fclose(f);
+    }
+    return low;
+}
+
+/* Returns 1 if port binds on loopback now (without SO_REUSEADDR, so a port
+ * with a connection lingering in TIME_WAIT counts as taken too). */
+static int port_binds(int port)
+{
+    struct sockaddr_in sa;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int ok;
+
+    if (fd < 0)
+        return 0;
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    sa.sin_port = htons((uint16_t)port);
+    ok = bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+    close(fd);
+    return ok;
+}
+
+/* Ports come from below the kernel's ephemeral range: a port picked there
+ * can be taken, between the pick and the server's bind, by the source port
+ * of any outgoing connection on the machine (the suite runs tests side by
+ * side), and a server that then fails to start fails its test. Below the
+ * range only another test's random pick can collide. port + 10000 stays
+ * below it too and is checked: an old server's cluster bus. */
 int rt_free_port(void)
 {
-    int attempt;
+    static _Atomic unsigned calls;
+    struct timespec ts;
+    unsigned seed;
+    int low = ephemeral_low(), first = 10000, span, attempt;
 
+    clock_gettime(CLOCK_REALTIME, &ts);
+    seed = (unsigned)ts.tv_nsec ^ ((unsigned)getpid() << 16) ^
+           (unsigned)pthread_self() ^ (calls++ * 2654435761u);
+    span = low - 10000 - first;
+    for (attempt = 0; span > 1000 && attempt < 200; attempt++) {
+        int port = first + (int)(rand_r(&seed) % (unsigned)span);
+
+        if (port != 6379 && port_binds(port) && port_binds(port + 10000))
+            return port;
+    }
+    /* a machine whose ephemeral range starts low: the kernel's pick */
     for (attempt = 0; attempt < 10; attempt++) {
         struct sockaddr_in sa;
         socklen_t len = sizeof(sa);
