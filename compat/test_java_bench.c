@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include <jansson.h>
 
@@ -49,12 +48,7 @@ static int run_bench(const char *args, char *out, size_t len)
     char cmd[2048];
     snprintf(cmd, sizeof(cmd), "'%s' --url %s %s 2>&1", RLOCK_BENCH_EXE,
              redis.url, args);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t n = fread(out, 1, len - 1, p);
-    out[n] = '\0';
-    int status = pclose(p);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return rt_run_capture(cmd, out, len);
 }
 
 /* Fails unless obj has every named field as a number. */

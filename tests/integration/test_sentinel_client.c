@@ -840,12 +840,7 @@ static int run_tool(const char *args, char *out, size_t len)
 {
     char cmd[1024];
     snprintf(cmd, sizeof(cmd), "%s %s 2>&1", RLOCK_CLI_PATH, args);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t n = fread(out, 1, len - 1, p);
-    out[n] = '\0';
-    int status = pclose(p);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return rt_run_capture(cmd, out, len);
 }
 
 /* The rlock tool on a Redisson config file naming the sentinels: it finds

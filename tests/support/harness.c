@@ -127,13 +127,33 @@ static struct {
     int tls;
 } probed = {PTHREAD_ONCE_INIT, 0, "", 0, 0, 0};
 
+int rt_run_capture(const char *cmd, char *out, size_t len)
+{
+    char drain[512];
+    size_t n = 0, got;
+    int status;
+    FILE *p;
+
+    if (len > 0)
+        out[0] = '\0';
+    p = popen(cmd, "r");
+    if (p == NULL)
+        return -1;
+    while (n + 1 < len && (got = fread(out + n, 1, len - 1 - n, p)) > 0)
+        n += got;
+    if (len > 0)
+        out[n] = '\0';
+    while (fread(drain, 1, sizeof(drain), p) > 0)
+        ; /* let it finish writing */
+    status = pclose(p);
+    return status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 /* Runs the server binary with args (a shell fragment) and copies what it
  * prints (stdout and stderr, at most len - 1 bytes) to out. */
 static void server_output(const char *args, char *out, size_t len)
 {
     char cmd[700];
-    size_t n = 0, got;
-    FILE *p;
 
     out[0] = '\0';
     if (strchr(probed.path, '\'') != NULL ||
@@ -141,15 +161,7 @@ static void server_output(const char *args, char *out, size_t len)
                  probed.path,
                  args) >= (int)sizeof(cmd))
         return;
-    p = popen(cmd, "r");
-    if (p == NULL)
-        return;
-    while (n + 1 < len && (got = fread(out + n, 1, len - 1 - n, p)) > 0)
-        n += got;
-    out[n] = '\0';
-    while (fread(cmd, 1, sizeof(cmd), p) > 0)
-        ; /* let it finish writing */
-    pclose(p);
+    rt_run_capture(cmd, out, len);
 }
 
 static void server_probe(void)

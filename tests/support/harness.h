@@ -155,6 +155,12 @@ const char *rt_sub_message(rt_sub *s, int i);
 /* Unsubscribes, joins the thread and frees everything.  NULL is a no-op. */
 void rt_sub_stop(rt_sub *s);
 
+/* Runs cmd (a shell command line) and copies what it prints on stdout (at
+ * most len - 1 bytes, NUL-terminated) to out; the rest is read and
+ * dropped. Returns its exit status, or -1 when it could not run or did
+ * not exit normally. */
+int rt_run_capture(const char *cmd, char *out, size_t len);
+
 /* Returns a loopback port that was free a moment ago (never 6379), or -1:
  * for a port a server needs besides its own (a cluster bus). */
 int rt_free_port(void);
