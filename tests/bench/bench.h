@@ -119,6 +119,14 @@ redisContext *bench_connect(const bench_opts *o);
  * caller frees each with redisFree(). */
 int bench_connect_nodes(const bench_opts *o, redisContext **out, int max);
 
+/* One command's calls (commandstats' name: "evalsha", "client|list"). */
+typedef struct bench_command_calls {
+    char name[40];
+    long long calls;
+} bench_command_calls;
+
+#define BENCH_MAX_COMMANDS 96
+
 /* Counters read from INFO: the calls of every command (commandstats), the
  * INFO calls among them, the script calls, and INFO stats figures. */
 typedef struct bench_counters {
@@ -134,6 +142,8 @@ typedef struct bench_counters {
     long long keys;         /* DBSIZE of the database */
     long long host_busy;    /* the machine's busy jiffies, all CPUs */
     long long host_total;   /* ... and all its jiffies (/proc/stat) */
+    int ncommands;          /* the commands Redis has run, each's calls */
+    bench_command_calls by_command[BENCH_MAX_COMMANDS];
 } bench_counters;
 
 /* From two counter readings around a window of elapsed_s seconds, sets
@@ -144,6 +154,15 @@ typedef struct bench_counters {
 void bench_set_cpu_split(json_t *out, const bench_counters *before,
                          const bench_counters *after, double elapsed_s,
                          double acq);
+
+/* Sets on out "redis_cmds_by_command": each command's calls between the
+ * two readings per acquisition (over acq), inside scripts included, most
+ * first, without INFO and DBSIZE and without the run's own traffic: own
+ * lists commands and calls to take off (an empty name ends it). Shows where a
+ * hand-over's commands go. */
+void bench_set_cmds_by_command(json_t *out, const bench_counters *before,
+                               const bench_counters *after, double acq,
+                               const bench_command_calls *own);
 
 /* Reads the counters on c; returns 0 or -1. Costs two INFO calls and a
  * DBSIZE. */

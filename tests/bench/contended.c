@@ -18,6 +18,8 @@
  *   redis_cmds_per_acq   commands Redis ran (INFO commandstats, including
  *                        the ones scripts run) per acquisition, without the
  *                        benchmark's own GET, SET and INFO
+ *   redis_cmds_by_command  the same, command by command ("evalsha": 3.4):
+ *                        where a hand-over's commands go
  *   redis_reads_per_acq  request batches Redis read (total_reads_processed)
  *                        per acquisition, without the benchmark's own
  *   same_worker_pct      handoffs where the releasing worker took the lock
@@ -263,6 +265,10 @@ static void report(const bench_opts *o, shared *sh, int64_t start,
     bench_set_num(out, "redis_cmds_per_acq", (double)cmds / acq);
     bench_set_num(out, "redis_reads_per_acq", (double)reads / acq);
     bench_set_cpu_split(out, before, after, elapsed, acq);
+    bench_set_cmds_by_command(out, before, after, acq,
+                              (bench_command_calls[]){{"get", total},
+                                                      {"set", total},
+                                                      {"", 0}});
     /* mixed-java: the records are rlock's acquisitions only (Java holders
      * may come between two of them), so these are the sides' figures */
     if (java == NULL) {

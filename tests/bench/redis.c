@@ -95,6 +95,33 @@ out_free:
     return -1;
 }
 
+/* Adds calls to name's count in c (a new entry if it has none; dropped
+ * when the table is full). */
+static void add_command_calls(bench_counters *c, const char *name,
+                              long long calls)
+{
+    for (int i = 0; i < c->ncommands; i++) {
+        if (strcmp(c->by_command[i].name, name) == 0) {
+            c->by_command[i].calls += calls;
+            return;
+        }
+    }
+    if (c->ncommands == BENCH_MAX_COMMANDS)
+        return;
+    bench_command_calls *e = &c->by_command[c->ncommands++];
+    snprintf(e->name, sizeof(e->name), "%s", name);
+    e->calls = calls;
+}
+
+/* name's calls in c, 0 when it has none. */
+static long long command_calls(const bench_counters *c, const char *name)
+{
+    for (int i = 0; i < c->ncommands; i++)
+        if (strcmp(c->by_command[i].name, name) == 0)
+            return c->by_command[i].calls;
+    return 0;
+}
+
 /* Adds one node's counters to a sum over the nodes. */
 void bench_counters_add(bench_counters *sum, const bench_counters *one)
 {
@@ -108,6 +135,9 @@ void bench_counters_add(bench_counters *sum, const bench_counters *one)
     sum->pttl_usec += one->pttl_usec;
     sum->cpu_us += one->cpu_us;
     sum->keys += one->keys;
+    for (int i = 0; i < one->ncommands; i++)
+        add_command_calls(sum, one->by_command[i].name,
+                          one->by_command[i].calls);
 }
 
 /* One command whose reply only matters as "not an error". */
@@ -162,6 +192,9 @@ static void sum_commandstats(const char *text, bench_counters *out)
         const char *usec_at = strstr(calls, "usec=");
         long long usec = usec_at != NULL ? strtoll(usec_at + 5, NULL, 10) : 0;
         size_t nlen = (size_t)(colon - name);
+        char one[sizeof(out->by_command[0].name)];
+        snprintf(one, sizeof(one), "%.*s", (int)nlen, name);
+        add_command_calls(out, one, n);
         out->calls += n;
         if (nlen == 4 && strncmp(name, "pttl", 4) == 0)
             out->pttl_usec += usec;
@@ -234,6 +267,42 @@ int bench_counters_read(redisContext *c, bench_counters *out)
     freeReplyObject(r);
     read_host_jiffies(out);
     return 0;
+}
+
+static int by_calls_descending(const void *a, const void *b)
+{
+    long long x = ((const bench_command_calls *)a)->calls;
+    long long y = ((const bench_command_calls *)b)->calls;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+void bench_set_cmds_by_command(json_t *out, const bench_counters *before,
+                               const bench_counters *after, double acq,
+                               const bench_command_calls *own)
+{
+    bench_command_calls diff[BENCH_MAX_COMMANDS];
+    int n = 0;
+    for (int i = 0; i < after->ncommands; i++) {
+        const char *name = after->by_command[i].name;
+        if (strcmp(name, "info") == 0 || strcmp(name, "dbsize") == 0)
+            continue;
+        long long calls =
+            after->by_command[i].calls - command_calls(before, name);
+        for (const bench_command_calls *o = own; o->name[0] != '\0'; o++)
+            if (strcmp(o->name, name) == 0)
+                calls -= o->calls;
+        if (calls <= 0)
+            continue;
+        diff[n] = after->by_command[i];
+        diff[n++].calls = calls;
+    }
+    qsort(diff, (size_t)n, sizeof(diff[0]), by_calls_descending);
+    json_t *by = json_object();
+    if (by == NULL)
+        return;
+    for (int i = 0; i < n; i++)
+        bench_set_num(by, diff[i].name, (double)diff[i].calls / acq);
+    json_object_set_new(out, "redis_cmds_by_command", by);
 }
 
 void bench_set_cpu_split(json_t *out, const bench_counters *before,

@@ -24,6 +24,7 @@
  *   lost_increments      acquisitions minus the counter's final value
  *   redis_cmds_per_acq   commands Redis ran per acquisition, scripts'
  *                        included, without the loop's GET, SET and INFO
+ *   redis_cmds_by_command  the same, command by command
  *   redis_reads_per_acq  request batches Redis read per acquisition,
  *                        without the loop's own
  */
@@ -260,6 +261,11 @@ out_stop:
     bench_set_num(out, "redis_cmds_per_acq", (double)cmds / acq);
     bench_set_num(out, "redis_reads_per_acq", (double)reads / acq);
     bench_set_cpu_split(out, &before, &after, elapsed, acq);
+    bench_set_cmds_by_command(out, &before, &after, acq,
+                              (bench_command_calls[]){{"get", total},
+                                                      {"set", total},
+                                                      {"publish", 1 + g.n},
+                                                      {"", 0}});
     json_object_set_new(out, "acquisitions", json_integer(total));
     json_object_set_new(out, "procs", json_true());
 out:

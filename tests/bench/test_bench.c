@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include <jansson.h>
 
@@ -50,12 +49,8 @@ static json_t *bench(const char *args)
     char cmd[1024], out[1 << 16];
     snprintf(cmd, sizeof(cmd), "'%s' --url %s %s", RLOCK_BENCH_EXE, redis.url,
              args);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t n = fread(out, 1, sizeof(out) - 1, p);
-    out[n] = '\0';
-    int status = pclose(p);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    int status = rt_run_capture(cmd, out, sizeof(out));
+    if (status != 0)
         fail_msg("'%s' failed (status %d): %s", cmd, status, out);
     json_error_t err;
     json_t *j = json_loads(out, 0, &err);
@@ -131,6 +126,26 @@ static void test_parallel(void **state)
                  "parallel");
 }
 
+/* The per-command breakdown is there and adds up to redis_cmds_per_acq
+ * (each entry rounded to three digits); returns the breakdown. */
+static json_t *assert_breakdown_adds_up(json_t *j)
+{
+    json_t *by = json_object_get(j, "redis_cmds_by_command");
+    const char *name;
+    json_t *v;
+    double sum = 0;
+    assert_true(json_is_object(by));
+    json_object_foreach(by, name, v)
+    {
+        assert_true(json_is_number(v));
+        sum += json_number_value(v);
+    }
+    double total = json_number_value(json_object_get(j, "redis_cmds_per_acq"));
+    if (sum < total - 0.1 || sum > total + 0.1)
+        fail_msg("breakdown adds up to %.3f, not %.3f", sum, total);
+    return by;
+}
+
 static void check_contended(const char *args, const char *kind)
 {
     static const char *const fields[] = {
@@ -144,6 +159,9 @@ static void check_contended(const char *args, const char *kind)
                      0);
     assert_true(json_integer_value(json_object_get(j, "max_acq")) > 0);
     assert_string_equal(json_string_value(json_object_get(j, "kind")), kind);
+    json_t *by = assert_breakdown_adds_up(j);
+    /* every acquisition ends in an unlock script: at least one a hand-over */
+    assert_true(json_number_value(json_object_get(by, "evalsha")) >= 1);
     json_decref(j);
 }
 
@@ -226,6 +244,9 @@ static void test_ring(void **state)
                 12.5);
     assert_true(json_number_value(json_object_get(j, "redis_reads_per_acq")) <
                 3.5);
+    json_t *by = assert_breakdown_adds_up(j);
+    double scripts = json_number_value(json_object_get(by, "evalsha"));
+    assert_true(scripts > 1.9 && scripts < 2.1);
     json_decref(j);
 }
 
