@@ -1,5 +1,5 @@
 /*
- * api/cluster_connect.c: connecting to a Redis Cluster (issue 14): the
+ * api/cluster_connect.c: connecting to a Redis Cluster: the
  * seeds of a redis+cluster:// URI are tried in order, and the first that
  * answers CLUSTER SLOTS with a table serving all 16384 slots becomes the
  * node the client checks (client.c's check_server: credentials, scripts,

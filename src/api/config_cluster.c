@@ -1,6 +1,6 @@
 /*
- * api/config_cluster.c: Redisson's clusterServersConfig in a config file
- * (issue 14), beside config_keys.c's single-server and Sentinel keys.
+ * api/config_cluster.c: Redisson's clusterServersConfig in a config file,
+ * beside config_keys.c's single-server and Sentinel keys.
  *
  * Design note. The file's nodeAddresses become a redis+cluster:// URI
  * (proto/uri.c), so that a file and a URI give the same server; the other

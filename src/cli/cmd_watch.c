@@ -29,7 +29,7 @@
  * waits, so a signal can never be lost between checking the flag and
  * blocking.
  *
- * A cluster (issue 14). A lock's unlock messages and keyspace events are
+ * A cluster. A lock's unlock messages and keyspace events are
  * on the master serving its slot (with sharded pub/sub, SPUBLISH reaches
  * that node's SSUBSCRIBE clients only, and keyspace notifications never
  * leave their node), so each NAME gets a subscriber of its own on that

@@ -1,6 +1,6 @@
 /*
  * core/core.h: the core layer's private header: lock entries and the lock
- * operations, independent of how bytes move (issue 13).
+ * operations, independent of how bytes move.
  *
  * - entry.c (the table), entry_waiters.c and hold.c own an entry's state:
  *   its holds, its waiters and their wake-ups, its subscription flags and

@@ -1,6 +1,6 @@
 /*
  * core/follow.c: what moves with the master in Sentinel mode (a
- * redis+sentinel:// URI, issue 15). src/io/master.c knows where the master
+ * redis+sentinel:// URI). src/io/master.c knows where the master
  * is and moves the address every connection opens to; this file is the
  * client's reaction to a move, which is the lock core's business:
  *

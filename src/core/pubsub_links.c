@@ -24,7 +24,7 @@
  * reset by an accepted subscription; every wanted channel is subscribed
  * again.
  *
- * A cluster (issue 14; CLUSTER-SENTINEL.md 6.4). A channel is subscribed
+ * A cluster (CLUSTER-SENTINEL.md 6.4). A channel is subscribed
  * on the master serving its slot (io/cluster.h), one subscriber link per
  * node, kept in `links` by node (index 0 is the client's own server, a
  * cluster's being made as channels need them); with sharded pub/sub

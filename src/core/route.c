@@ -1,6 +1,6 @@
 /*
  * core/route.c: where a request goes in cluster mode, and what a cluster's
- * answer means for it (issue 14; CLUSTER-SENTINEL.md 6.3's table).
+ * answer means for it (CLUSTER-SENTINEL.md 6.3's table).
  *
  * Design note. command.c sends every request through the same path in
  * both modes; in cluster mode it asks rlock__route_conn for the connection

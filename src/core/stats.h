@@ -1,5 +1,5 @@
 /*
- * stats.h: a client's counters and latency histograms (issue 18), private.
+ * stats.h: a client's counters and latency histograms, private.
  *
  * The hot path counts with relaxed atomic additions and nothing else: no
  * lock, no allocation, no branch beyond "is counting on". Every function

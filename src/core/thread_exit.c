@@ -7,7 +7,7 @@
  * them, the lease runs out, and the callbacks say so.
  *
  * Design notes. An exit handler walks a client's entries, so a client must
- * not be freed under a handler that already started (issue 12, item 9).
+ * not be freed under a handler that already started.
  * With a key per client that cannot be arranged: pthread_key_delete() does
  * not wait for destructors in progress, and a thread may pass glibc's check
  * that the key is alive and still call the destructor after it was

@@ -1,6 +1,6 @@
 /*
  * cluster.h: the nodes of a Redis Cluster as the I/O thread sees them
- * (issue 14; shared/CLUSTER-SENTINEL.md 6.2 and 6.3): which master serves
+ * (shared/CLUSTER-SENTINEL.md 6.2 and 6.3): which master serves
  * each slot, and each node's command connections.
  *
  * Design note. The single-server client has one set of command

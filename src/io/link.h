@@ -1,7 +1,7 @@
 /*
  * link.h: the transport rlock owns: one connection to one Redis server.
  *
- * Moving the library onto it (issue 13): pubsub.c's subscriber is a
+ * Moving the library onto it: pubsub.c's subscriber is a
  * subscriber rlock__link, and the I/O thread's command connections
  * (io/conn.c, used by core/request.c) own one rlock__link each;
  * core/direct.c's connections, the connect-time check (api/client.c,

@@ -1,5 +1,5 @@
 /*
- * io/master.h: where the data master is in Sentinel mode (issue 15), as
+ * io/master.h: where the data master is in Sentinel mode, as
  * every connection of a client must see it: discovered at connect, then
  * followed on the I/O thread's loop (src/io/sentinel.c does the asking).
  *

@@ -1,6 +1,6 @@
 /*
  * sentinel.h: a Redis master found through Redis Sentinel, and followed
- * when the sentinels move it (issue 15; shared/CLUSTER-SENTINEL.md 4, 6.6).
+ * when the sentinels move it (shared/CLUSTER-SENTINEL.md 4, 6.6).
  *
  * Two halves, sharing the sentinels' list and what was learnt:
  *   - discovery, blocking, on a user thread (client creation): the

@@ -1,5 +1,5 @@
 /*
- * cluster.h: proto's Redis Cluster pieces (issue 14), pure like the rest of
+ * cluster.h: proto's Redis Cluster pieces, pure like the rest of
  * proto: where a key lives, what a cluster error tells the sender, and the
  * slot table a node describes.
  *

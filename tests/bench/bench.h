@@ -2,8 +2,8 @@
  * bench.h: the private header of rlock-bench (tests/bench).
  *
  * rlock-bench measures rlock against the physical floor of the Redis it
- * runs on. Each run prints one JSON object whose field names are fixed by
- * issue 4, so that scripts/bench and other tools can read them. The pieces:
+ * runs on. Each run prints one JSON object whose field names are fixed,
+ * so that scripts/bench and other tools can read them. The pieces:
  *   stats.c        clocks, latency samples and percentiles
  *   redis.c        plain hiredis connections, INFO counters, --url parsing
  *   limit.c        the "limit" scenario: PING and EVALSHA with no library

@@ -1,6 +1,6 @@
 /*
  * fanout.c: the "fanout" scenario, the ceiling that Redisson's unlock
- * channel puts on one RLock shared by many processes (issue 17).
+ * channel puts on one RLock shared by many processes.
  *
  * Every unlock of an RLock publishes "0" on the lock's channel, and every
  * process with a waiter is subscribed to it (a Java client too: that is how

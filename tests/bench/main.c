@@ -64,7 +64,7 @@ int bench_client(const bench_opts *o, rlock_client **out)
         rc = rlock_config_set_connections(cfg, o->connections);
     if (rc == 0 && o->stats_off) /* what counting costs (docs/observability.md) */
         rc = rlock_config_set_stats(cfg, 0);
-    if (rc == 0 && o->barging) /* Redisson's waiting (issue 17) */
+    if (rc == 0 && o->barging) /* Redisson's waiting */
         rc = rlock_config_set_lock_barging(cfg, 1);
     if (rc == 0 && o->queue_off) /* every waiter on Redisson's channel */
         rc = rlock_config_set_lock_queue(cfg, 0);

@@ -1,6 +1,6 @@
 /*
  * ring.c: the "ring" scenario, the floor of an orderly hand-over of one
- * RLock between processes with Redisson's scripts (issue 17), measured
+ * RLock between processes with Redisson's scripts, measured
  * with no library in the way.
  *
  * --workers processes pass the lock round a ring with plain blocking

@@ -1,5 +1,5 @@
 /*
- * test_bench.c: rlock-bench behaves (issue 4). Each scenario runs for
+ * test_bench.c: rlock-bench behaves. Each scenario runs for
  * about a second against a redis-server of the test's own, and its JSON is
  * checked: one object, the issue's field names, the embedded limit, no
  * lost increment under contention (threads and processes), no held lock

@@ -2,8 +2,8 @@
  * test_fault_exit_fork.c: locks whose owner cannot unlock them any more.
  *
  * A thread that exits holding a lock can never unlock it (only the owning
- * thread may), so renewing it would keep the lock forever. What must hold
- * (issue 5): the watchdog stops renewing it, the lease runs out, and the
+ * thread may), so renewing it would keep the lock forever. What must
+ * hold: the watchdog stops renewing it, the lease runs out, and the
  * lost-lock callbacks say so with RLOCK_LOST_ABANDONED; other holds of the
  * same client are not disturbed.
  *

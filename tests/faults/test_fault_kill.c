@@ -2,7 +2,7 @@
  * test_fault_kill.c: the client's connections are killed from the server
  * side (CLIENT KILL), for the command connections and for the subscriber.
  *
- * What must hold (issue 5): the client reconnects, resubscribes and
+ * What must hold: the client reconnects, resubscribes and
  * retries at once; messages published while it was unsubscribed are lost,
  * so a resubscribed waiter re-tries its acquire; a waiter whose subscriber
  * connection was killed still takes the lock within a second of the

@@ -4,7 +4,7 @@
  * A lock can vanish without a message: a raw DEL (an operator, a script),
  * or a holder that crashed and whose lease then ran out (expiry publishes
  * nothing). A waiter that only trusted the TTL it was told would sleep for
- * the rest of a 30 s lease. What must hold (issue 5): the waiter re-checks
+ * the rest of a 30 s lease. What must hold: the waiter re-checks
  * at least every re-check interval (rlock_config_set_recheck_interval,
  * default 2 s), so it gets the lock within about that interval; and it does
  * not poll much faster than that either.

@@ -2,7 +2,7 @@
  * test_fault_redlock.c: a Redlock over five servers while some of them
  * stall (SIGSTOP) or die.
  *
- * What must hold (issue 7): a Redlock whose minority of servers is stopped
+ * What must hold: a Redlock whose minority of servers is stopped
  * during the acquire still succeeds within its wait plus a margin, because
  * each server only gets its share of the wait, not a command timeout (the
  * command timeout here is far longer than wait + margin, so the two cannot

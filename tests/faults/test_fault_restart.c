@@ -3,7 +3,7 @@
  * again on the same port with an empty data set) while locks are held and
  * waiters wait.
  *
- * What must hold (issue 5): holders are told their lock was lost within one
+ * What must hold: holders are told their lock was lost within one
  * renewal period (lost-lock callbacks with RLOCK_LOST_GONE, unlock answers
  * RLOCK_ELOST); waiters resubscribe and acquire; nothing crashes or hangs;
  * the same client object keeps working afterwards.

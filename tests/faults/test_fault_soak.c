@@ -12,7 +12,7 @@
  * time out) and every 16th is nested, releasing the inner hold between the
  * GET and the SET.
  *
- * What must hold (issue 5): zero lost increments and zero overlaps; zero
+ * What must hold: zero lost increments and zero overlaps; zero
  * stranded waiters (every worker finishes within STRAND_BUDGET_MS after the
  * deadline); no lock channel still subscribed afterwards (PUBSUB NUMSUB 0
  * while every client is still alive); no connection growth: on the lock

@@ -2,7 +2,7 @@
  * test_fault_stall.c: Redis stalls (SIGSTOP for a few seconds, then
  * SIGCONT), and renewals fail for a while.
  *
- * What must hold (issue 5): calls made during the stall return
+ * What must hold: calls made during the stall return
  * RLOCK_ETIMEDOUT or RLOCK_ECONN within their budget (the command timeout
  * is 500 ms here); the watchdog keeps trying instead of dying, so a lock
  * whose lease outlived the stall is still held and renewed afterwards; a

@@ -1,7 +1,7 @@
 /*
  * test_cluster.c: proto's cluster pieces (src/proto/cluster.h) against a
  * live Redis Cluster of 3 masters and 3 replicas (cluster_fixture.h), one
- * for the whole program (issue 14's groundwork).
+ * for the whole program.
  *
  * What the server says is the reference: our slot of a key is CLUSTER
  * KEYSLOT's; a lock name our check accepts has every key in one slot there,
@@ -320,7 +320,7 @@ static redisReply *send_release(const char *name)
     redisFree(c);
     rlock__spec_clear(&s);
     free(channel);
-    free(aux[0]); /* an RLock's queue keys (issue 17) */
+    free(aux[0]); /* an RLock's queue keys */
     free(aux[1]);
     free(latch);
     return r;

@@ -1,5 +1,5 @@
 /*
- * test_cluster_client.c: the client in cluster mode (issue 14) against a
+ * test_cluster_client.c: the client in cluster mode against a
  * live Redis Cluster of 3 masters and 3 replicas (cluster_fixture.h), one
  * for the whole program.
  *

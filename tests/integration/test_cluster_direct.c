@@ -1,6 +1,6 @@
 /*
  * test_cluster_direct.c: blocking calls on caller-thread connections in
- * cluster mode (issue 14; src/core/direct_cluster.c) against a live Redis
+ * cluster mode (src/core/direct_cluster.c) against a live Redis
  * Cluster of 3 masters and 3 replicas (cluster_fixture.h), one for the
  * whole program.
  *

@@ -1,5 +1,5 @@
 /*
- * test_cluster_tls.c: the cluster client over TLS (issue 14), on its own
+ * test_cluster_tls.c: the cluster client over TLS, on its own
  * cluster of 3 masters and 3 replicas whose nodes talk TLS to clients, to
  * each other and to their replicas (rt_cluster_start_tls(), certificates
  * from tls_fixture.h).

@@ -1,5 +1,5 @@
 /*
- * test_herd.c: many processes on one RLock (issue 17), and the setting
+ * test_herd.c: many processes on one RLock, and the setting
  * that gives Redisson's own waiting back (rlock_config_set_lock_barging).
  *
  * Each rlock_client stands for a process (its own uuid, its own subscriber

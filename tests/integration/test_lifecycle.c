@@ -1,6 +1,5 @@
 /*
- * test_lifecycle.c: the client's end of life and its threads (issue 12,
- * items 7 to 11).
+ * test_lifecycle.c: the client's end of life and its threads.
  *
  * What must hold:
  *  - freeing a client with a libev loop attached leaves nothing of rlock's

@@ -1,5 +1,5 @@
 /*
- * test_link.c: the transport rlock owns (src/io/link.h, issue 13), against
+ * test_link.c: the transport rlock owns (src/io/link.h), against
  * real redis-server processes: connect and handshake, deadlines, late
  * replies, pipelining, a killed connection, the subscriber link, and TLS
  * for both links. The blocking link's own tests are test_link_sync.c.

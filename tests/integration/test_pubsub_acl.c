@@ -1,6 +1,6 @@
 /*
- * test_pubsub_acl.c: waiting under Redis 7 ACL users (issue 12, items 6
- * and 3), and the log hook that reports what an ACL refused.
+ * test_pubsub_acl.c: waiting under Redis 7 ACL users, and the log hook
+ * that reports what an ACL refused.
  *
  * A Redis 7 user made with ACL SETUSER gets no channel permissions unless
  * given some (resetchannels is the default), so its SUBSCRIBE is refused.
@@ -228,7 +228,7 @@ static void *release_main(void *arg)
 /* Holds name as a peer, releases it HOLD_MS from now, and returns how long
  * rlock_trylock() on c took to get it (with a lease, so that no renewal
  * runs). A user without channel permissions cannot publish either, so its
- * unlock is not checked here (issue 12 item 3 says what it returns), only
+ * unlock is not checked here (docs/acl.md says what it returns), only
  * that the lock is gone. */
 static int64_t contended_wait_ms(rt_redis *r, rlock_client *c,
                                  const char *name)

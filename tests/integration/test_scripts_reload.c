@@ -275,7 +275,7 @@ static void test_lock_after_server_restart_succeeds(void **state)
 /* An operator may rename EVAL away (rename-command EVAL "" in the server's
  * config file) and leave EVALSHA and SCRIPT LOAD: after SCRIPT FLUSH the
  * client must load its script again and resend EVALSHA, never fall back to
- * EVAL (issue 12, item 12). */
+ * EVAL. */
 
 typedef struct done_flag {
     pthread_mutex_t mu;

@@ -1,6 +1,6 @@
 /*
  * test_sentinel.c: finding and following a master through Redis Sentinel
- * (src/io/sentinel.h, issue 15), against one group of real servers (a
+ * (src/io/sentinel.h), against one group of real servers (a
  * master, its replica and three sentinels: tests/support/sentinel_fixture)
  * and, where a sentinel must lie, a fake one on a thread of this test.
  *

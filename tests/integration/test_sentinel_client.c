@@ -1,5 +1,5 @@
 /*
- * test_sentinel_client.c: the client in Sentinel mode (issue 15), against
+ * test_sentinel_client.c: the client in Sentinel mode, against
  * one group of real servers (tests/support/sentinel_fixture: a master, its
  * replica and three sentinels). The master wants a password (the URI's),
  * the sentinels another (rlock_config_set_sentinel_credentials), and the

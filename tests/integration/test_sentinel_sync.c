@@ -1,6 +1,6 @@
 /*
  * test_sentinel_sync.c: WAIT after lock scripts (rlock_config_set_sync_
- * replicas, Redisson's checkLockSyncedSlaves; issues 14 and 15) in
+ * replicas, Redisson's checkLockSyncedSlaves) in
  * Sentinel mode, against one group of real servers (tests/support/
  * sentinel_fixture: a master, its replica and three sentinels).
  *

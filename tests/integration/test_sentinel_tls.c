@@ -1,5 +1,5 @@
 /*
- * test_sentinel_tls.c: Redis Sentinel with TLS everywhere (issue 15): the
+ * test_sentinel_tls.c: Redis Sentinel with TLS everywhere: the
  * data nodes replicate over TLS and the sentinels watch them over TLS, so
  * every address a sentinel gives is a TLS port, and the sentinels take TLS
  * too (tests/support/sentinel_fixture.h with tls; the certificates are

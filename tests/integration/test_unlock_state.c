@@ -1,10 +1,10 @@
 /*
- * test_unlock_state.c: what an unlock leaves behind (issue 12, items 1-3
- * and 5): a hold being released is never reported lost, an unlock the
- * server refused leaves the hold as it was, an unlock whose message was
- * refused still reports the release, one kind's phantom drop leaves
- * another kind's hold on the same name alone, and a last unlock that finds
- * holds its client never knew of (a lost acquire's) drops them.
+ * test_unlock_state.c: what an unlock leaves behind: a hold being
+ * released is never reported lost, an unlock the server refused leaves
+ * the hold as it was, an unlock whose message was refused still reports
+ * the release, one kind's phantom drop leaves another kind's hold on the
+ * same name alone, and a last unlock that finds holds its client never
+ * knew of (a lost acquire's) drops them.
  */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,6 +1,6 @@
 /*
  * cluster_fixture.h: a Redis Cluster of 3 masters and 3 replicas for
- * integration tests (issue 14), made of the harness's redis-server
+ * integration tests, made of the harness's redis-server
  * processes (harness.h) on free loopback ports, never 6379.
  *
  * Start one per test program, not per case (CLUSTER-SENTINEL.md 7): cases

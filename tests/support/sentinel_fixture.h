@@ -1,5 +1,5 @@
 /*
- * sentinel_fixture.h: a Redis Sentinel group for tests (issue 15): one
+ * sentinel_fixture.h: a Redis Sentinel group for tests: one
  * master, one replica and three sentinels watching them under one name,
  * each a real redis-server on a free loopback port with its own temporary
  * directory (and a sentinel its own generated config file), all stopped
