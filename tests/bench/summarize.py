@@ -205,6 +205,40 @@ def handover_goals(meta, med, target):
            % workers, v, "4", v is not None and v <= 4)
 
 
+def breakdown(groups, med, w):
+    """Where a hand-over's Redis commands go: each command's calls per
+    acquisition, rlock's RLock beside the ring's floor, in the same run."""
+    by = "redis_cmds_by_command"
+    names = []
+    for scen in ("contended-procs", "ring"):
+        for r in groups.get((scen, "rlock"), []):
+            for name in r.get(by) or {}:
+                if name not in names:
+                    names.append(name)
+    if not names:
+        return
+    rows = []
+    for name in names:
+        mine = med("contended-procs", "rlock", name, by) or 0
+        ring = med("ring", "rlock", name, by) or 0
+        rows.append((mine, ring, name))
+    rows.sort(key=lambda row: (-(row[0] - row[1]), row[2]))
+    w("**Where the commands go** (calls per acquisition, inside scripts "
+      "included; RLock with its queue and the ring in the same run)")
+    w("")
+    w("| command | RLock | ring | RLock more |")
+    w("|---|---:|---:|---:|")
+    for mine, ring, name in rows:
+        if mine < 0.05 and ring < 0.05:
+            continue
+        w("| %s | %s | %s | %s |" % (name, fmt(mine), fmt(ring),
+                                     fmt(mine - ring)))
+    w("| all | %s | %s | %s |" % (
+        fmt(sum(r[0] for r in rows)), fmt(sum(r[1] for r in rows)),
+        fmt(sum(r[0] - r[1] for r in rows))))
+    w("")
+
+
 def mixed(meta, groups, med, w):
     """The mixed fleet: rlock's processes and the real Java Redisson's JVMs
     on one lock, each side's figures for each setting of rlock."""
@@ -343,6 +377,7 @@ def main():
              fmt(med("ring", "rlock", "max_acq")),
              "%sx" % fmt(ratio(mine, v)) if mine is not None else "n/a"))
         w("")
+        breakdown(groups, med, w)
     w("**Targets**")
     w("")
     w("| target | measured | |")
