@@ -413,7 +413,8 @@ def main():
         v = med(scen, "rlock", "acq_per_s")
         best = max([x for x in (med(scen, p, "acq_per_s") for p in PEERS)
                     if x is not None] or [0])
-        target("acquisitions/s above every peer (%s)" % tag, v,
+        target("acquisitions/s above every peer (%s)" % tag,
+               v if best > 0 else None,
                "> %s" % fmt(best), v is not None and v > best)
         v = med(scen, "rlock", "redis_reads_per_acq")
         target("request batches per acquisition at most 4 (%s)" % tag, v,
