@@ -49,25 +49,6 @@ static rlock_client *connect_with_timeout(const char *url, int64_t cmd_ms)
     return lt_connect(url, rlock_config_set_command_timeout, cmd_ms);
 }
 
-/* Returns a loopback port nothing listens on (free a moment ago). */
-static int free_port(void)
-{
-    struct sockaddr_in sa;
-    socklen_t len = sizeof(sa);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    int port;
-
-    assert_true(fd >= 0);
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
-    port = ntohs(sa.sin_port);
-    close(fd);
-    return port;
-}
-
 /* A lock call on a helper thread, so that a hang can be detected. */
 typedef struct async_call {
     pthread_t thread;
@@ -365,7 +346,7 @@ static void test_connect_to_closed_port_is_econn(void **state)
     int64_t t0;
 
     (void)state;
-    snprintf(url, sizeof(url), "redis://127.0.0.1:%d", free_port());
+    snprintf(url, sizeof(url), "redis://127.0.0.1:%d", rt_free_port());
     t0 = rt_now_ms();
     assert_int_equal(rlock_client_connect(&c, url), RLOCK_ECONN);
     assert_null(c);

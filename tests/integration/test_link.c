@@ -22,8 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -690,20 +688,6 @@ static void test_refused_subscribe_is_reported_and_the_link_survives(
     fixture_stop(&f);
 }
 
-/* A loopback port nothing listens on right now. */
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(fd >= 0);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    socklen_t len = sizeof(a);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
 /* A one-node cluster that owns every slot drops the shard channels of a
  * slot it deletes and tells their subscribers with "sunsubscribe", as a
  * failover does: the push a server sends of its own accord. */
@@ -712,10 +696,9 @@ static void test_server_sent_sunsubscribe_is_seen(void **state)
     (void)state;
     RT_SKIP_BEFORE_7_0("sharded pub/sub");
     rt_redis cl = {0};
-    /* the bus port defaults to port + 10000, past 65535 for the harness's
-     * high ports: give it one of its own */
+    /* a bus port of its own, as every cluster node of the harness has */
     char bus[16];
-    snprintf(bus, sizeof(bus), "%d", free_port());
+    snprintf(bus, sizeof(bus), "%d", rt_free_port());
     const char *args[] = {"--cluster-enabled", "yes", "--cluster-port", bus,
                           NULL};
     assert_int_equal(rt_redis_start_args(&cl, args), 0);
