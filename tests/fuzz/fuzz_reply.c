@@ -171,13 +171,38 @@ static void check_fenced_acquire(const redisReply *r)
     }
 }
 
+/* Whether r is the WRONGTYPE of a script's redis.call() as Redis 6.2
+ * wraps it: "ERR Error running script (call to f_<sha>): @user_script:
+ * <line>: WRONGTYPE ...", the line number being digits (or none), read as
+ * text (up to a NUL byte, which Redis never sends in an error). */
+static bool wrapped_wrongtype(const redisReply *r)
+{
+    static const char head[] = "ERR Error running script (call to f_";
+    static const char mark[] = "): @user_script:";
+    static const char tail[] = ": WRONGTYPE ";
+    size_t len = r->str != NULL ? strnlen(r->str, r->len) : 0;
+
+    if (!has_prefix(r, head))
+        return false;
+    for (size_t i = 0; i + sizeof(mark) - 1 <= len; i++) {
+        if (memcmp(r->str + i, mark, sizeof(mark) - 1) != 0)
+            continue;
+        size_t j = i + sizeof(mark) - 1;
+        while (j < len && r->str[j] >= '0' && r->str[j] <= '9')
+            j++;
+        return len - j >= sizeof(tail) - 1 &&
+               memcmp(r->str + j, tail, sizeof(tail) - 1) == 0;
+    }
+    return false;
+}
+
 static void check_unlock(const redisReply *r)
 {
     int rc = rlock__reply_unlock(r);
 
     switch (r->type) {
     case REDIS_REPLY_ERROR:
-        if (has_prefix(r, "WRONGTYPE"))
+        if (has_prefix(r, "WRONGTYPE") || wrapped_wrongtype(r))
             CHECK(rc == RLOCK__UNLOCK_NOT_A_LOCK);
         else
             CHECK(rc == expected_error(r));
