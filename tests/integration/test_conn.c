@@ -226,8 +226,9 @@ static void test_a_stopped_server_times_out_the_command_and_the_late_reply_follo
     long long id = client_id(&f);
     rt_redis_pause(&server);
     call c;
-    call_init(&c, 300, "ECHO", "late-echo", NULL);
+    /* before the deadline is set, so that it is at least start + 300 */
     int64_t start = rt_now_ms();
+    call_init(&c, 300, "ECHO", "late-echo", NULL);
     assert_int_equal(rlock__conn_send(&f.cn, &c.cmd), 0);
     run_until(&f, &c.calls, 300 + SLACK_MS);
     rt_redis_resume(&server);
