@@ -30,30 +30,12 @@ cli_begin test_cli_cluster
 
 # ----------------------------------------------------------------- cluster
 
-# six free loopback ports: three nodes and their cluster buses, each bus
-# its node's port + 10000 (before 7.0 it can be nothing else), all below
-# the kernel's ephemeral range: there an outgoing connection of another
-# test can take a port between our pick and the server's bind
-read -r -a PORTS < <(python3 - <<'PY'
-import random, socket
-with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-    top = max(int(f.read().split()[0]) - 10000, 11000)
-ports = []
-while len(ports) < 3:
-    p = random.randrange(10000, top)
-    try:
-        for q in (p, p + 10000):
-            with socket.socket() as s:
-                s.bind(("127.0.0.1", q))
-    except OSError:
-        continue
-    if p != 6379 and p not in ports:
-        ports.append(p)
-print(*ports, *[p + 10000 for p in ports])
-PY
-)
-P=("${PORTS[0]}" "${PORTS[1]}" "${PORTS[2]}")
-BUS=("${PORTS[3]}" "${PORTS[4]}" "${PORTS[5]}")
+# three free loopback ports for the nodes (tests/support/free_ports.py),
+# each bus its node's port + 10000 (before 7.0 it can be nothing else),
+# which the script checked free too
+free_ports=$(dirname "${BASH_SOURCE[0]}")/../support/free_ports.py
+read -r -a P < <(python3 "$free_ports" 3)
+BUS=($((P[0] + 10000)) $((P[1] + 10000)) $((P[2] + 10000)))
 if redis_has_7_0; then
     BUS_ARGS=(--cluster-port)
 else

@@ -22,26 +22,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# free_ports N: N free loopback ports, from below the kernel's ephemeral
-# range (there an outgoing connection of another test can take a port
-# between our pick and the server's bind)
+# free_ports N: N free loopback ports (tests/support/free_ports.py)
 free_ports() {
-    python3 - "$1" <<'PY'
-import random, socket, sys
-with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-    top = int(f.read().split()[0])
-ports = []
-while len(ports) < int(sys.argv[1]):
-    p = random.randrange(10000, max(top, 11000))
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", p))
-        except OSError:
-            continue
-    if p != 6379 and p not in ports:
-        ports.append(p)
-print(*ports)
-PY
+    python3 "$HERE/../support/free_ports.py" "$1"
 }
 
 # start_until_ready PATTERN CMD...: runs CMD in the background (output in
