@@ -12,12 +12,15 @@ lives as long as the run, never by the nemesis's short-lived fault threads.
 import ctypes
 import os
 import queue
-import random
 import signal
-import socket
 import subprocess
+import sys
 import threading
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                os.pardir, "support"))
+from free_ports import free_ports  # noqa: E402  (tests/support)
 
 PR_SET_PDEATHSIG = 1
 STOP_GRACE_S = 5.0
@@ -31,51 +34,18 @@ def _die_with_parent():
         pass
 
 
-def _ephemeral_low():
-    """The lowest port the kernel gives outgoing connections (32768 if
-    unknown)."""
-    try:
-        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-            return int(f.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 32768
-
-
-def _binds(port):
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-            return True
-        except OSError:
-            return False
-
-
 class Ports:
-    """Free loopback ports, never 6379, never the same one twice a run.
-
-    Taken from below the kernel's ephemeral range: there, between the pick
-    and the server's bind, any outgoing connection on the machine can take
-    the port as its source port (tests run side by side). port + 10000,
-    an old server's cluster bus, stays below the range and free too."""
+    """Free loopback ports, never 6379, never the same one twice a run
+    (tests/support/free_ports.py: below the kernel's ephemeral range, each
+    with port + 10000 free, an old server's cluster bus)."""
 
     def __init__(self):
         self.given = {6379}
-        self.random = random.Random()
 
     def take(self):
-        top = _ephemeral_low() - 10000
-        for _ in range(500):
-            if top > 11000:
-                port = self.random.randrange(10000, top)
-            else:  # a machine whose ephemeral range starts low
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", 0))
-                    port = s.getsockname()[1]
-            if (port not in self.given and port + 10000 <= 65535
-                    and _binds(port) and _binds(port + 10000)):
-                self.given.add(port)
-                return port
-        raise RuntimeError("no free loopback port")
+        port = free_ports(1, self.given)[0]
+        self.given.add(port)
+        return port
 
 
 class Child:

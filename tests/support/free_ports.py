@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """free_ports.py N: prints N distinct free loopback ports for the shell
-tests' servers, on one line.
+tests' servers, on one line; free_ports() gives them to the safety harness.
 
 Ports come from below the kernel's ephemeral range, as the C harness's
 rt_free_port() picks them: a port in that range can be taken, between the
@@ -30,12 +30,14 @@ def binds(port):
             return False
 
 
-def free_ports(n):
+def free_ports(n, taken=()):
+    """n distinct free ports, none of them in taken."""
     top = max(ephemeral_low() - 10000, 11000)
     ports = []
     for _ in range(1000 * n):
         p = random.randrange(10000, top)
-        if p != 6379 and p not in ports and binds(p) and binds(p + 10000):
+        if (p != 6379 and p not in ports and p not in taken and binds(p)
+                and binds(p + 10000)):
             ports.append(p)
             if len(ports) == n:
                 return ports
